@@ -1,0 +1,133 @@
+// Outgoing batching: frames produced in one tick go out as one WebSocket message, never larger
+// than the negotiated frameMax (a larger set is cut at frame boundaries into several messages).
+import { MessageTooLargeError } from '../errors.ts';
+import type { Frame } from '../wire/index.ts';
+import { batchEntrySize, encodeFrame, joinEncodedFrames } from '../wire/index.ts';
+
+/** Where batches go: the socket. */
+export interface BatchSink {
+  send(data: Uint8Array): void;
+  /** Bytes the sink has queued but not yet written (WebSocket.bufferedAmount). */
+  readonly bufferedAmount: number;
+}
+
+export interface FrameWriterOptions {
+  /** Largest batch, in bytes. */
+  frameMax: number;
+  /** Runs the flush later in the same tick; default queueMicrotask. */
+  schedule?: (flush: () => void) => void;
+  /** A send failed during a scheduled flush (the socket is gone); the connection decides. */
+  onError?: (err: unknown) => void;
+}
+
+/** Encodes frames, queues them, and flushes the queue once per tick in batches of at most frameMax. */
+export class FrameWriter {
+  #sink: BatchSink;
+  #frameMax: number;
+  #schedule: (flush: () => void) => void;
+  #onError: (err: unknown) => void;
+  #pending: Uint8Array[] = [];
+  /** Size the pending frames take in batches (each frame plus its 1 + varint prefix), in bytes. */
+  #pendingBytes = 0;
+  #scheduled = false;
+  #sentSinceCheck = false;
+  #flushBound = (): void => {
+    this.#scheduled = false;
+    try {
+      this.flush();
+    } catch (err) {
+      this.#onError(err);
+    }
+  };
+
+  constructor(sink: BatchSink, options: FrameWriterOptions) {
+    this.#sink = sink;
+    this.#frameMax = options.frameMax;
+    this.#schedule = options.schedule ?? queueMicrotask;
+    this.#onError =
+      options.onError ??
+      ((err) => {
+        throw err;
+      });
+  }
+
+  /** The batch size limit, in bytes; set when the handshake negotiates it. */
+  get frameMax(): number {
+    return this.#frameMax;
+  }
+
+  set frameMax(bytes: number) {
+    this.#frameMax = bytes;
+  }
+
+  /** Bytes waiting: the sink's buffer plus what has not been flushed yet. */
+  get bufferedBytes(): number {
+    return this.#sink.bufferedAmount + this.#pendingBytes;
+  }
+
+  /** Frames queued and not yet flushed. */
+  get pendingFrames(): number {
+    return this.#pending.length;
+  }
+
+  /**
+   * Encodes a frame, checking it fits in a batch on its own. Throws MessageTooLargeError (nothing
+   * queued) when it does not.
+   */
+  encode(frame: Frame): Uint8Array {
+    const bytes = encodeFrame(frame);
+    const size = batchEntrySize(bytes.length);
+    if (size > this.#frameMax) throw new MessageTooLargeError(size, this.#frameMax);
+    return bytes;
+  }
+
+  /** Queues an encoded frame for this tick's batch. */
+  enqueue(bytes: Uint8Array): void {
+    this.#pending.push(bytes);
+    this.#pendingBytes += batchEntrySize(bytes.length);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      this.#schedule(this.#flushBound);
+    }
+  }
+
+  /** encode + enqueue. */
+  write(frame: Frame): void {
+    this.enqueue(this.encode(frame));
+  }
+
+  /** Sends everything queued now, in as few batches as frameMax allows, in order. */
+  flush(): void {
+    const pending = this.#pending;
+    if (pending.length === 0) return;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    let start = 0;
+    while (start < pending.length) {
+      let size = batchEntrySize((pending[start] as Uint8Array).length);
+      let end = start + 1;
+      while (end < pending.length) {
+        const next = batchEntrySize((pending[end] as Uint8Array).length);
+        if (size + next > this.#frameMax) break;
+        size += next;
+        end++;
+      }
+      this.#sink.send(joinEncodedFrames(pending, start, end));
+      this.#sentSinceCheck = true;
+      start = end;
+    }
+  }
+
+  /** Drops everything queued (the connection is gone). */
+  discard(): void {
+    this.#pending = [];
+    this.#pendingBytes = 0;
+  }
+
+  /** Whether anything was sent since the last call (for heartbeats). */
+  takeSentFlag(): boolean {
+    const sent = this.#sentSinceCheck || this.#pending.length > 0;
+    this.#sentSinceCheck = false;
+    return sent;
+  }
+}

@@ -1,0 +1,102 @@
+// Batch encode/decode: the only place bytes become frames and back.
+import { createNumberReader } from './number-reader.ts';
+import { BatchType, FrameType } from './schema.ts';
+import type { Frame, FrameOf, MethodMap, MethodName } from './types.ts';
+import { WireError } from './wire-error.ts';
+
+/**
+ * Encodes frames into one WebSocket message. Accepts plain objects of the Frame shape and decoded
+ * frames alike (a broker may relay what it decoded). The caller keeps the result under the
+ * negotiated frameMax; this function does not split.
+ */
+export function encodeBatch(frames: readonly Frame[]): Uint8Array {
+  return BatchType.encode({ frames }).finish();
+}
+
+/**
+ * Decodes one WebSocket message into its frames, in order.
+ *
+ * Throws WireError 502 SYNTAX_ERROR, and nothing else, when the bytes do not decode (garbage,
+ * truncation inside a frame, nesting deeper than protobufjs's recursion limit of 100 message levels)
+ * or when a frame carries no method (including one this version does not know). A cut exactly at a
+ * frame boundary is indistinguishable from a shorter batch and decodes to the frames before it.
+ *
+ * Decoded frames are protobufjs message instances: bytes fields are views into `bytes` (Buffers when
+ * `bytes` is a Buffer), so hold on to a body only as long as retaining the whole batch is fine, or
+ * copy it. The caller bounds the size of `bytes` (the WebSocket layer's frameMax).
+ */
+export function decodeBatch(bytes: Uint8Array): Frame[] {
+  if (!(bytes instanceof Uint8Array)) throw WireError.syntax('a batch must be a Uint8Array of bytes');
+  let frames: Frame[];
+  try {
+    frames = (BatchType.decode(createNumberReader(bytes)) as unknown as { frames: Frame[] }).frames;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw WireError.syntax(`undecodable batch of ${bytes.length} bytes: ${reason}`, err);
+  }
+  for (let i = 0; i < frames.length; i++) {
+    // A frame from the wire may lack a method, whatever the static type says.
+    const f = frames[i] as { channel: number; method?: MethodName };
+    if (f.method === undefined) {
+      throw WireError.syntax(`frame ${i} of the batch (channel ${f.channel}) carries no known method`);
+    }
+  }
+  return frames;
+}
+
+/** Builds a frame: `frame(1, 'basicAck', { deliveryTag: 5, multiple: false })`. */
+export function frame<K extends MethodName>(channel: number, method: K, body: MethodMap[K]): FrameOf<K> {
+  return { channel, method, [method]: body } as FrameOf<K>;
+}
+
+// ---------------------------------------------------------------- batching by size
+//
+// A Batch is its frames, each written as field 1 (tag byte 0x0a), a varint length, then the frame's
+// bytes. Encoding frames one by one and joining them gives the same bytes as encodeBatch, and lets a
+// sender know each frame's size up front, so it can cut batches at frame boundaries under frameMax.
+
+/** Tag byte of Batch.frames (field 1, length-delimited). */
+const FRAMES_TAG = 0x0a;
+
+function varintSize(n: number): number {
+  let size = 1;
+  while (n > 0x7f) {
+    n = Math.floor(n / 128);
+    size++;
+  }
+  return size;
+}
+
+/** Encodes one frame on its own; join frames with joinEncodedFrames. */
+export function encodeFrame(f: Frame): Uint8Array {
+  return FrameType.encode(f).finish();
+}
+
+/** The bytes a frame of `frameLength` encoded bytes adds to a batch (tag + length + frame). */
+export function batchEntrySize(frameLength: number): number {
+  return 1 + varintSize(frameLength) + frameLength;
+}
+
+/**
+ * One batch (one WebSocket message) from frames encoded with encodeFrame, in order: the same bytes
+ * encodeBatch would give for the frames themselves. `end` defaults to all of them.
+ */
+export function joinEncodedFrames(frames: readonly Uint8Array[], start = 0, end = frames.length): Uint8Array {
+  let total = 0;
+  for (let i = start; i < end; i++) total += batchEntrySize((frames[i] as Uint8Array).length);
+  const out = new Uint8Array(total);
+  let pos = 0;
+  for (let i = start; i < end; i++) {
+    const f = frames[i] as Uint8Array;
+    out[pos++] = FRAMES_TAG;
+    let n = f.length;
+    while (n > 0x7f) {
+      out[pos++] = (n & 0x7f) | 0x80;
+      n = Math.floor(n / 128);
+    }
+    out[pos++] = n;
+    out.set(f, pos);
+    pos += f.length;
+  }
+  return out;
+}

@@ -1,0 +1,504 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type {
+  BasicProperties,
+  ExchangeDeclare,
+  FieldTable,
+  QueueDeclare,
+  QueueDeclareOk,
+} from '@styx/client/wire';
+import { isConnectionError } from '@styx/client/wire';
+import type { Clock, ReplicatedLog } from '@styx/raft';
+import { InMemoryLog, systemClock } from '@styx/raft';
+import {
+  accessRefused,
+  ChannelError,
+  Code,
+  ConnectionError,
+  notFound,
+  resourceLocked,
+} from '../errors/amqp-error.ts';
+import type { Logger } from '../logging/logger.ts';
+import type {
+  ExchangeRecord,
+  MetadataCommand,
+  MetadataReply,
+  QueueRecord,
+} from '../metadata/metadata-machine.ts';
+import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
+import { hashPassword, verifyPassword } from '../metadata/passwords.ts';
+import { canAccess, canUseVhost } from '../metadata/permissions.ts';
+import { queueConfigFromArguments, validateExpiration } from '../metadata/queue-arguments.ts';
+import type { BodyStore } from '../queue/body-store.ts';
+import { InMemoryBodyStore } from '../queue/body-store.ts';
+import type { OwnerSink } from '../queue/queue-actor.ts';
+import { QueueActor } from '../queue/queue-actor.ts';
+import type {
+  QueueApplyResult,
+  QueueCommand,
+  QueueConfig,
+  RemovalReason,
+  StoredMessage,
+} from '../queue/types.ts';
+import { route } from '../router/route.ts';
+import type { Connection } from '../transport/ws/connection.ts';
+import { isLoopbackAddress } from './loopback.ts';
+
+/** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
+export interface Session {
+  readonly user: string;
+  readonly vhost: string;
+  readonly connectionId: string;
+}
+
+export type Permission = 'configure' | 'write' | 'read';
+
+export interface BrokerOptions {
+  /** Unique name of this node, used in connection ids and generated names. */
+  readonly nodeName: string;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  /** Resident memory above which publishers are throttled, bytes; 0 disables the check. */
+  readonly memoryBudgetBytes: number;
+  /** The user created on a fresh node (RabbitMQ's guest/guest). */
+  readonly defaultUser?: { readonly name: string; readonly password: string };
+  /** Users that may only connect from a loopback address (RabbitMQ's `loopback_users`). */
+  readonly loopbackUsers?: readonly string[];
+}
+
+/** How often the memory budget is checked, ms. */
+const MEMORY_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * The broker node's core: the metadata store (vhosts, users, permissions, exchanges, queues,
+ * bindings) and the queue actors, with the operations channels perform on them. Protocol framing
+ * lives in transport/; the pure state machines live in metadata/ and queue/.
+ */
+export class Broker {
+  readonly nodeName: string;
+  readonly logger: Logger;
+  readonly serverProperties: FieldTable;
+  /** Bumped whenever users or permissions change, so channels can cache permission checks. */
+  permissionEpoch = 0;
+  private readonly clock: Clock;
+  private readonly options: BrokerOptions;
+  private readonly metadata = new MetadataMachine();
+  private readonly metaLog: ReplicatedLog<MetadataCommand, MetadataReply>;
+  /** vhost → queue name → actor. */
+  private readonly actors = new Map<string, Map<string, QueueActor>>();
+  private readonly connections = new Map<string, Connection>();
+  private readonly bodyStore: BodyStore = new InMemoryBodyStore();
+  private readonly loopbackUsers: ReadonlySet<string>;
+  private memoryTimer: NodeJS.Timeout | undefined;
+  private memoryBlocked = false;
+  private readonly sinks = {
+    resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
+    onDeadLetter: (queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void =>
+      this.onDeadLetter(queue, reason, messages),
+    onQueueExpired: (queue: QueueActor): void => this.onQueueExpired(queue),
+  };
+
+  private constructor(options: BrokerOptions) {
+    this.options = options;
+    this.nodeName = options.nodeName;
+    this.logger = options.logger;
+    this.clock = options.clock ?? systemClock;
+    this.loopbackUsers = new Set(options.loopbackUsers ?? ['guest']);
+    this.metaLog = new InMemoryLog<MetadataCommand, MetadataReply>('metadata', { clock: this.clock });
+    this.serverProperties = {
+      entries: [
+        { key: 'product', value: { longStr: 'Styx' } },
+        { key: 'version', value: { longStr: '0.1.0' } },
+        { key: 'cluster_name', value: { longStr: options.nodeName } },
+        { key: 'platform', value: { longStr: `Node.js ${process.version}` } },
+      ],
+    };
+  }
+
+  /** Open the metadata store (bootstrapping a fresh node) and start the memory monitor. */
+  static async start(options: BrokerOptions): Promise<Broker> {
+    const broker = new Broker(options);
+    await broker.metaLog.open(broker.metadata);
+    if (broker.metadata.vhosts().length === 0) {
+      const user = options.defaultUser ?? { name: 'guest', password: 'guest' };
+      const hash = await hashPassword(user.password);
+      for (const command of bootstrapCommands({ user: user.name, passwordHash: hash })) {
+        await broker.runMeta(command);
+      }
+    }
+    if (options.memoryBudgetBytes > 0) {
+      broker.memoryTimer = setInterval(() => broker.checkMemory(), MEMORY_CHECK_INTERVAL_MS);
+      broker.memoryTimer.unref();
+    }
+    return broker;
+  }
+
+  // ------------------------------------------------------------------------------ connections
+
+  async authenticate(
+    user: string,
+    password: string,
+    vhost: string,
+    remoteAddress: string,
+    connectionId: string,
+  ): Promise<Session> {
+    const record = this.metadata.user(user);
+    // Unknown user and wrong password get the same answer, so names cannot be probed.
+    if (record === undefined || !(await verifyPassword(password, record.passwordHash))) {
+      throw new ConnectionError(Code.ACCESS_REFUSED, `login refused: user '${user}' - invalid credentials`);
+    }
+    if (this.loopbackUsers.has(user) && !isLoopbackAddress(remoteAddress)) {
+      throw new ConnectionError(Code.ACCESS_REFUSED, `user '${user}' can only connect via localhost`);
+    }
+    if (this.metadata.vhost(vhost) === undefined) {
+      throw new ConnectionError(Code.NOT_ALLOWED, `vhost '${vhost}' not found`);
+    }
+    if (!canUseVhost(this.metadata, user, vhost)) {
+      throw new ConnectionError(Code.NOT_ALLOWED, `access to vhost '${vhost}' refused for user '${user}'`);
+    }
+    return { user, vhost, connectionId };
+  }
+
+  connectionOpened(connection: Connection): void {
+    this.connections.set(connection.id, connection);
+    if (this.memoryBlocked) connection.setMemoryBlocked(true);
+  }
+
+  connectionClosed(connection: Connection): void {
+    if (!this.connections.delete(connection.id)) return;
+    // Exclusive queues die with their connection.
+    this.runMeta({ type: 'deleteExclusive', connectionId: connection.id })
+      .then((reply) => {
+        for (const q of reply.deletedQueues) void this.stopActor(q.vhost, q.name, true);
+      })
+      .catch((err: unknown) => this.logger.warn({ err }, 'failed to delete exclusive queues'));
+  }
+
+  private resolveOwner(owner: string): OwnerSink | undefined {
+    const slash = owner.lastIndexOf('/');
+    const connection = this.connections.get(owner.slice(0, slash));
+    return connection?.channelFor(Number(owner.slice(slash + 1)));
+  }
+
+  private checkMemory(): void {
+    const rss = process.memoryUsage.rss();
+    const blocked = rss > this.options.memoryBudgetBytes;
+    if (blocked === this.memoryBlocked) return;
+    this.memoryBlocked = blocked;
+    this.logger.warn(
+      { rss, budget: this.options.memoryBudgetBytes },
+      blocked
+        ? 'memory budget exceeded: publishers blocked'
+        : 'memory back under budget: publishers unblocked',
+    );
+    for (const connection of this.connections.values()) connection.setMemoryBlocked(blocked);
+  }
+
+  // ------------------------------------------------------------------------------ permissions
+
+  checkPermission(session: Session, permission: Permission, kind: 'exchange' | 'queue', name: string): void {
+    if (!canAccess(this.metadata, session.user, session.vhost, permission, name)) {
+      throw accessRefused(
+        `access to ${kind} '${name}' in vhost '${session.vhost}' refused for user '${session.user}' (${permission} permission needed)`,
+      );
+    }
+  }
+
+  // ------------------------------------------------------------------------------ metadata operations
+
+  /** Propose a metadata command; error replies become channel or connection errors. */
+  private async runMeta(command: MetadataCommand): Promise<MetadataReply & { type: 'ok' }> {
+    const reply = await this.metaLog.propose(command);
+    if (reply.type === 'error') {
+      throw isConnectionError(reply.code)
+        ? new ConnectionError(reply.code, reply.text)
+        : new ChannelError(reply.code, reply.text);
+    }
+    return reply;
+  }
+
+  exchange(vhost: string, name: string): ExchangeRecord | undefined {
+    return this.metadata.exchange(vhost, name);
+  }
+
+  async declareExchange(session: Session, m: ExchangeDeclare): Promise<void> {
+    if (m.passive) {
+      if (this.metadata.exchange(session.vhost, m.exchange) === undefined) {
+        throw notFound(`no exchange '${m.exchange}' in vhost '${session.vhost}'`);
+      }
+      return;
+    }
+    this.checkPermission(session, 'configure', 'exchange', m.exchange);
+    await this.runMeta({
+      type: 'declareExchange',
+      vhost: session.vhost,
+      name: m.exchange,
+      exchangeType: m.type,
+      durable: m.durable,
+      autoDelete: m.autoDelete,
+      internal: m.internal,
+      arguments: m.arguments ?? { entries: [] },
+    });
+  }
+
+  async deleteExchange(session: Session, name: string, ifUnused: boolean): Promise<void> {
+    this.checkPermission(session, 'configure', 'exchange', name);
+    await this.runMeta({ type: 'deleteExchange', vhost: session.vhost, name, ifUnused });
+  }
+
+  async bind(
+    session: Session,
+    kind: 'queue' | 'exchange',
+    destination: string,
+    source: string,
+    routingKey: string,
+    args: FieldTable | null | undefined,
+  ): Promise<void> {
+    this.checkBindPermissions(session, kind, destination, source);
+    if (kind === 'queue') this.checkExclusive(session, destination);
+    await this.runMeta({
+      type: 'bind',
+      vhost: session.vhost,
+      source,
+      destinationKind: kind,
+      destination,
+      routingKey,
+      arguments: args ?? { entries: [] },
+      connectionId: session.connectionId,
+    });
+  }
+
+  async unbind(
+    session: Session,
+    kind: 'queue' | 'exchange',
+    destination: string,
+    source: string,
+    routingKey: string,
+    args: FieldTable | null | undefined,
+  ): Promise<void> {
+    this.checkBindPermissions(session, kind, destination, source);
+    await this.runMeta({
+      type: 'unbind',
+      vhost: session.vhost,
+      source,
+      destinationKind: kind,
+      destination,
+      routingKey,
+      arguments: args ?? { entries: [] },
+      connectionId: session.connectionId,
+    });
+  }
+
+  private checkBindPermissions(
+    session: Session,
+    kind: 'queue' | 'exchange',
+    destination: string,
+    source: string,
+  ): void {
+    // RabbitMQ: write on the destination, read on the source exchange.
+    this.checkPermission(session, 'write', kind, destination);
+    this.checkPermission(session, 'read', 'exchange', source);
+  }
+
+  async declareQueue(session: Session, m: QueueDeclare): Promise<QueueDeclareOk> {
+    const vhost = session.vhost;
+    if (m.passive) {
+      const actor = this.queueForUse(session, m.queue, undefined);
+      actor.touch().catch(() => undefined);
+      const counts = actor.counts();
+      return { queue: m.queue, messageCount: counts.ready, consumerCount: counts.consumers };
+    }
+    const name = m.queue === '' ? this.generateName('amq.gen-') : m.queue;
+    this.checkPermission(session, 'configure', 'queue', name);
+    const args = m.arguments ?? { entries: [] };
+    const parsed = queueConfigFromArguments(args, m.durable);
+    if (!parsed.ok) throw new ChannelError(parsed.code, parsed.text);
+    const existing = this.metadata.queue(vhost, name);
+    if (existing !== undefined) this.checkExclusive(session, name);
+    const reply = await this.runMeta({
+      type: 'declareQueue',
+      vhost,
+      name,
+      durable: m.durable,
+      exclusiveOwner: m.exclusive ? session.connectionId : undefined,
+      autoDelete: m.autoDelete,
+      arguments: args,
+      groupId: `${vhost}/${name}/${randomUUID()}`,
+      serverNamed: m.queue === '',
+    });
+    let actor = this.actors.get(vhost)?.get(name);
+    if (reply.created === true || actor === undefined) {
+      const record = this.metadata.queue(vhost, name) as QueueRecord;
+      actor = await this.startActor(record, parsed.config);
+    } else {
+      actor.touch().catch(() => undefined);
+    }
+    const counts = actor.counts();
+    return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
+  }
+
+  private async startActor(record: QueueRecord, config: QueueConfig): Promise<QueueActor> {
+    const log = new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock: this.clock });
+    const actor = new QueueActor({
+      vhost: record.vhost,
+      name: record.name,
+      groupId: record.groupId,
+      log,
+      bodyStore: this.bodyStore,
+      config,
+      clock: this.clock,
+      logger: this.logger.child({ queue: record.name, vhost: record.vhost }),
+      sinks: this.sinks,
+    });
+    let byName = this.actors.get(record.vhost);
+    if (byName === undefined) {
+      byName = new Map();
+      this.actors.set(record.vhost, byName);
+    }
+    byName.set(record.name, actor);
+    await actor.open();
+    return actor;
+  }
+
+  /** Stop a queue's actor after its metadata record is gone; `deleteData` also drops its messages. */
+  private stopActor(vhost: string, name: string, deleteData: boolean): Promise<number> {
+    const actor = this.actors.get(vhost)?.get(name);
+    if (actor === undefined) return Promise.resolve(0);
+    this.actors.get(vhost)?.delete(name);
+    return deleteData ? actor.delete() : actor.close().then(() => 0);
+  }
+
+  async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
+    const vhost = session.vhost;
+    const actor = this.actors.get(vhost)?.get(name);
+    if (actor === undefined || this.metadata.queue(vhost, name) === undefined) {
+      // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
+      return 0;
+    }
+    this.checkPermission(session, 'configure', 'queue', name);
+    this.checkExclusive(session, name);
+    const counts = actor.counts();
+    await this.runMeta({
+      type: 'deleteQueue',
+      vhost,
+      name,
+      ifUnused,
+      ifEmpty,
+      consumers: counts.consumers,
+      messages: counts.ready + counts.unacked,
+      connectionId: session.connectionId,
+      groupId: actor.groupId,
+    });
+    return this.stopActor(vhost, name, true);
+  }
+
+  async purgeQueue(session: Session, name: string): Promise<number> {
+    const actor = this.queueForUse(session, name, 'read');
+    return actor.purge();
+  }
+
+  /**
+   * The actor of a queue this session may use: 404 if missing, 405 if another connection's
+   * exclusive queue, 403 without the permission.
+   */
+  queueForUse(session: Session, name: string, permission: Permission | undefined): QueueActor {
+    const actor = this.actors.get(session.vhost)?.get(name);
+    if (actor === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+    this.checkExclusive(session, name);
+    if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
+    return actor;
+  }
+
+  private checkExclusive(session: Session, name: string): void {
+    const record = this.metadata.queue(session.vhost, name);
+    if (record?.exclusiveOwner !== undefined && record.exclusiveOwner !== session.connectionId) {
+      throw resourceLocked(
+        `cannot obtain exclusive access to locked queue '${name}' in vhost '${session.vhost}'`,
+      );
+    }
+  }
+
+  /** A consumer left `queue`: an auto-delete queue with no consumers left is deleted. */
+  consumerCancelled(queue: QueueActor): void {
+    const record = this.metadata.queue(queue.vhost, queue.name);
+    if (record === undefined || !record.autoDelete || queue.counts().consumers > 0) return;
+    this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
+  }
+
+  private onQueueExpired(queue: QueueActor): void {
+    this.deleteInternally(queue, 'queue expired (x-expires)');
+  }
+
+  private deleteInternally(queue: QueueActor, why: string): void {
+    if (this.actors.get(queue.vhost)?.get(queue.name) !== queue) return;
+    this.logger.info({ queue: queue.name, vhost: queue.vhost }, `deleting queue: ${why}`);
+    this.runMeta({
+      type: 'deleteQueue',
+      vhost: queue.vhost,
+      name: queue.name,
+      ifUnused: false,
+      ifEmpty: false,
+      consumers: 0,
+      messages: 0,
+      groupId: queue.groupId,
+    })
+      .then(() => this.stopActor(queue.vhost, queue.name, true))
+      .catch((err: unknown) => this.logger.warn({ err, queue: queue.name }, 'internal queue delete failed'));
+  }
+
+  private onDeadLetter(queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void {
+    // Dead-letter exchanges are not wired yet: the messages are dropped, and never silently.
+    this.logger.debug(
+      { queue: queue.name, vhost: queue.vhost, reason, count: messages.length },
+      'messages dropped',
+    );
+  }
+
+  // ------------------------------------------------------------------------------ publishing
+
+  /** The queues a publish reaches. `keys` = routing key plus CC and BCC keys. */
+  route(
+    vhost: string,
+    exchange: string,
+    keys: readonly string[],
+    headers: FieldTable | undefined,
+  ): QueueActor[] {
+    const names = route(this.metadata, vhost, exchange, keys, headers);
+    const byName = this.actors.get(vhost);
+    const targets: QueueActor[] = [];
+    if (byName === undefined) return targets;
+    for (const name of names) {
+      const actor = byName.get(name);
+      if (actor !== undefined) targets.push(actor);
+    }
+    return targets;
+  }
+
+  /** Validate a per-message `expiration`; 406 PRECONDITION_FAILED when invalid. */
+  parseExpiration(expiration: string): number {
+    const result = validateExpiration(expiration);
+    if (typeof result === 'number') return result;
+    throw new ChannelError(result.code, result.text);
+  }
+
+  /** The properties a consumer sees for a stored message. */
+  deliveryProperties(_queue: QueueActor, message: StoredMessage, _deliveryCount: number): BasicProperties {
+    return message.properties;
+  }
+
+  generateName(prefix: string): string {
+    return `${prefix}${randomBytes(16).toString('base64url')}`;
+  }
+
+  // ------------------------------------------------------------------------------ lifecycle
+
+  /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
+  async shutdown(): Promise<void> {
+    if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
+    for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
+    const closing: Promise<void>[] = [];
+    for (const byName of this.actors.values())
+      for (const actor of byName.values()) closing.push(actor.close());
+    await Promise.allSettled(closing);
+    await this.metaLog.close();
+  }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+import { DataDirLockedError } from '../broker/data-dir.ts';
+import { UsageError } from './args.ts';
+import { SERVER_USAGE, serverCommand } from './server-command.ts';
+
+const USAGE = `Usage: styx <command> [options]
+
+Commands:
+  server     run a broker node (styx server --help)
+
+Options:
+  -h, --help     show this help
+  --version      print the version`;
+
+const VERSION = '0.1.0';
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      process.stdout.write(`${USAGE}\n`);
+      return command === undefined ? 2 : 0;
+    case '--version':
+      process.stdout.write(`styx ${VERSION}\n`);
+      return 0;
+    case 'server':
+      try {
+        return await serverCommand(rest);
+      } catch (err) {
+        if (err instanceof UsageError) {
+          process.stderr.write(`styx server: ${err.message}\n\n${SERVER_USAGE}\n`);
+          return 2;
+        }
+        throw err;
+      }
+    default:
+      process.stderr.write(`styx: unknown command '${command}'\n\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof DataDirLockedError) process.stderr.write(`styx: ${err.message}\n`);
+    else process.stderr.write(`styx: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,124 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Broker } from '../broker/broker.ts';
+import { acquireDataDir } from '../broker/data-dir.ts';
+import type { LogLevel } from '../logging/logger.ts';
+import { createLogger, LOG_LEVELS } from '../logging/logger.ts';
+import { ListenError, WsServer } from '../transport/ws/server.ts';
+import { parse, parseIntegerFlag, UsageError } from './args.ts';
+
+export const SERVER_USAGE = `Usage: styx server [options]
+
+Run a single Styx broker node. Clients connect with @styx/client to ws://HOST:PORT.
+
+Options:
+  --data-dir DIR        where the node keeps its data (default: ./styx-data)
+  --host HOST           address to listen on (default: 127.0.0.1, loopback only)
+  --port PORT           WebSocket port for clients (default: 5680)
+  --log-level LEVEL     fatal | error | warn | info | debug | trace | silent (default: info)
+  --log-format FORMAT   pretty | json (default: pretty on a terminal, json otherwise)
+  --memory-budget MIB   resident memory above which publishers are throttled (default: 40% of RAM)
+  --frame-max BYTES     largest WebSocket message in either direction (default: 8388608)
+  --heartbeat SECONDS   heartbeat interval proposed to clients, 0 = off (default: 60)
+  -h, --help            show this help
+
+Stops cleanly on SIGINT or SIGTERM.`;
+
+export async function serverCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    'data-dir': { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    'log-level': { type: 'string' },
+    'log-format': { type: 'string' },
+    'memory-budget': { type: 'string' },
+    'frame-max': { type: 'string' },
+    heartbeat: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    process.stdout.write(`${SERVER_USAGE}\n`);
+    return 0;
+  }
+  const level = (values['log-level'] ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(level))
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`);
+  const format = values['log-format'];
+  if (format !== undefined && format !== 'pretty' && format !== 'json')
+    throw new UsageError(`--log-format must be pretty or json, got '${format}'`);
+  const port = parseIntegerFlag('port', values.port, 5680, 0, 65535);
+  const host = values.host ?? '127.0.0.1';
+  const totalMib = Math.floor((await import('node:os')).totalmem() / 1024 / 1024);
+  const memoryBudgetMib = parseIntegerFlag(
+    'memory-budget',
+    values['memory-budget'],
+    Math.floor(totalMib * 0.4),
+    0,
+    16 * 1024 * 1024,
+  );
+  const frameMax = parseIntegerFlag(
+    'frame-max',
+    values['frame-max'],
+    8 * 1024 * 1024,
+    4096,
+    256 * 1024 * 1024,
+  );
+  const heartbeatS = parseIntegerFlag('heartbeat', values.heartbeat, 60, 0, 3600);
+  const dataDir = resolve(values['data-dir'] ?? 'styx-data');
+
+  const logger = createLogger({ level, ...(format !== undefined ? { pretty: format === 'pretty' } : {}) });
+  await mkdir(dataDir, { recursive: true });
+  const dir = await acquireDataDir(dataDir);
+  const broker = await Broker.start({
+    nodeName: dir.nodeName,
+    logger,
+    memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
+  });
+  const server = new WsServer(
+    broker,
+    { host, port, limits: { frameMax, heartbeatMs: heartbeatS * 1000 } },
+    logger,
+  );
+  let address: Awaited<ReturnType<WsServer['listen']>>;
+  try {
+    address = await server.listen();
+  } catch (err) {
+    await broker.shutdown();
+    await dir.release();
+    if (err instanceof ListenError) {
+      logger.fatal(err.message);
+      logger.flush();
+      process.stderr.write(`styx server: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+  logger.info({ url, dataDir, node: dir.nodeName }, `Styx listening on ${url}`);
+
+  return new Promise<number>((done) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        logger.warn(`${signal} again: exiting now`);
+        process.exit(130);
+      }
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      (async () => {
+        await broker.shutdown();
+        await server.close();
+        await dir.release();
+        logger.info('stopped');
+        logger.flush();
+        done(0);
+      })().catch((err: unknown) => {
+        logger.error({ err }, 'error during shutdown');
+        logger.flush();
+        done(1);
+      });
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
+}

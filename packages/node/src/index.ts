@@ -1,0 +1,5 @@
+export type { BrokerOptions, Session } from './broker/broker.ts';
+export { Broker } from './broker/broker.ts';
+export { createLogger, silentLogger } from './logging/logger.ts';
+export type { WsServerOptions } from './transport/ws/server.ts';
+export { ListenError, WsServer } from './transport/ws/server.ts';

@@ -1,0 +1,207 @@
+/**
+ * The metadata store's vocabulary: the records it keeps, the commands that change them and the
+ * replies `MetadataMachine.apply` returns.
+ *
+ * Every command is decided entirely inside the machine from the command and the current state, so
+ * every replica reaches the same answer: facts only the node knows (a queue's live consumer and
+ * message counts for `ifUnused`/`ifEmpty`, a generated group id, the declaring connection) travel
+ * in the command and so are part of the log.
+ *
+ * Records are immutable: a change replaces the record object, so a record handed out by an
+ * accessor never changes under its holder (and caches keyed by record identity stay valid).
+ */
+import type { FieldTable } from '@styx/client/wire';
+
+/** The exchange types Styx implements (RabbitMQ's four built-ins). */
+export const EXCHANGE_TYPES = ['direct', 'fanout', 'topic', 'headers'] as const;
+export type ExchangeType = (typeof EXCHANGE_TYPES)[number];
+
+/** Which permission a check is about (RabbitMQ's configure / write / read). */
+export type PermissionKind = 'configure' | 'write' | 'read';
+
+/** The kind of a binding's destination. */
+export type DestinationKind = 'queue' | 'exchange';
+
+export interface VhostRecord {
+  readonly name: string;
+}
+
+export interface UserRecord {
+  readonly name: string;
+  /** An encoded password hash from `hashPassword` (never the password). */
+  readonly passwordHash: string;
+  /** RabbitMQ user tags: 'administrator', 'management', 'monitoring', 'policymaker', ... */
+  readonly tags: readonly string[];
+}
+
+/**
+ * A user's permissions in one vhost: three regular expressions matched (unanchored, as RabbitMQ's
+ * `re:run`) against resource names. '' matches nothing; '.*' matches everything.
+ */
+export interface PermissionRecord {
+  readonly user: string;
+  readonly vhost: string;
+  readonly configure: string;
+  readonly write: string;
+  readonly read: string;
+}
+
+export interface ExchangeRecord {
+  readonly vhost: string;
+  readonly name: string;
+  readonly type: ExchangeType;
+  readonly durable: boolean;
+  /** Deleted when the last binding with this exchange as source goes away. */
+  readonly autoDelete: boolean;
+  /** May not be published to directly; reachable through exchange-to-exchange bindings. */
+  readonly internal: boolean;
+  readonly arguments: FieldTable;
+}
+
+export interface QueueRecord {
+  readonly vhost: string;
+  readonly name: string;
+  readonly durable: boolean;
+  /** The connection id owning an exclusive queue; undefined for a shared queue. */
+  readonly exclusiveOwner: string | undefined;
+  /** Deleted by the node when its last consumer cancels. */
+  readonly autoDelete: boolean;
+  readonly arguments: FieldTable;
+  /** The replicated log group of this queue incarnation (a redeclared queue gets a new one). */
+  readonly groupId: string;
+}
+
+export interface BindingRecord {
+  readonly vhost: string;
+  /** The source exchange (never the default exchange ''). */
+  readonly source: string;
+  readonly destinationKind: DestinationKind;
+  readonly destination: string;
+  readonly routingKey: string;
+  readonly arguments: FieldTable;
+}
+
+// ---------------------------------------------------------------------------------------- commands
+
+/**
+ * `connectionId` on queue commands is the acting client connection, for RabbitMQ's exclusive-queue
+ * rule (405 RESOURCE_LOCKED when another connection owns the queue). Leave it undefined for the
+ * node's own operations (x-expires, auto-delete, management), which may touch any queue.
+ */
+export type MetadataCommand =
+  | { readonly type: 'addVhost'; readonly name: string }
+  /** Removes the vhost with all its exchanges, queues, bindings and permissions. */
+  | { readonly type: 'deleteVhost'; readonly name: string }
+  /** Creates or replaces a user. */
+  | {
+      readonly type: 'putUser';
+      readonly name: string;
+      readonly passwordHash: string;
+      readonly tags: readonly string[];
+    }
+  /** Removes the user and all its permissions. */
+  | { readonly type: 'deleteUser'; readonly name: string }
+  | {
+      readonly type: 'setPermissions';
+      readonly user: string;
+      readonly vhost: string;
+      readonly configure: string;
+      readonly write: string;
+      readonly read: string;
+    }
+  | { readonly type: 'clearPermissions'; readonly user: string; readonly vhost: string }
+  | {
+      readonly type: 'declareExchange';
+      readonly vhost: string;
+      readonly name: string;
+      /** Validated here: anything but the four built-in types is 503 COMMAND_INVALID. */
+      readonly exchangeType: string;
+      readonly durable: boolean;
+      readonly autoDelete: boolean;
+      readonly internal: boolean;
+      readonly arguments: FieldTable;
+    }
+  | {
+      readonly type: 'deleteExchange';
+      readonly vhost: string;
+      readonly name: string;
+      readonly ifUnused: boolean;
+    }
+  | {
+      readonly type: 'declareQueue';
+      readonly vhost: string;
+      readonly name: string;
+      readonly durable: boolean;
+      /** The declaring connection when exclusive; undefined for a shared queue. */
+      readonly exclusiveOwner: string | undefined;
+      readonly autoDelete: boolean;
+      readonly arguments: FieldTable;
+      /** A fresh id the node generated for this incarnation; kept only if the queue is created. */
+      readonly groupId: string;
+      /**
+       * The node generated the name (the client declared ''). Only then may it start with the
+       * reserved prefix 'amq.' (RabbitMQ's 'amq.gen-...').
+       */
+      readonly serverNamed?: boolean | undefined;
+    }
+  | {
+      readonly type: 'deleteQueue';
+      readonly vhost: string;
+      readonly name: string;
+      readonly ifUnused: boolean;
+      readonly ifEmpty: boolean;
+      /** The queue's live consumer count as the node saw it when proposing. */
+      readonly consumers: number;
+      /** The queue's message count (ready + unacked) as the node saw it when proposing. */
+      readonly messages: number;
+      readonly connectionId?: string | undefined;
+      /**
+       * Delete only this incarnation: if the queue was deleted and redeclared since the node
+       * decided (x-expires, auto-delete), the newer queue is left alone (reply `removed: false`).
+       */
+      readonly groupId?: string | undefined;
+    }
+  | BindCommand
+  | (Omit<BindCommand, 'type'> & { readonly type: 'unbind' })
+  /** The connection closed: remove its exclusive queues. */
+  | { readonly type: 'deleteExclusive'; readonly connectionId: string };
+
+export interface BindCommand {
+  readonly type: 'bind';
+  readonly vhost: string;
+  readonly source: string;
+  readonly destinationKind: DestinationKind;
+  readonly destination: string;
+  readonly routingKey: string;
+  readonly arguments: FieldTable;
+  readonly connectionId?: string | undefined;
+}
+
+export type MetadataCommandType = MetadataCommand['type'];
+
+// ----------------------------------------------------------------------------------------- replies
+
+export interface MetadataOk {
+  readonly type: 'ok';
+  /** Something new was made (vhost, user, permission entry, exchange, queue, binding). */
+  readonly created: boolean;
+  /** The named thing existed and was removed (vhost, user, permission entry, exchange, queue, binding). */
+  readonly removed: boolean;
+  /** declareExchange: the exchange in force (the existing one on an equivalent redeclare). */
+  readonly exchange: ExchangeRecord | undefined;
+  /** declareQueue: the queue in force (the existing one, with its groupId, on a redeclare). */
+  readonly queue: QueueRecord | undefined;
+  /** Queues that no longer exist: the node stops their actors and drops their messages. */
+  readonly deletedQueues: readonly QueueRecord[];
+  /** Exchanges that no longer exist, including auto-delete exchanges that lost their last binding. */
+  readonly deletedExchanges: readonly ExchangeRecord[];
+}
+
+/** A refused command. `code` is an AMQP reply code; `text` reads like RabbitMQ's. */
+export interface MetadataError {
+  readonly type: 'error';
+  readonly code: number;
+  readonly text: string;
+}
+
+export type MetadataReply = MetadataOk | MetadataError;

@@ -1,0 +1,56 @@
+/**
+ * Where message bodies live while their metadata sits in a queue machine. Keyed by the queue's
+ * group id (one incarnation of a queue) and the message id (the log index of its enqueue).
+ *
+ * Synchronous on purpose: the actor writes a body while it applies the enqueue and reads it while
+ * it runs the effects of the same apply, so a store must answer from memory or from a synchronous
+ * read (the LMDB store reads synchronously and batches its writes into the log's I/O turn).
+ * Every method is idempotent: replays put and delete the same keys again.
+ */
+import type { StoredMessage } from './types.ts';
+
+export interface BodyStore {
+  /** Store (or overwrite) the body of message `id`. */
+  put(groupId: string, id: number, message: StoredMessage): void;
+  /** The stored message, or undefined if there is none. */
+  get(groupId: string, id: number): StoredMessage | undefined;
+  /** Forget message `id`; a no-op if it is not stored. */
+  delete(groupId: string, id: number): void;
+  /** Forget every message of the group (queue deleted). */
+  deleteGroup(groupId: string): void;
+}
+
+/** The body store of exclusive and non-durable queues, and of tests: a Map per group. */
+export class InMemoryBodyStore implements BodyStore {
+  private readonly groups = new Map<string, Map<number, StoredMessage>>();
+
+  put(groupId: string, id: number, message: StoredMessage): void {
+    let group = this.groups.get(groupId);
+    if (group === undefined) {
+      group = new Map();
+      this.groups.set(groupId, group);
+    }
+    group.set(id, message);
+  }
+
+  get(groupId: string, id: number): StoredMessage | undefined {
+    return this.groups.get(groupId)?.get(id);
+  }
+
+  delete(groupId: string, id: number): void {
+    const group = this.groups.get(groupId);
+    if (group === undefined) return;
+    // The group's map stays when it empties (a queue often swings between 0 and 1 messages);
+    // deleteGroup drops it.
+    group.delete(id);
+  }
+
+  deleteGroup(groupId: string): void {
+    this.groups.delete(groupId);
+  }
+
+  /** Number of bodies stored for the group (for tests and management). */
+  size(groupId: string): number {
+    return this.groups.get(groupId)?.size ?? 0;
+  }
+}

@@ -1,0 +1,528 @@
+/**
+ * A queue's actor: it runs a `QueueMachine` on a `ReplicatedLog` and turns the machine's effects
+ * into actions. On every replica it keeps the body store in step with the machine (a body is
+ * stored when its enqueue is applied and deleted once the message has left for good); on the
+ * leader only it executes effects: deliveries to owners (channels), dead-letters, the queue's
+ * single expiry timer, `x-expires`.
+ *
+ * Effects run synchronously inside the apply, before the proposer's promise resolves: bodies are
+ * still in the store while they run, and a delivery can reach a channel before that channel's
+ * `consume()` resolves (the channel holds it until consume-ok is out).
+ *
+ * Leadership: when this replica becomes leader it re-derives its duties from the state — re-arms
+ * the timer, re-announces a pending `x-expires`, proposes `ownerDown` for owners that no longer
+ * exist here and re-delivers outstanding deliveries to those that do (the previous leader may have
+ * died before sending them; an owner must ignore a delivery of an id it already holds).
+ */
+
+import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
+import { systemClock } from '@styx/raft';
+import type { BodyStore } from './body-store.ts';
+import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
+import type { ConsumerInfo } from './queue-machine.ts';
+import { QueueMachine } from './queue-machine.ts';
+import type {
+  OwnerId,
+  QueueApplyResult,
+  QueueCommand,
+  QueueConfig,
+  QueueCounts,
+  QueueEffect,
+  QueueReply,
+  RemovalReason,
+  RemovalTotals,
+  StoredMessage,
+} from './types.ts';
+
+/** The subset of a pino logger the actor uses. */
+export interface QueueLogger {
+  child(bindings: Record<string, unknown>): QueueLogger;
+  debug(obj: unknown, msg?: string): void;
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+}
+
+/** A channel as its queues see it. */
+export interface OwnerSink {
+  /**
+   * Deliver message `id` to consumer `tag`. May be called again for an id already delivered after
+   * a leader change: the owner must ignore a duplicate (same queue, same id).
+   */
+  deliver(
+    queue: QueueActor,
+    tag: string,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+    message: StoredMessage,
+  ): void;
+  /** The queue removed consumer `tag` (queue deleted): send basic.cancel to the client. */
+  consumerCancelled(queue: QueueActor, tag: string): void;
+}
+
+/** What the node gives every actor. */
+export interface QueueActorSinks {
+  /** The live owner (channel) with this id, or undefined if it is gone. */
+  resolveOwner(owner: OwnerId): OwnerSink | undefined;
+  /** Messages removed without an ack (their bodies are deleted after this returns). */
+  onDeadLetter(queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void;
+  /** `x-expires` elapsed: delete the queue. Called again by a new leader until it is deleted. */
+  onQueueExpired(queue: QueueActor): void;
+}
+
+export interface QueueActorOptions {
+  readonly vhost: string;
+  readonly name: string;
+  /** The group id of this queue incarnation: the body store's key. */
+  readonly groupId: string;
+  readonly log: ReplicatedLog<QueueCommand, QueueApplyResult>;
+  readonly bodyStore: BodyStore;
+  /** The configuration a fresh queue starts with (the log's first entry records it). */
+  readonly config: QueueConfig;
+  /** The clock the log stamps entries with; timers are computed against it. */
+  readonly clock?: Clock;
+  readonly logger: QueueLogger;
+  readonly sinks: QueueActorSinks;
+}
+
+/** What `QueueActor.get` returns for a message. */
+export interface QueueGetResult {
+  readonly id: number;
+  readonly redelivered: boolean;
+  readonly deliveryCount: number;
+  /** Ready messages left after this one. */
+  readonly messageCount: number;
+  readonly message: StoredMessage;
+}
+
+/** A `got` apply result with the body attached by the actor (read before a noAck get deletes it). */
+interface GotApplyResult extends QueueApplyResult {
+  readonly message: StoredMessage | undefined;
+}
+
+/**
+ * Longest delay handed to setTimeout, ms (its limit is 2^31 - 1); a later deadline is reached by
+ * re-arming when the timer fires.
+ */
+const MAX_TIMER_DELAY_MS = 2_147_483_647;
+
+const EXPIRE_COMMAND: QueueCommand = Object.freeze({ type: 'expire' });
+const TOUCH_COMMAND: QueueCommand = Object.freeze({ type: 'touch' });
+const PURGE_COMMAND: QueueCommand = Object.freeze({ type: 'purge' });
+
+type ActorState = 'new' | 'open' | 'closed';
+
+export class QueueActor {
+  readonly vhost: string;
+  readonly name: string;
+  readonly groupId: string;
+  private readonly log: ReplicatedLog<QueueCommand, QueueApplyResult>;
+  private readonly bodyStore: BodyStore;
+  private readonly initialConfig: QueueConfig;
+  private readonly clock: Clock;
+  private readonly logger: QueueLogger;
+  private readonly sinks: QueueActorSinks;
+  private readonly machine: QueueMachine;
+  /** What the log drives: the machine, with the body store kept in step and effects executed. */
+  private readonly driven: StateMachine<QueueCommand, QueueApplyResult>;
+  private state: ActorState = 'new';
+  /** Duties taken for the current leadership (reset when leadership is lost). */
+  private leading = false;
+  private unsubscribeRole: (() => void) | undefined = undefined;
+  /** Owners with an `ownerDown` proposal in flight (so a burst of failed deliveries proposes one). */
+  private readonly ownersGoing = new Set<OwnerId>();
+
+  /** The machine's earliest deadline as last announced, ms since the epoch. */
+  private deadline: number | undefined = undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** When the armed timer fires (<= deadline: an early fire re-arms, never proposes early). */
+  private timerAt = 0;
+
+  constructor(options: QueueActorOptions) {
+    this.vhost = options.vhost;
+    this.name = options.name;
+    this.groupId = options.groupId;
+    this.log = options.log;
+    this.bodyStore = options.bodyStore;
+    this.initialConfig = options.config;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger;
+    this.sinks = options.sinks;
+    this.machine = new QueueMachine(options.config);
+    this.driven = {
+      apply: (command, meta) => this.applyEntry(command, meta),
+      snapshot: () => this.machine.snapshot(),
+      restore: (snapshot, meta) => this.machine.restore(snapshot, meta),
+    };
+  }
+
+  // ------------------------------------------------------------------------------ lifecycle
+
+  /**
+   * Open the log (restore + replay), then, on the leader, record the initial config as the first
+   * entry of a fresh group and take up the leader's duties.
+   */
+  async open(): Promise<void> {
+    if (this.state !== 'new')
+      throw new QueueActorStateError(`queue ${this.name}: open() on a ${this.state} actor`);
+    this.unsubscribeRole = this.log.onRole(this.onRole);
+    // Effects are not executed while the log replays: they were executed (or are re-derived below).
+    await this.log.open(this.driven);
+    this.state = 'open';
+    if (this.log.role !== 'leader') return;
+    if (this.machine.lastAppliedIndex === 0) {
+      await this.log.propose({ type: 'setConfig', config: this.initialConfig });
+    }
+    this.takeLeadership();
+  }
+
+  /** Stop the timer and close the log; stored state is kept. */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.shutDown();
+    await this.log.close();
+  }
+
+  /**
+   * Delete the queue's data: tell every consumer's owner its consumer is cancelled, destroy the
+   * log and delete every body. Resolves with the number of ready messages deleted.
+   */
+  async delete(): Promise<number> {
+    const count = this.machine.readyCount();
+    for (const consumer of this.machine.consumers()) {
+      try {
+        this.sinks.resolveOwner(consumer.owner)?.consumerCancelled(this, consumer.tag);
+      } catch (err) {
+        this.logger.error({ err, owner: consumer.owner }, 'consumerCancelled failed');
+      }
+    }
+    this.shutDown();
+    await this.log.destroy();
+    this.bodyStore.deleteGroup(this.groupId);
+    return count;
+  }
+
+  private shutDown(): void {
+    this.state = 'closed';
+    this.leading = false;
+    this.stopTimer();
+    this.unsubscribeRole?.();
+    this.unsubscribeRole = undefined;
+  }
+
+  // ------------------------------------------------------------------------------ commands
+
+  /** Enqueue a routed message; `ttl` is its validated `expiration` in ms. Resolves `ok` or `rejected`. */
+  enqueue(message: StoredMessage, ttl: number | undefined): Promise<QueueReply> {
+    return this.log.propose({ type: 'enqueue', size: message.body.byteLength, ttl, message }).then(replyOf);
+  }
+
+  /** Attach a consumer; resolves `ok` or `locked` (exclusivity). `prefetch` 0 = unlimited. */
+  consume(
+    owner: OwnerId,
+    tag: string,
+    prefetch: number,
+    noAck: boolean,
+    exclusive: boolean,
+  ): Promise<QueueReply> {
+    return this.log
+      .propose({ type: 'consume', owner, tag, prefetch, noAck, exclusive })
+      .then(this.consumeReply);
+  }
+
+  cancel(owner: OwnerId, tag: string): Promise<void> {
+    return this.log.propose({ type: 'cancel', owner, tag }).then(toVoid);
+  }
+
+  /** Ack. Unknown ids, or ids `owner` does not hold, are ignored. */
+  settle(owner: OwnerId, ids: readonly number[]): Promise<void> {
+    return this.log.propose({ type: 'settle', owner, ids }).then(toVoid);
+  }
+
+  /** Nack/reject with requeue, or recover. */
+  returnMessages(owner: OwnerId, ids: readonly number[]): Promise<void> {
+    return this.log.propose({ type: 'return', owner, ids }).then(toVoid);
+  }
+
+  /** Nack/reject without requeue. */
+  discard(owner: OwnerId, ids: readonly number[]): Promise<void> {
+    return this.log.propose({ type: 'discard', owner, ids }).then(toVoid);
+  }
+
+  /** basic.get: the head message, or undefined when the queue is empty. */
+  get(owner: OwnerId, noAck: boolean): Promise<QueueGetResult | undefined> {
+    return this.log.propose({ type: 'get', owner, noAck }).then(this.getResult);
+  }
+
+  /** Remove every ready message; resolves with how many. */
+  purge(): Promise<number> {
+    return this.log.propose(PURGE_COMMAND).then(purgedCount);
+  }
+
+  /** The owner (channel) is gone: its consumers go, its unacked messages come back. */
+  ownerDown(owner: OwnerId): Promise<void> {
+    return this.log.propose({ type: 'ownerDown', owner }).then(toVoid);
+  }
+
+  /** A use of the queue that resets its `x-expires` clock (declare, passive declare). */
+  touch(): Promise<void> {
+    return this.log.propose(TOUCH_COMMAND).then(toVoid);
+  }
+
+  /** A new effective configuration (arguments + policy). */
+  setConfig(config: QueueConfig): Promise<void> {
+    return this.log.propose({ type: 'setConfig', config }).then(toVoid);
+  }
+
+  // ------------------------------------------------------------------------------ reads (local state)
+
+  counts(): QueueCounts {
+    return this.machine.counts();
+  }
+
+  removalTotals(): RemovalTotals {
+    return this.machine.removalTotals();
+  }
+
+  consumers(): ConsumerInfo[] {
+    return this.machine.consumers();
+  }
+
+  config(): QueueConfig {
+    return this.machine.currentConfig();
+  }
+
+  // ------------------------------------------------------------------------------ apply
+
+  private applyEntry(command: QueueCommand, meta: EntryMeta): QueueApplyResult {
+    const result = this.machine.apply(command, meta);
+    const { reply } = result;
+    let returned: QueueApplyResult = result;
+    if (command.type === 'enqueue') {
+      // Stored even if it left again within this apply (TTL 0, drop-head): effects may read it.
+      if (reply.type === 'ok') this.bodyStore.put(this.groupId, meta.index, command.message);
+    } else if (reply.type === 'got') {
+      const got: GotApplyResult = { ...result, message: this.bodyStore.get(this.groupId, reply.id) };
+      returned = got;
+    }
+    if (result.effects.length > 0 && this.state === 'open' && this.log.role === 'leader') {
+      this.runEffects(result.effects);
+    }
+    const { removed } = result;
+    for (let i = 0; i < removed.length; i++) this.bodyStore.delete(this.groupId, removed[i] as number);
+    return returned;
+  }
+
+  private runEffects(effects: readonly QueueEffect[]): void {
+    for (const effect of effects) {
+      try {
+        switch (effect.type) {
+          case 'deliver':
+            this.deliver(effect.owner, effect.tag, effect.id, effect.redelivered, effect.deliveryCount);
+            break;
+          case 'deadLetter':
+            this.deadLetter(effect.reason, effect.ids);
+            break;
+          case 'deadLetterRejected':
+            this.sinks.onDeadLetter(this, effect.reason, [effect.message]);
+            break;
+          case 'timer':
+            this.setDeadline(effect.at);
+            break;
+          case 'cancelTimer':
+            this.setDeadline(undefined);
+            break;
+          case 'consumerCancelled':
+            this.sinks.resolveOwner(effect.owner)?.consumerCancelled(this, effect.tag);
+            break;
+          case 'queueExpired':
+            this.sinks.onQueueExpired(this);
+            break;
+        }
+      } catch (err) {
+        // A failing sink must not break the log's apply loop (nor skip the body deletions).
+        this.logger.error({ err, effect: effect.type }, 'queue effect failed');
+      }
+    }
+  }
+
+  private deliver(
+    owner: OwnerId,
+    tag: string,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+  ): void {
+    const sink = this.sinks.resolveOwner(owner);
+    if (sink === undefined) {
+      this.ownerGone(owner);
+      return;
+    }
+    const message = this.bodyStore.get(this.groupId, id);
+    if (message === undefined) throw new QueueBodyMissingError(this.groupId, id);
+    sink.deliver(this, tag, id, redelivered, deliveryCount, message);
+  }
+
+  private deadLetter(reason: RemovalReason, ids: readonly number[]): void {
+    const messages: StoredMessage[] = [];
+    for (const id of ids) {
+      const message = this.bodyStore.get(this.groupId, id);
+      if (message === undefined) this.logger.error({ id, reason }, 'body missing for a removed message');
+      else messages.push(message);
+    }
+    this.sinks.onDeadLetter(this, reason, messages);
+  }
+
+  /** A delivery's owner is gone: return its messages (once per owner while the proposal is in flight). */
+  private ownerGone(owner: OwnerId): void {
+    if (this.ownersGoing.has(owner)) return;
+    this.ownersGoing.add(owner);
+    // Proposed after the current apply completes: never re-enter the log from inside apply.
+    queueMicrotask(() => {
+      this.log.propose({ type: 'ownerDown', owner }).then(
+        () => this.ownersGoing.delete(owner),
+        (err: unknown) => {
+          this.ownersGoing.delete(owner);
+          this.logger.debug({ err, owner }, 'ownerDown for a vanished owner failed');
+        },
+      );
+    });
+  }
+
+  // ------------------------------------------------------------------------------ leadership
+
+  private readonly onRole = (change: RoleChange): void => {
+    // Before open() completes, open() takes the duties itself.
+    if (this.state !== 'open') return;
+    if (change.role === 'leader') {
+      if (!this.leading) this.takeLeadership();
+    } else {
+      this.leading = false;
+      this.stopTimer();
+    }
+  };
+
+  /** Re-derive the leader's duties from the state. */
+  private takeLeadership(): void {
+    this.leading = true;
+    this.stopTimer();
+    this.setDeadline(this.machine.nextDeadline());
+    if (this.machine.isQueueExpired()) {
+      try {
+        this.sinks.onQueueExpired(this);
+      } catch (err) {
+        this.logger.error({ err }, 'onQueueExpired failed');
+      }
+    }
+    for (const owner of this.machine.ownerIds()) {
+      const sink = this.sinks.resolveOwner(owner);
+      if (sink === undefined) {
+        this.ownerGone(owner);
+        continue;
+      }
+      for (const delivery of this.machine.outstandingDeliveries(owner)) {
+        const message = this.bodyStore.get(this.groupId, delivery.id);
+        if (message === undefined) {
+          this.logger.error({ id: delivery.id }, 'body missing for an outstanding delivery');
+          continue;
+        }
+        // Redelivered: the previous leader may have sent it already.
+        try {
+          sink.deliver(this, delivery.tag, delivery.id, true, delivery.deliveryCount, message);
+        } catch (err) {
+          this.logger.error({ err, owner }, 'redelivery failed');
+        }
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------ the timer
+
+  /**
+   * The machine's earliest deadline changed. A later deadline keeps the armed timer (it fires early
+   * and re-arms without proposing), so a queue whose head moves on every delivery does not churn
+   * timers; an earlier one re-arms at once; none leaves the timer to fire and find nothing.
+   */
+  private setDeadline(at: number | undefined): void {
+    this.deadline = at;
+    if (at === undefined) return;
+    if (this.timer !== undefined && this.timerAt <= at) return;
+    this.arm(at);
+  }
+
+  private arm(at: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    const now = this.clock.now();
+    const delay = Math.min(Math.max(at - now, 0), MAX_TIMER_DELAY_MS);
+    this.timerAt = now + delay;
+    this.timer = setTimeout(this.onTimer, delay);
+    this.timer.unref?.();
+  }
+
+  private stopTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    const at = this.deadline;
+    if (at === undefined || this.state !== 'open' || this.log.role !== 'leader') return;
+    if (at > this.clock.now()) {
+      this.arm(at);
+      return;
+    }
+    this.log.propose(EXPIRE_COMMAND).then(this.afterExpire, this.expireFailed);
+  };
+
+  /**
+   * An expire that found nothing due (the entry's ts lagged this clock) changes no deadline, so no
+   * timer effect re-arms the timer: re-arm from the state.
+   */
+  private readonly afterExpire = (): void => {
+    if (this.state === 'open' && this.leading && this.timer === undefined) {
+      this.setDeadline(this.machine.nextDeadline());
+    }
+  };
+
+  private readonly expireFailed = (err: unknown): void => {
+    // Closed or no longer leader: the next leader re-arms. Anything else is worth a warning.
+    const code = (err as { code?: unknown } | undefined)?.code;
+    if (code === 'LOG_CLOSED' || code === 'NOT_LEADER') this.logger.debug({ err }, 'expire not proposed');
+    else this.logger.warn({ err }, 'expire proposal failed');
+  };
+
+  private readonly consumeReply = (result: QueueApplyResult): QueueReply => {
+    if (result.reply.type !== 'locked') return result.reply;
+    // RabbitMQ's wording; the machine's text says which case it was.
+    return {
+      type: 'locked',
+      text: `queue '${this.name}' in vhost '${this.vhost}' in exclusive use (${result.reply.text})`,
+    };
+  };
+
+  private readonly getResult = (result: QueueApplyResult): QueueGetResult | undefined => {
+    const { reply } = result;
+    if (reply.type !== 'got') return undefined;
+    const { message } = result as GotApplyResult;
+    if (message === undefined) throw new QueueBodyMissingError(this.groupId, reply.id);
+    return {
+      id: reply.id,
+      redelivered: reply.redelivered,
+      deliveryCount: reply.deliveryCount,
+      messageCount: reply.messageCount,
+      message,
+    };
+  };
+}
+
+function replyOf(result: QueueApplyResult): QueueReply {
+  return result.reply;
+}
+
+function toVoid(): void {}
+
+function purgedCount(result: QueueApplyResult): number {
+  return result.reply.type === 'purged' ? result.reply.count : 0;
+}

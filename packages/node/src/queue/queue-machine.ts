@@ -1,0 +1,884 @@
+/**
+ * The queue state machine: RabbitMQ quorum-queue semantics (rabbit_fifo) as a pure, deterministic
+ * `StateMachine` run by a `ReplicatedLog` on every replica. No I/O, no clock (time is `meta.ts`),
+ * no randomness; it holds message metadata only (bodies live in the body store).
+ *
+ * Shape of the state:
+ * - `entries`: id → MessageEntry for every message in the queue (ready or unacked). A message's id
+ *   is the log index of its enqueue.
+ * - Two ready FIFOs: `returned` (messages that came back; served first, as rabbit_fifo's returns
+ *   queue) and `ready` (never delivered, in id order). "The head" is returned.head ?? ready.head.
+ * - `expiry`: an indexed min-heap of the ready messages that have a finite expiry. Only ready
+ *   messages expire; an unacked message's expiry is recomputed when it comes back.
+ * - `owners`: channels holding consumers and/or unacked messages; each owner links its unacked
+ *   messages in delivery order.
+ * - `waiting`: the consumers that have credit, in round-robin order. Invariant after every apply:
+ *   no ready message while a consumer waits (all that can be delivered has been).
+ *
+ * Every apply runs: expire due messages → the command → deliver → expire due messages (a TTL-0
+ * message that no waiting consumer took) → drop-head length limits → dead-letter effects (one per
+ * reason) → timer effect if the earliest deadline changed.
+ *
+ * Costs: enqueue, settle, deliver O(1) plus O(log n) for messages with an expiry; expiring k
+ * messages O(k log n). No allocation per apply beyond the result (a shared result when nothing
+ * happened, shared empty arrays when no effects or no removals).
+ */
+
+import type { EntryMeta, StateMachine } from '@styx/raft';
+import { QueueSnapshotError } from './errors.ts';
+import { ExpiryHeap } from './expiry-heap.ts';
+import { LinkedQueue } from './linked-queue.ts';
+import { Consumer, MessageEntry, Owner, Place } from './queue-records.ts';
+import { ByteReader, ByteWriter } from './snapshot-bytes.ts';
+import type {
+  OverflowMode,
+  OwnerId,
+  QueueApplyResult,
+  QueueCommand,
+  QueueConfig,
+  QueueCounts,
+  QueueEffect,
+  QueueReply,
+  RemovalReason,
+  RemovalTotals,
+} from './types.ts';
+import { DEFAULT_QUEUE_CONFIG } from './types.ts';
+
+type EnqueueCommand = Extract<QueueCommand, { type: 'enqueue' }>;
+type ConsumeCommand = Extract<QueueCommand, { type: 'consume' }>;
+
+/** An attached consumer, as management and the actor see it. */
+export interface ConsumerInfo {
+  readonly owner: OwnerId;
+  readonly tag: string;
+  readonly prefetch: number;
+  readonly noAck: boolean;
+  readonly exclusive: boolean;
+  /** Unacked messages delivered through it. */
+  readonly unacked: number;
+}
+
+/** An unacked message delivered through a consumer that is still attached. */
+export interface OutstandingDelivery {
+  readonly tag: string;
+  readonly id: number;
+  readonly deliveryCount: number;
+}
+
+const NO_EFFECTS: readonly QueueEffect[] = Object.freeze([]);
+const NO_IDS: readonly number[] = Object.freeze([]);
+const REPLY_OK: QueueReply = Object.freeze({ type: 'ok' });
+const REPLY_EMPTY: QueueReply = Object.freeze({ type: 'empty' });
+const REPLY_REJECTED: QueueReply = Object.freeze({ type: 'rejected', reason: 'maxlen' });
+const REPLY_LOCKED_BY_EXCLUSIVE: QueueReply = Object.freeze({
+  type: 'locked',
+  text: 'queue has an exclusive consumer',
+});
+const REPLY_LOCKED_IN_USE: QueueReply = Object.freeze({
+  type: 'locked',
+  text: 'queue has consumers: cannot consume exclusively',
+});
+/** What most applies return: nothing to do beyond the state change. */
+const RESULT_OK: QueueApplyResult = Object.freeze({ reply: REPLY_OK, effects: NO_EFFECTS, removed: NO_IDS });
+const EFFECT_CANCEL_TIMER: QueueEffect = Object.freeze({ type: 'cancelTimer' });
+const EFFECT_QUEUE_EXPIRED: QueueEffect = Object.freeze({ type: 'queueExpired' });
+
+/** Dead-letter effects of one apply are emitted in this order. */
+const REMOVAL_REASONS: readonly RemovalReason[] = ['rejected', 'delivery_limit', 'expired', 'maxlen'];
+const OVERFLOW_MODES: readonly OverflowMode[] = ['drop-head', 'reject-publish', 'reject-publish-dlx'];
+const DEAD_LETTER_STRATEGIES: readonly QueueConfig['deadLetterStrategy'][] = [
+  'at-most-once',
+  'at-least-once',
+];
+const SNAPSHOT_VERSION = 1;
+
+export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult> {
+  private config: QueueConfig;
+  private readonly entries = new Map<number, MessageEntry>();
+  private readonly returned = new LinkedQueue<MessageEntry>();
+  private readonly ready = new LinkedQueue<MessageEntry>();
+  private readonly expiry = new ExpiryHeap<MessageEntry>();
+  private readonly owners = new Map<OwnerId, Owner>();
+  private readonly waiting = new LinkedQueue<Consumer>();
+  private consumerTotal = 0;
+  private exclusiveConsumer: Consumer | undefined = undefined;
+  /** Body bytes of ready messages. */
+  private readyBytes = 0;
+  private unackedTotal = 0;
+  /**
+   * When the queue was last used (consume, get, touch, or its last consumer leaving), for
+   * `x-expires`; set by the first apply, so undefined only before anything was applied.
+   */
+  private lastUsed: number | undefined = undefined;
+  /** The deadline the last timer effect announced (undefined: timer cancelled or never armed). */
+  private armedDeadline: number | undefined = undefined;
+  /** `x-expires` fired: the node is deleting the queue. Sticky. */
+  private queueExpired = false;
+  private readonly totals: Record<RemovalReason, number> = {
+    rejected: 0,
+    delivery_limit: 0,
+    expired: 0,
+    maxlen: 0,
+  };
+  private appliedIndex = 0;
+
+  // Scratch state of the apply in progress; reset by `finish`.
+  private now = 0;
+  private effects: QueueEffect[] | undefined = undefined;
+  private removed: number[] | undefined = undefined;
+  private readonly dead: Record<RemovalReason, number[] | undefined> = {
+    rejected: undefined,
+    delivery_limit: undefined,
+    expired: undefined,
+    maxlen: undefined,
+  };
+
+  /**
+   * `config` is the configuration until the log says otherwise. The actor makes a fresh group's
+   * first entry a `setConfig`, so replays never depend on the config a replica was built with.
+   */
+  constructor(config: QueueConfig = DEFAULT_QUEUE_CONFIG) {
+    this.config = config;
+  }
+
+  // ------------------------------------------------------------------------------ apply
+
+  apply(command: QueueCommand, meta: EntryMeta): QueueApplyResult {
+    this.appliedIndex = meta.index;
+    this.now = meta.ts;
+    if (this.lastUsed === undefined) this.lastUsed = meta.ts;
+    // Never hand out or count a message that is already due, even if the timer has not fired.
+    this.expireDue();
+    let reply = REPLY_OK;
+    switch (command.type) {
+      case 'enqueue':
+        reply = this.enqueue(command, meta.index);
+        break;
+      case 'consume':
+        reply = this.consume(command, meta.index);
+        break;
+      case 'cancel':
+        this.cancel(command.owner, command.tag);
+        break;
+      case 'settle':
+        this.settle(command.owner, command.ids);
+        break;
+      case 'return':
+        this.returnMessages(command.owner, command.ids);
+        break;
+      case 'discard':
+        this.discard(command.owner, command.ids);
+        break;
+      case 'get':
+        reply = this.basicGet(command.owner, command.noAck);
+        break;
+      case 'expire':
+        this.expireQueue();
+        break;
+      case 'purge':
+        reply = this.purge();
+        break;
+      case 'ownerDown':
+        this.ownerDown(command.owner);
+        break;
+      case 'touch':
+        this.lastUsed = this.now;
+        break;
+      case 'setConfig':
+        this.setConfig(command.config);
+        break;
+    }
+    this.deliverReady();
+    this.expireDue();
+    this.enforceLengthLimits();
+    return this.finish(reply);
+  }
+
+  private enqueue(command: EnqueueCommand, index: number): QueueReply {
+    const { overflow } = this.config;
+    if (overflow !== 'drop-head' && this.wouldOverflow(command.size)) {
+      if (overflow === 'reject-publish-dlx') {
+        this.totals.maxlen++;
+        this.pushEffect({ type: 'deadLetterRejected', index, reason: 'maxlen', message: command.message });
+      }
+      return REPLY_REJECTED;
+    }
+    const entry = new MessageEntry(index, command.size, this.now, command.ttl, 0);
+    this.entries.set(index, entry);
+    this.makeReady(entry, Place.Ready);
+    return REPLY_OK;
+  }
+
+  /**
+   * Whether a message of `size` bytes would take the ready messages past a limit. A message that a
+   * waiting consumer takes at once never becomes ready, so it is accepted (limits count ready
+   * messages only; this matters for `x-max-length: 0`).
+   */
+  private wouldOverflow(size: number): boolean {
+    const { maxLength, maxLengthBytes } = this.config;
+    const readyCount = this.readyCount();
+    if (readyCount === 0 && this.waiting.length > 0) return false;
+    return (
+      (maxLength !== undefined && readyCount + 1 > maxLength) ||
+      (maxLengthBytes !== undefined && this.readyBytes + size > maxLengthBytes)
+    );
+  }
+
+  private consume(command: ConsumeCommand, index: number): QueueReply {
+    if (this.exclusiveConsumer !== undefined) return REPLY_LOCKED_BY_EXCLUSIVE;
+    if (command.exclusive && this.consumerTotal > 0) return REPLY_LOCKED_IN_USE;
+    const owner = this.ownerFor(command.owner);
+    // A reused tag is a channel error the channel raises itself; keep the first consumer.
+    if (owner.consumers.has(command.tag)) return REPLY_OK;
+    const consumer = new Consumer(
+      index,
+      owner,
+      command.tag,
+      command.prefetch,
+      command.noAck,
+      command.exclusive,
+    );
+    owner.consumers.set(command.tag, consumer);
+    this.consumerTotal++;
+    if (command.exclusive) this.exclusiveConsumer = consumer;
+    this.lastUsed = this.now;
+    if (consumer.hasCredit()) this.addWaiting(consumer);
+    return REPLY_OK;
+  }
+
+  private cancel(ownerId: OwnerId, tag: string): void {
+    const owner = this.owners.get(ownerId);
+    const consumer = owner?.consumers.get(tag);
+    if (owner === undefined || consumer === undefined) return;
+    this.detach(consumer);
+    this.dropOwnerIfIdle(owner);
+  }
+
+  private settle(ownerId: OwnerId, ids: readonly number[]): void {
+    const owner = this.owners.get(ownerId);
+    if (owner === undefined) return;
+    for (const id of ids) {
+      const entry = this.unackedOf(owner, id);
+      if (entry === undefined) continue;
+      this.release(entry);
+      this.entries.delete(id);
+      this.pushRemoved(id);
+    }
+    this.dropOwnerIfIdle(owner);
+  }
+
+  private returnMessages(ownerId: OwnerId, ids: readonly number[]): void {
+    const owner = this.owners.get(ownerId);
+    if (owner === undefined) return;
+    for (const id of ids) {
+      const entry = this.unackedOf(owner, id);
+      if (entry === undefined) continue;
+      this.release(entry);
+      this.requeue(entry);
+    }
+    this.dropOwnerIfIdle(owner);
+  }
+
+  private discard(ownerId: OwnerId, ids: readonly number[]): void {
+    const owner = this.owners.get(ownerId);
+    if (owner === undefined) return;
+    for (const id of ids) {
+      const entry = this.unackedOf(owner, id);
+      if (entry === undefined) continue;
+      this.release(entry);
+      this.removeDead(entry, 'rejected');
+    }
+    this.dropOwnerIfIdle(owner);
+  }
+
+  private basicGet(ownerId: OwnerId, noAck: boolean): QueueReply {
+    this.lastUsed = this.now;
+    const entry = this.headReady();
+    if (entry === undefined) return REPLY_EMPTY;
+    this.takeReady(entry);
+    if (noAck) {
+      this.entries.delete(entry.id);
+      this.pushRemoved(entry.id);
+    } else {
+      this.checkOut(entry, this.ownerFor(ownerId), undefined);
+    }
+    return {
+      type: 'got',
+      id: entry.id,
+      redelivered: entry.deliveryCount > 0,
+      deliveryCount: entry.deliveryCount,
+      messageCount: this.readyCount(),
+    };
+  }
+
+  /** Due messages were expired on entry; here only `x-expires` is left to check. */
+  private expireQueue(): void {
+    const deadline = this.queueDeadline();
+    if (deadline !== undefined && deadline <= this.now) {
+      this.queueExpired = true;
+      this.pushEffect(EFFECT_QUEUE_EXPIRED);
+    }
+  }
+
+  private purge(): QueueReply {
+    const count = this.purgeList(this.returned) + this.purgeList(this.ready);
+    this.expiry.clear();
+    this.readyBytes = 0;
+    return { type: 'purged', count };
+  }
+
+  private purgeList(list: LinkedQueue<MessageEntry>): number {
+    const count = list.length;
+    for (let entry = list.head; entry !== undefined; entry = entry.next) {
+      this.entries.delete(entry.id);
+      this.pushRemoved(entry.id);
+    }
+    list.clear();
+    return count;
+  }
+
+  private ownerDown(ownerId: OwnerId): void {
+    const owner = this.owners.get(ownerId);
+    if (owner === undefined) return;
+    for (const consumer of owner.consumers.values()) this.detach(consumer);
+    if (owner.unacked.length > 0) {
+      // Back in id order (the publish order), whatever order they were delivered in.
+      const held: MessageEntry[] = [];
+      for (let entry = owner.unacked.head; entry !== undefined; entry = entry.next) held.push(entry);
+      held.sort(byId);
+      for (const entry of held) {
+        this.release(entry);
+        this.requeue(entry);
+      }
+    }
+    this.owners.delete(ownerId);
+  }
+
+  private setConfig(config: QueueConfig): void {
+    const previousTtl = this.config.messageTtl;
+    this.config = config;
+    // Length limits and the timer are re-evaluated at the end of every apply.
+    if (config.messageTtl !== previousTtl) this.reindexExpiry();
+  }
+
+  /** Recompute every ready message's expiry and rebuild the heap: O(n), on a TTL change only. */
+  private reindexExpiry(): void {
+    const expiring: MessageEntry[] = [];
+    for (const list of [this.returned, this.ready]) {
+      for (let entry = list.head; entry !== undefined; entry = entry.next) {
+        entry.expiresAt = this.expiryOf(entry);
+        if (entry.expiresAt !== Number.POSITIVE_INFINITY) expiring.push(entry);
+      }
+    }
+    this.expiry.rebuild(expiring);
+  }
+
+  // ------------------------------------------------------------------------------ the apply's tail
+
+  /** Hand ready messages to waiting consumers, round-robin, while both exist. */
+  private deliverReady(): void {
+    for (;;) {
+      const consumer = this.waiting.head;
+      if (consumer === undefined) return;
+      const entry = this.headReady();
+      if (entry === undefined) return;
+      this.takeReady(entry);
+      this.waiting.remove(consumer);
+      consumer.waiting = false;
+      this.pushEffect({
+        type: 'deliver',
+        owner: consumer.owner.id,
+        tag: consumer.tag,
+        id: entry.id,
+        redelivered: entry.deliveryCount > 0,
+        deliveryCount: entry.deliveryCount,
+      });
+      if (consumer.noAck) {
+        this.entries.delete(entry.id);
+        this.pushRemoved(entry.id);
+      } else {
+        this.checkOut(entry, consumer.owner, consumer);
+      }
+      // To the back of the line: the next message goes to the next consumer with credit.
+      if (consumer.hasCredit()) this.addWaiting(consumer);
+    }
+  }
+
+  /** Remove every ready message whose expiry is <= now: O(k log n) for k due messages. */
+  private expireDue(): void {
+    const { now } = this;
+    for (
+      let entry = this.expiry.peek();
+      entry !== undefined && entry.expiresAt <= now;
+      entry = this.expiry.peek()
+    ) {
+      this.takeReady(entry);
+      this.removeDead(entry, 'expired');
+    }
+  }
+
+  /** drop-head overflow: drop from the head until the ready messages are within both limits. */
+  private enforceLengthLimits(): void {
+    const { overflow, maxLength, maxLengthBytes } = this.config;
+    if (overflow !== 'drop-head' || (maxLength === undefined && maxLengthBytes === undefined)) return;
+    for (;;) {
+      const over =
+        (maxLength !== undefined && this.readyCount() > maxLength) ||
+        (maxLengthBytes !== undefined && this.readyBytes > maxLengthBytes);
+      if (!over) return;
+      const entry = this.headReady();
+      if (entry === undefined) return;
+      this.takeReady(entry);
+      this.removeDead(entry, 'maxlen');
+    }
+  }
+
+  private finish(reply: QueueReply): QueueApplyResult {
+    for (let i = 0; i < REMOVAL_REASONS.length; i++) {
+      const reason = REMOVAL_REASONS[i] as RemovalReason;
+      const ids = this.dead[reason];
+      if (ids !== undefined) {
+        this.dead[reason] = undefined;
+        this.pushEffect({ type: 'deadLetter', ids, reason });
+      }
+    }
+    const deadline = this.nextDeadline();
+    if (deadline !== this.armedDeadline) {
+      this.armedDeadline = deadline;
+      this.pushEffect(deadline === undefined ? EFFECT_CANCEL_TIMER : { type: 'timer', at: deadline });
+    }
+    const { effects, removed } = this;
+    this.effects = undefined;
+    this.removed = undefined;
+    if (effects === undefined && removed === undefined && reply === REPLY_OK) return RESULT_OK;
+    return { reply, effects: effects ?? NO_EFFECTS, removed: removed ?? NO_IDS };
+  }
+
+  // ------------------------------------------------------------------------------ helpers
+
+  private pushEffect(effect: QueueEffect): void {
+    if (this.effects === undefined) this.effects = [effect];
+    else this.effects.push(effect);
+  }
+
+  private pushRemoved(id: number): void {
+    if (this.removed === undefined) this.removed = [id];
+    else this.removed.push(id);
+  }
+
+  /** The effective expiry of `entry` under the current config: enqueue ts + min of both TTLs. */
+  private expiryOf(entry: MessageEntry): number {
+    const queueTtl = this.config.messageTtl;
+    const { ttl } = entry;
+    const effective = queueTtl === undefined ? ttl : ttl === undefined ? queueTtl : Math.min(queueTtl, ttl);
+    return effective === undefined ? Number.POSITIVE_INFINITY : entry.enqueuedAt + effective;
+  }
+
+  private headReady(): MessageEntry | undefined {
+    return this.returned.head ?? this.ready.head;
+  }
+
+  /** Put `entry` (not in the queue's ready lists) at the tail of a ready list. */
+  private makeReady(entry: MessageEntry, place: typeof Place.Ready | typeof Place.Returned): void {
+    entry.place = place;
+    (place === Place.Returned ? this.returned : this.ready).push(entry);
+    this.readyBytes += entry.size;
+    const expiresAt = this.expiryOf(entry);
+    entry.expiresAt = expiresAt;
+    if (expiresAt !== Number.POSITIVE_INFINITY) this.expiry.push(entry);
+  }
+
+  /** Take a ready `entry` out of the ready lists and the expiry index. */
+  private takeReady(entry: MessageEntry): void {
+    (entry.place === Place.Returned ? this.returned : this.ready).remove(entry);
+    this.expiry.remove(entry);
+    this.readyBytes -= entry.size;
+  }
+
+  private checkOut(entry: MessageEntry, owner: Owner, consumer: Consumer | undefined): void {
+    entry.place = Place.Unacked;
+    entry.owner = owner;
+    entry.consumer = consumer;
+    owner.unacked.push(entry);
+    this.unackedTotal++;
+    if (consumer !== undefined) consumer.checkedOut++;
+  }
+
+  /** Take an unacked `entry` from its owner, giving its consumer the credit back. */
+  private release(entry: MessageEntry): void {
+    const { owner, consumer } = entry;
+    owner?.unacked.remove(entry);
+    this.unackedTotal--;
+    entry.owner = undefined;
+    entry.consumer = undefined;
+    if (consumer !== undefined) {
+      consumer.checkedOut--;
+      if (consumer.live && !consumer.waiting && consumer.hasCredit()) this.addWaiting(consumer);
+    }
+  }
+
+  /** An unacked message that came back: redelivered, or removed by the delivery limit or its TTL. */
+  private requeue(entry: MessageEntry): void {
+    entry.deliveryCount++;
+    const limit = this.config.deliveryLimit;
+    if (limit !== undefined && entry.deliveryCount > limit) {
+      this.removeDead(entry, 'delivery_limit');
+    } else if (this.expiryOf(entry) <= this.now) {
+      // Only ready messages expire: an overdue one expires the moment it is back.
+      this.removeDead(entry, 'expired');
+    } else {
+      this.makeReady(entry, Place.Returned);
+    }
+  }
+
+  /** Forget `entry` (already out of every list) as removed without an ack, for `reason`. */
+  private removeDead(entry: MessageEntry, reason: RemovalReason): void {
+    this.entries.delete(entry.id);
+    this.pushRemoved(entry.id);
+    this.totals[reason]++;
+    const ids = this.dead[reason];
+    if (ids === undefined) this.dead[reason] = [entry.id];
+    else ids.push(entry.id);
+  }
+
+  private unackedOf(owner: Owner, id: number): MessageEntry | undefined {
+    const entry = this.entries.get(id);
+    return entry !== undefined && entry.place === Place.Unacked && entry.owner === owner ? entry : undefined;
+  }
+
+  private ownerFor(ownerId: OwnerId): Owner {
+    let owner = this.owners.get(ownerId);
+    if (owner === undefined) {
+      owner = new Owner(ownerId);
+      this.owners.set(ownerId, owner);
+    }
+    return owner;
+  }
+
+  private dropOwnerIfIdle(owner: Owner): void {
+    if (owner.consumers.size === 0 && owner.unacked.length === 0) this.owners.delete(owner.id);
+  }
+
+  private addWaiting(consumer: Consumer): void {
+    this.waiting.push(consumer);
+    consumer.waiting = true;
+  }
+
+  /** Remove a consumer; its unacked messages stay with its owner (an ack after cancel is valid). */
+  private detach(consumer: Consumer): void {
+    consumer.owner.consumers.delete(consumer.tag);
+    consumer.live = false;
+    if (consumer.waiting) {
+      this.waiting.remove(consumer);
+      consumer.waiting = false;
+    }
+    if (this.exclusiveConsumer === consumer) this.exclusiveConsumer = undefined;
+    this.consumerTotal--;
+    // The queue is unused from now on: the x-expires clock starts here.
+    if (this.consumerTotal === 0) this.lastUsed = this.now;
+  }
+
+  /** When `x-expires` deletes the queue if nothing uses it meanwhile; undefined = not counting. */
+  private queueDeadline(): number | undefined {
+    const { expires } = this.config;
+    if (expires === undefined || this.queueExpired || this.consumerTotal > 0 || this.lastUsed === undefined) {
+      return undefined;
+    }
+    return this.lastUsed + expires;
+  }
+
+  // ------------------------------------------------------------------------------ reads
+
+  /** The earliest of the next message expiry and the `x-expires` deadline, ms since the epoch. */
+  nextDeadline(): number | undefined {
+    const head = this.expiry.peek();
+    const messageDeadline = head === undefined ? undefined : head.expiresAt;
+    const queueDeadline = this.queueDeadline();
+    if (queueDeadline === undefined) return messageDeadline;
+    return messageDeadline === undefined || queueDeadline < messageDeadline ? queueDeadline : messageDeadline;
+  }
+
+  counts(): QueueCounts {
+    return {
+      ready: this.readyCount(),
+      unacked: this.unackedTotal,
+      readyBytes: this.readyBytes,
+      consumers: this.consumerTotal,
+    };
+  }
+
+  readyCount(): number {
+    return this.returned.length + this.ready.length;
+  }
+
+  consumerCount(): number {
+    return this.consumerTotal;
+  }
+
+  unackedCount(): number {
+    return this.unackedTotal;
+  }
+
+  /** Messages removed without an ack since the queue was created, per reason. */
+  removalTotals(): RemovalTotals {
+    return { ...this.totals };
+  }
+
+  /** `x-expires` has fired: the queue is to be deleted (re-announced by a new leader). */
+  isQueueExpired(): boolean {
+    return this.queueExpired;
+  }
+
+  /** The configuration in force. */
+  currentConfig(): QueueConfig {
+    return this.config;
+  }
+
+  /** The index of the last applied entry (0 = nothing applied, restored from no snapshot). */
+  get lastAppliedIndex(): number {
+    return this.appliedIndex;
+  }
+
+  /** Owners holding consumers or unacked messages, in the order they first appeared. */
+  ownerIds(): OwnerId[] {
+    return [...this.owners.keys()];
+  }
+
+  /** Every attached consumer. */
+  consumers(): ConsumerInfo[] {
+    const result: ConsumerInfo[] = [];
+    for (const owner of this.owners.values()) {
+      for (const c of owner.consumers.values()) {
+        result.push({
+          owner: owner.id,
+          tag: c.tag,
+          prefetch: c.prefetch,
+          noAck: c.noAck,
+          exclusive: c.exclusive,
+          unacked: c.checkedOut,
+        });
+      }
+    }
+    return result;
+  }
+
+  /** `owner`'s unacked messages that went through a still-attached consumer, in delivery order. */
+  outstandingDeliveries(ownerId: OwnerId): OutstandingDelivery[] {
+    const result: OutstandingDelivery[] = [];
+    const owner = this.owners.get(ownerId);
+    if (owner === undefined) return result;
+    for (let entry = owner.unacked.head; entry !== undefined; entry = entry.next) {
+      const { consumer } = entry;
+      if (consumer === undefined || !consumer.live) continue;
+      result.push({ tag: consumer.tag, id: entry.id, deliveryCount: entry.deliveryCount });
+    }
+    return result;
+  }
+
+  /**
+   * The counts recomputed by walking the whole state, with its structural invariants checked;
+   * O(n). For tests and diagnostics: must always equal `counts()`.
+   */
+  recount(): QueueCounts {
+    let ready = 0;
+    let readyBytes = 0;
+    let expiring = 0;
+    for (const list of [this.returned, this.ready]) {
+      for (let entry = list.head; entry !== undefined; entry = entry.next) {
+        ready++;
+        readyBytes += entry.size;
+        if (entry.heapIndex >= 0) expiring++;
+        if (this.entries.get(entry.id) !== entry) throw new Error(`ready message ${entry.id} not indexed`);
+      }
+    }
+    if (expiring !== this.expiry.size) throw new Error('expiry index out of step with ready messages');
+    let unacked = 0;
+    let consumers = 0;
+    for (const owner of this.owners.values()) {
+      if (owner.consumers.size === 0 && owner.unacked.length === 0)
+        throw new Error(`idle owner ${owner.id} kept`);
+      consumers += owner.consumers.size;
+      for (let entry = owner.unacked.head; entry !== undefined; entry = entry.next) {
+        unacked++;
+        if (entry.owner !== owner || entry.place !== Place.Unacked)
+          throw new Error(`unacked ${entry.id} misfiled`);
+      }
+      for (const consumer of owner.consumers.values()) {
+        if (consumer.waiting !== consumer.hasCredit())
+          throw new Error(`consumer ${consumer.tag} credit out of step`);
+      }
+    }
+    if (ready + unacked !== this.entries.size) throw new Error('message index out of step');
+    if (ready > 0 && this.waiting.length > 0) throw new Error('ready messages left while a consumer waits');
+    return { ready, unacked, readyBytes, consumers };
+  }
+
+  // ------------------------------------------------------------------------------ snapshots
+
+  /**
+   * The state as deterministic bytes (version 1), metadata only. Layout: version, config,
+   * lastUsed, armedDeadline, queueExpired, removal totals, then per owner its consumers and
+   * unacked messages (in order), the waiting consumers (round-robin order), the returned and
+   * ready messages (in order). Derived state (counts, expiry index, credit) is rebuilt on restore.
+   */
+  snapshot(): Uint8Array {
+    const w = new ByteWriter();
+    w.u8(SNAPSHOT_VERSION);
+    writeConfig(w, this.config);
+    w.optF64(this.lastUsed);
+    w.optF64(this.armedDeadline);
+    w.bool(this.queueExpired);
+    for (const reason of REMOVAL_REASONS) w.varint(this.totals[reason]);
+    w.varint(this.owners.size);
+    for (const owner of this.owners.values()) {
+      w.string(owner.id);
+      w.varint(owner.consumers.size);
+      for (const consumer of owner.consumers.values()) {
+        w.varint(consumer.seq);
+        w.string(consumer.tag);
+        w.varint(consumer.prefetch);
+        w.bool(consumer.noAck);
+        w.bool(consumer.exclusive);
+      }
+      w.varint(owner.unacked.length);
+      for (let entry = owner.unacked.head; entry !== undefined; entry = entry.next) {
+        writeEntry(w, entry);
+        // A cancelled consumer no longer matters (its credit is moot): written as none.
+        const { consumer } = entry;
+        w.varint(consumer?.live ? consumer.seq : 0);
+      }
+    }
+    w.varint(this.waiting.length);
+    for (let consumer = this.waiting.head; consumer !== undefined; consumer = consumer.next)
+      w.varint(consumer.seq);
+    for (const list of [this.returned, this.ready]) {
+      w.varint(list.length);
+      for (let entry = list.head; entry !== undefined; entry = entry.next) writeEntry(w, entry);
+    }
+    return w.finish();
+  }
+
+  restore(snapshot: Uint8Array, meta: EntryMeta): void {
+    const r = new ByteReader(snapshot);
+    const version = r.u8();
+    if (version !== SNAPSHOT_VERSION) throw new QueueSnapshotError(`unknown version ${version}`);
+    this.reset();
+    this.config = readConfig(r);
+    this.lastUsed = r.optF64();
+    this.armedDeadline = r.optF64();
+    this.queueExpired = r.bool();
+    for (const reason of REMOVAL_REASONS) this.totals[reason] = r.varint();
+    const bySeq = new Map<number, Consumer>();
+    const ownerCount = r.varint();
+    for (let i = 0; i < ownerCount; i++) {
+      const owner = new Owner(r.string());
+      if (this.owners.has(owner.id)) throw new QueueSnapshotError(`owner ${owner.id} twice`);
+      this.owners.set(owner.id, owner);
+      const consumerCount = r.varint();
+      for (let j = 0; j < consumerCount; j++) {
+        const seq = r.varint();
+        const tag = r.string();
+        const consumer = new Consumer(seq, owner, tag, r.varint(), r.bool(), r.bool());
+        if (bySeq.has(seq) || owner.consumers.has(tag)) throw new QueueSnapshotError(`consumer ${seq} twice`);
+        bySeq.set(seq, consumer);
+        owner.consumers.set(tag, consumer);
+        this.consumerTotal++;
+        if (consumer.exclusive) this.exclusiveConsumer = consumer;
+      }
+      const unackedCount = r.varint();
+      for (let j = 0; j < unackedCount; j++) {
+        const entry = this.readNewEntry(r);
+        const seq = r.varint();
+        const consumer = seq === 0 ? undefined : bySeq.get(seq);
+        if (seq !== 0 && consumer?.owner !== owner) throw new QueueSnapshotError(`unknown consumer ${seq}`);
+        this.checkOut(entry, owner, consumer);
+      }
+    }
+    const waitingCount = r.varint();
+    for (let i = 0; i < waitingCount; i++) {
+      const consumer = bySeq.get(r.varint());
+      if (consumer === undefined || consumer.waiting || !consumer.hasCredit()) {
+        throw new QueueSnapshotError('bad waiting consumer');
+      }
+      this.addWaiting(consumer);
+    }
+    for (const place of [Place.Returned, Place.Ready] as const) {
+      const count = r.varint();
+      for (let i = 0; i < count; i++) this.makeReady(this.readNewEntry(r), place);
+    }
+    r.end();
+    this.appliedIndex = meta.index;
+  }
+
+  private readNewEntry(r: ByteReader): MessageEntry {
+    const entry = new MessageEntry(r.varint(), r.varint(), r.f64(), r.optF64(), r.varint());
+    if (this.entries.has(entry.id)) throw new QueueSnapshotError(`message ${entry.id} twice`);
+    this.entries.set(entry.id, entry);
+    return entry;
+  }
+
+  private reset(): void {
+    this.entries.clear();
+    this.returned.clear();
+    this.ready.clear();
+    this.expiry.clear();
+    this.owners.clear();
+    this.waiting.clear();
+    this.consumerTotal = 0;
+    this.exclusiveConsumer = undefined;
+    this.readyBytes = 0;
+    this.unackedTotal = 0;
+  }
+}
+
+function byId(a: MessageEntry, b: MessageEntry): number {
+  return a.id - b.id;
+}
+
+function writeEntry(w: ByteWriter, entry: MessageEntry): void {
+  w.varint(entry.id);
+  w.varint(entry.size);
+  w.f64(entry.enqueuedAt);
+  w.optF64(entry.ttl);
+  w.varint(entry.deliveryCount);
+}
+
+// Config numbers are written as float64: they are validated upstream, but a snapshot must never
+// fail or round because a limit was not an integer.
+function writeConfig(w: ByteWriter, config: QueueConfig): void {
+  w.optF64(config.messageTtl);
+  w.optF64(config.expires);
+  w.optF64(config.maxLength);
+  w.optF64(config.maxLengthBytes);
+  w.u8(indexIn(OVERFLOW_MODES, config.overflow));
+  w.optF64(config.deliveryLimit);
+  w.optString(config.deadLetterExchange);
+  w.optString(config.deadLetterRoutingKey);
+  w.u8(indexIn(DEAD_LETTER_STRATEGIES, config.deadLetterStrategy));
+}
+
+function readConfig(r: ByteReader): QueueConfig {
+  return {
+    messageTtl: r.optF64(),
+    expires: r.optF64(),
+    maxLength: r.optF64(),
+    maxLengthBytes: r.optF64(),
+    overflow: valueAt(OVERFLOW_MODES, r.u8()),
+    deliveryLimit: r.optF64(),
+    deadLetterExchange: r.optString(),
+    deadLetterRoutingKey: r.optString(),
+    deadLetterStrategy: valueAt(DEAD_LETTER_STRATEGIES, r.u8()),
+  };
+}
+
+function indexIn<T>(values: readonly T[], value: T): number {
+  const index = values.indexOf(value);
+  if (index < 0) throw new RangeError(`unknown queue config value ${String(value)}`);
+  return index;
+}
+
+function valueAt<T>(values: readonly T[], index: number): T {
+  const value = values[index];
+  if (value === undefined) throw new QueueSnapshotError(`unknown enum index ${index}`);
+  return value;
+}

@@ -1,0 +1,177 @@
+/**
+ * The queue state machine's vocabulary: its configuration, commands, replies and effects.
+ *
+ * A queue is an actor running the pure `QueueMachine` on a `ReplicatedLog`. Commands are proposed
+ * by the leader's actor, committed, then applied on every replica. `apply` returns a reply (which
+ * resolves the proposer's promise on the leader), effects (executed by the leader only; each must
+ * be idempotent) and the ids of messages that left the queue for good (their bodies are deleted
+ * from the body store on every replica).
+ */
+import type { BasicProperties } from '@styx/client/wire';
+
+/** Overflow behaviour when a length limit is reached (RabbitMQ's `x-overflow`). */
+export type OverflowMode = 'drop-head' | 'reject-publish' | 'reject-publish-dlx';
+
+/** The effective queue configuration: declared arguments merged with the matching policy. */
+export interface QueueConfig {
+  /** `x-message-ttl`, ms; undefined = no queue-wide TTL. */
+  readonly messageTtl: number | undefined;
+  /** `x-expires`, ms of disuse after which the queue is deleted; undefined = never. */
+  readonly expires: number | undefined;
+  /** `x-max-length`: ready messages. */
+  readonly maxLength: number | undefined;
+  /** `x-max-length-bytes`: body bytes of ready messages. */
+  readonly maxLengthBytes: number | undefined;
+  readonly overflow: OverflowMode;
+  /** `x-delivery-limit`; undefined = unlimited. */
+  readonly deliveryLimit: number | undefined;
+  /** `x-dead-letter-exchange`; undefined = no DLX ('' is the default exchange, a valid DLX). */
+  readonly deadLetterExchange: string | undefined;
+  /** `x-dead-letter-routing-key`. */
+  readonly deadLetterRoutingKey: string | undefined;
+  readonly deadLetterStrategy: 'at-most-once' | 'at-least-once';
+}
+
+export const DEFAULT_QUEUE_CONFIG: QueueConfig = {
+  messageTtl: undefined,
+  expires: undefined,
+  maxLength: undefined,
+  maxLengthBytes: undefined,
+  overflow: 'drop-head',
+  deliveryLimit: undefined,
+  deadLetterExchange: undefined,
+  deadLetterRoutingKey: undefined,
+  deadLetterStrategy: 'at-most-once',
+};
+
+/**
+ * A message as published and routed: what the body store keeps for each queued message and what a
+ * delivery is built from. The routing keys it was published with are `routingKey` plus the `CC`
+ * header's keys (still in `properties.headers`) plus `bcc` (removed from the headers at publish).
+ */
+export interface StoredMessage {
+  readonly exchange: string;
+  readonly routingKey: string;
+  readonly properties: BasicProperties;
+  readonly body: Uint8Array;
+  /** BCC routing keys, kept for dead-lettering without a DLK; never shown to consumers. */
+  readonly bcc: readonly string[] | undefined;
+}
+
+/**
+ * Who holds checked-out messages: a channel, as `${connectionId}/${channelNumber}`. Unacked
+ * messages belong to the channel (an ack after basic.cancel is valid), consumers are tags in it.
+ */
+export type OwnerId = string;
+
+export type QueueCommand =
+  /** A published message. `ttl` is the per-message `expiration` in ms (already validated). */
+  | {
+      readonly type: 'enqueue';
+      readonly size: number;
+      readonly ttl: number | undefined;
+      readonly message: StoredMessage;
+    }
+  /** Attach a consumer. `prefetch` 0 = unlimited. */
+  | {
+      readonly type: 'consume';
+      readonly owner: OwnerId;
+      readonly tag: string;
+      readonly prefetch: number;
+      readonly noAck: boolean;
+      readonly exclusive: boolean;
+    }
+  | { readonly type: 'cancel'; readonly owner: OwnerId; readonly tag: string }
+  /** Ack. */
+  | { readonly type: 'settle'; readonly owner: OwnerId; readonly ids: readonly number[] }
+  /** Nack/reject with requeue, or recover: back to the queue, redelivered, delivery count + 1. */
+  | { readonly type: 'return'; readonly owner: OwnerId; readonly ids: readonly number[] }
+  /** Nack/reject without requeue: removed (dead-lettered with reason `rejected` when a DLX is set). */
+  | { readonly type: 'discard'; readonly owner: OwnerId; readonly ids: readonly number[] }
+  /** basic.get: take the head message. With noAck it is removed at once. */
+  | { readonly type: 'get'; readonly owner: OwnerId; readonly noAck: boolean }
+  /** Remove ready messages whose expiry is <= meta.ts, and delete the queue if `x-expires` passed. */
+  | { readonly type: 'expire' }
+  /** Remove all ready messages. */
+  | { readonly type: 'purge' }
+  /** The owner (channel) is gone: its consumers are removed and its unacked messages returned. */
+  | { readonly type: 'ownerDown'; readonly owner: OwnerId }
+  /** A declare, passive declare or other use that resets the `x-expires` clock. */
+  | { readonly type: 'touch' }
+  /** New effective configuration (argument or policy change). */
+  | { readonly type: 'setConfig'; readonly config: QueueConfig };
+
+/** Why a message left the queue without being acked. */
+export type RemovalReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
+
+export type QueueEffect =
+  /** Send message `id` to consumer `tag` of `owner`. */
+  | {
+      readonly type: 'deliver';
+      readonly owner: OwnerId;
+      readonly tag: string;
+      readonly id: number;
+      readonly redelivered: boolean;
+      readonly deliveryCount: number;
+    }
+  /**
+   * Messages removed without an ack: dropped, or dead-lettered once DLX support lands. The ids'
+   * bodies are still in the body store while this effect runs; `removed` lists them too.
+   */
+  | { readonly type: 'deadLetter'; readonly ids: readonly number[]; readonly reason: RemovalReason }
+  /**
+   * A publish refused by `reject-publish-dlx` overflow, to be dead-lettered with reason `maxlen`
+   * (the publisher gets a nack). It never entered the queue: it has no message id and no body in
+   * the body store, so the effect carries the message itself and nothing is listed in `removed`.
+   * `index` is the log index of the refused enqueue: unique within the group (never the id of a
+   * queued message), so it can serve as the stable id of a dead-letter hand-off.
+   */
+  | {
+      readonly type: 'deadLetterRejected';
+      readonly index: number;
+      readonly reason: 'maxlen';
+      readonly message: StoredMessage;
+    }
+  /** Arm the queue's single timer for `at` (ms since the epoch), replacing any earlier one. */
+  | { readonly type: 'timer'; readonly at: number }
+  /** Disarm the queue's timer. */
+  | { readonly type: 'cancelTimer' }
+  /** The consumer was removed by the queue (e.g. queue deleted): tell the client (basic.cancel). */
+  | { readonly type: 'consumerCancelled'; readonly owner: OwnerId; readonly tag: string }
+  /** `x-expires` elapsed with the queue unused: the node deletes the queue. */
+  | { readonly type: 'queueExpired' };
+
+export type QueueReply =
+  | { readonly type: 'ok' }
+  /** enqueue refused by `reject-publish` / `reject-publish-dlx` overflow. */
+  | { readonly type: 'rejected'; readonly reason: 'maxlen' }
+  | {
+      readonly type: 'got';
+      readonly id: number;
+      readonly redelivered: boolean;
+      readonly deliveryCount: number;
+      /** Ready messages left after this one. */
+      readonly messageCount: number;
+    }
+  | { readonly type: 'empty' }
+  | { readonly type: 'purged'; readonly count: number }
+  /** consume refused: exclusive consumer present, or exclusive requested while others consume. */
+  | { readonly type: 'locked'; readonly text: string };
+
+export interface QueueApplyResult {
+  readonly reply: QueueReply;
+  readonly effects: readonly QueueEffect[];
+  /** Message ids that left the queue for good: delete their bodies (every replica). */
+  readonly removed: readonly number[];
+}
+
+/** Messages that left the queue without an ack, per reason, since the queue was created. */
+export type RemovalTotals = Readonly<Record<RemovalReason, number>>;
+
+/** Counts kept incrementally by the machine, for declare-ok, get-ok and management. */
+export interface QueueCounts {
+  readonly ready: number;
+  readonly unacked: number;
+  readonly readyBytes: number;
+  readonly consumers: number;
+}

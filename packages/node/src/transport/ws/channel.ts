@@ -1,0 +1,614 @@
+import type { BasicProperties, BasicPublish, Frame } from '@styx/client/wire';
+import type { Broker, Session } from '../../broker/broker.ts';
+import { extractSenderRouting } from '../../broker/sender-routing.ts';
+import {
+  accessRefused,
+  ChannelError,
+  Code,
+  ConnectionError,
+  notFound,
+  preconditionFailed,
+} from '../../errors/amqp-error.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { OwnerSink, QueueActor } from '../../queue/queue-actor.ts';
+import type { StoredMessage } from '../../queue/types.ts';
+import { ConfirmTracker } from './confirm-tracker.ts';
+
+/** What a channel needs from its connection. */
+export interface ChannelHost {
+  readonly id: string;
+  readonly session: Session;
+  readonly logger: Logger;
+  /** Queue a frame for the next batched socket write. */
+  send(frame: Frame): void;
+  /** The channel finished closing (close-ok sent or received). */
+  channelClosed(channel: Channel): void;
+  /** A connection-level fault on this channel: close the whole connection. */
+  closeWithError(err: unknown): void;
+}
+
+interface Consumer {
+  readonly tag: string;
+  readonly queue: QueueActor;
+  readonly noAck: boolean;
+  /**
+   * Deliveries that arrived before basic.consume-ok went out. AMQP requires consume-ok first, but
+   * the queue may deliver during the very apply that attached the consumer.
+   */
+  pending: Frame[] | undefined;
+}
+
+interface Unacked {
+  readonly queue: QueueActor;
+  readonly id: number;
+}
+
+const EMPTY_PROPERTIES: BasicProperties = {};
+
+/**
+ * One AMQP channel on a connection: per-channel ordering, publisher confirms, consumers and their
+ * unacked deliveries. It is also the `OwnerSink` its queues deliver to: unacked messages belong to
+ * the channel (`owner` = `${connectionId}/${channelNumber}`), not to a consumer, so an ack after
+ * basic.cancel is still valid.
+ *
+ * Ordering: frames are handled strictly in arrival order. Asynchronous methods (publish, ack, nack,
+ * reject) are handled synchronously — their queue commands are proposed in order, so a get after a
+ * publish on the same channel sees the message. A synchronous method (declare, bind, consume, get,
+ * …) holds back the frames after it until its reply is sent.
+ */
+export class Channel implements OwnerSink {
+  readonly number: number;
+  readonly owner: string;
+  private readonly host: ChannelHost;
+  private readonly broker: Broker;
+  private state: 'open' | 'closing' | 'closed' = 'open';
+  private backlog: Frame[] = [];
+  private busy = false;
+  private confirms: ConfirmTracker | undefined;
+  private confirmFlushScheduled = false;
+  private prefetch = 0;
+  private nextDeliveryTag = 1;
+  private readonly consumers = new Map<string, Consumer>();
+  /** Delivery tag → message; insertion order is tag order, which `multiple` acks rely on. */
+  private readonly unacked = new Map<number, Unacked>();
+  /** Queues that may hold this channel's consumers or unacked messages (told on close). */
+  private readonly queuesUsed = new Set<QueueActor>();
+  /** Exchanges this channel may publish to, valid while the permission epoch is unchanged. */
+  private writable = new Set<string>();
+  private writableEpoch = -1;
+
+  constructor(host: ChannelHost, broker: Broker, number: number) {
+    this.host = host;
+    this.broker = broker;
+    this.number = number;
+    this.owner = `${host.id}/${number}`;
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** Handle one frame from the client, in order. Connection-level faults go to `host.closeWithError`. */
+  handle(frame: Frame): void {
+    if (this.state === 'closed') return;
+    if (this.state === 'closing') {
+      // After the server sent channel.close only close / close-ok matter (AMQP 0-9-1 §4.2.5).
+      if (frame.method === 'channelCloseOk') this.finishClose();
+      else if (frame.method === 'channelClose')
+        this.host.send({ channel: this.number, method: 'channelCloseOk', channelCloseOk: {} });
+      return;
+    }
+    if (this.busy) {
+      this.backlog.push(frame);
+      return;
+    }
+    this.run(frame);
+  }
+
+  private run(frame: Frame): void {
+    let pending: Promise<void> | undefined;
+    try {
+      pending = this.dispatch(frame);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (pending === undefined) return;
+    this.busy = true;
+    pending.then(
+      () => this.resume(),
+      (err: unknown) => {
+        this.busy = false;
+        this.fail(err);
+      },
+    );
+  }
+
+  private resume(): void {
+    this.busy = false;
+    while (!this.busy && this.state === 'open' && this.backlog.length > 0) {
+      const next = this.backlog.shift() as Frame;
+      this.run(next);
+    }
+  }
+
+  private fail(err: unknown): void {
+    if (err instanceof ChannelError) {
+      this.closeWithError(err.code, err.message, '');
+    } else if (err instanceof ConnectionError) {
+      // Escalate: the whole connection closes (e.g. 503 COMMAND_INVALID, 530 NOT_ALLOWED).
+      this.host.closeWithError(err);
+    } else {
+      this.host.logger.error({ err, channel: this.number }, 'internal error on channel');
+      this.closeWithError(
+        Code.INTERNAL_ERROR,
+        `internal error: ${(err as Error)?.message ?? String(err)}`,
+        '',
+      );
+    }
+  }
+
+  /** Returns a promise when the method is synchronous (later frames wait for it). */
+  private dispatch(frame: Frame): Promise<void> | undefined {
+    const b = this.broker;
+    const s = this.host.session;
+    switch (frame.method) {
+      case 'basicPublish':
+        this.publish(frame.basicPublish);
+        return undefined;
+      case 'basicAck':
+        this.ack(frame.basicAck.deliveryTag, frame.basicAck.multiple);
+        return undefined;
+      case 'basicNack':
+        this.nack(frame.basicNack.deliveryTag, frame.basicNack.multiple, frame.basicNack.requeue);
+        return undefined;
+      case 'basicReject':
+        this.nack(frame.basicReject.deliveryTag, false, frame.basicReject.requeue);
+        return undefined;
+      case 'channelClose':
+        this.closeByClient();
+        return undefined;
+      case 'channelOpen':
+        throw new ConnectionError(Code.CHANNEL_ERROR, `channel ${this.number} is already open`);
+      case 'confirmSelect':
+        if (this.confirms === undefined) {
+          this.confirms = new ConfirmTracker({
+            sendAck: (seq, multiple) =>
+              this.host.send({
+                channel: this.number,
+                method: 'basicAck',
+                basicAck: { deliveryTag: seq, multiple },
+              }),
+            sendNack: (seq, multiple) =>
+              this.host.send({
+                channel: this.number,
+                method: 'basicNack',
+                basicNack: { deliveryTag: seq, multiple, requeue: false },
+              }),
+          });
+        }
+        this.reply({ channel: this.number, method: 'confirmSelectOk', confirmSelectOk: {} });
+        return undefined;
+      case 'basicQos': {
+        const q = frame.basicQos;
+        if (q.global) {
+          throw new ChannelError(
+            Code.NOT_IMPLEMENTED,
+            'channel-wide (global) prefetch is not supported on replicated queues; use per-consumer prefetch (global=false)',
+          );
+        }
+        if (q.prefetchSize)
+          throw new ChannelError(Code.NOT_IMPLEMENTED, 'prefetch_size is not supported; use prefetch_count');
+        this.prefetch = q.prefetchCount;
+        this.reply({ channel: this.number, method: 'basicQosOk', basicQosOk: {} });
+        return undefined;
+      }
+      case 'exchangeDeclare': {
+        const m = frame.exchangeDeclare;
+        return b
+          .declareExchange(s, m)
+          .then(() =>
+            this.reply({ channel: this.number, method: 'exchangeDeclareOk', exchangeDeclareOk: {} }),
+          );
+      }
+      case 'exchangeDelete': {
+        const m = frame.exchangeDelete;
+        return b
+          .deleteExchange(s, m.exchange, m.ifUnused)
+          .then(() => this.reply({ channel: this.number, method: 'exchangeDeleteOk', exchangeDeleteOk: {} }));
+      }
+      case 'exchangeBind': {
+        const m = frame.exchangeBind;
+        return b
+          .bind(s, 'exchange', m.destination, m.source, m.routingKey, m.arguments)
+          .then(() => this.reply({ channel: this.number, method: 'exchangeBindOk', exchangeBindOk: {} }));
+      }
+      case 'exchangeUnbind': {
+        const m = frame.exchangeUnbind;
+        return b
+          .unbind(s, 'exchange', m.destination, m.source, m.routingKey, m.arguments)
+          .then(() => this.reply({ channel: this.number, method: 'exchangeUnbindOk', exchangeUnbindOk: {} }));
+      }
+      case 'queueDeclare':
+        return b
+          .declareQueue(s, frame.queueDeclare)
+          .then((ok) => this.reply({ channel: this.number, method: 'queueDeclareOk', queueDeclareOk: ok }));
+      case 'queueDelete': {
+        const m = frame.queueDelete;
+        return b
+          .deleteQueue(s, m.queue, m.ifUnused, m.ifEmpty)
+          .then((messageCount) =>
+            this.reply({ channel: this.number, method: 'queueDeleteOk', queueDeleteOk: { messageCount } }),
+          );
+      }
+      case 'queuePurge':
+        return b
+          .purgeQueue(s, frame.queuePurge.queue)
+          .then((messageCount) =>
+            this.reply({ channel: this.number, method: 'queuePurgeOk', queuePurgeOk: { messageCount } }),
+          );
+      case 'queueBind': {
+        const m = frame.queueBind;
+        return b
+          .bind(s, 'queue', m.queue, m.exchange, m.routingKey, m.arguments)
+          .then(() => this.reply({ channel: this.number, method: 'queueBindOk', queueBindOk: {} }));
+      }
+      case 'queueUnbind': {
+        const m = frame.queueUnbind;
+        return b
+          .unbind(s, 'queue', m.queue, m.exchange, m.routingKey, m.arguments)
+          .then(() => this.reply({ channel: this.number, method: 'queueUnbindOk', queueUnbindOk: {} }));
+      }
+      case 'basicConsume':
+        return this.consume(
+          frame.basicConsume.queue,
+          frame.basicConsume.consumerTag,
+          frame.basicConsume.noAck,
+          frame.basicConsume.exclusive,
+        );
+      case 'basicCancel':
+        return this.cancel(frame.basicCancel.consumerTag);
+      case 'basicGet':
+        return this.get(frame.basicGet.queue, frame.basicGet.noAck);
+      case 'basicRecover':
+        return this.recover();
+      default:
+        throw new ConnectionError(
+          Code.COMMAND_INVALID,
+          `method ${frame.method} is not valid from a client on a channel`,
+        );
+    }
+  }
+
+  private reply(frame: Frame): void {
+    if (this.state === 'open') this.host.send(frame);
+  }
+
+  // ------------------------------------------------------------------------------------ publish
+
+  private publish(p: BasicPublish): void {
+    const session = this.host.session;
+    const seq = this.confirms !== undefined ? this.confirms.next() : 0;
+    const exchange = this.broker.exchange(session.vhost, p.exchange);
+    if (exchange === undefined) throw notFound(`no exchange '${p.exchange}' in vhost '${session.vhost}'`);
+    if (exchange.internal)
+      throw accessRefused(`cannot publish to internal exchange '${p.exchange}' in vhost '${session.vhost}'`);
+    if (p.immediate) throw new ConnectionError(Code.NOT_IMPLEMENTED, 'immediate=true is not supported');
+    this.checkWritable(p.exchange);
+
+    const props = p.properties ?? EMPTY_PROPERTIES;
+    let ttl: number | undefined;
+    if (props.expiration != null) {
+      ttl = this.broker.parseExpiration(props.expiration);
+    }
+    if (props.userId != null && props.userId !== session.user) {
+      throw preconditionFailed(
+        `user_id property set to '${props.userId}' but authenticated user was '${session.user}'`,
+      );
+    }
+    const sender = extractSenderRouting(props);
+    const keys = sender.keys === undefined ? [p.routingKey] : [p.routingKey, ...sender.keys];
+    const targets = this.broker.route(session.vhost, p.exchange, keys, props.headers ?? undefined);
+
+    if (targets.length === 0) {
+      if (p.mandatory) {
+        this.host.send({
+          channel: this.number,
+          method: 'basicReturn',
+          basicReturn: {
+            replyCode: Code.NO_ROUTE,
+            replyText: 'NO_ROUTE',
+            exchange: p.exchange,
+            routingKey: p.routingKey,
+            properties: sender.properties,
+            body: p.body,
+          },
+        });
+      }
+      if (seq !== 0) this.settleConfirm(seq, 'ack');
+      return;
+    }
+
+    const message: StoredMessage = {
+      exchange: p.exchange,
+      routingKey: p.routingKey,
+      properties: sender.properties,
+      body: p.body,
+      bcc: sender.bcc,
+    };
+    if (seq === 0) {
+      for (const queue of targets)
+        queue.enqueue(message, ttl).catch((err: unknown) => this.enqueueFailed(queue, err));
+      return;
+    }
+    if (targets.length === 1) {
+      (targets[0] as QueueActor).enqueue(message, ttl).then(
+        (r) => this.settleConfirm(seq, r.type === 'rejected' ? 'nack' : 'ack'),
+        (err: unknown) => {
+          this.enqueueFailed(targets[0] as QueueActor, err);
+          this.settleConfirm(seq, 'nack');
+        },
+      );
+      return;
+    }
+    let remaining = targets.length;
+    let refused = false;
+    for (const queue of targets) {
+      queue.enqueue(message, ttl).then(
+        (r) => {
+          if (r.type === 'rejected') refused = true;
+          remaining -= 1;
+          if (remaining === 0) this.settleConfirm(seq, refused ? 'nack' : 'ack');
+        },
+        (err: unknown) => {
+          this.enqueueFailed(queue, err);
+          refused = true;
+          remaining -= 1;
+          if (remaining === 0) this.settleConfirm(seq, 'nack');
+        },
+      );
+    }
+  }
+
+  private enqueueFailed(queue: QueueActor, err: unknown): void {
+    this.host.logger.warn({ queue: queue.name, err }, 'enqueue failed');
+  }
+
+  private checkWritable(exchange: string): void {
+    const epoch = this.broker.permissionEpoch;
+    if (epoch !== this.writableEpoch) {
+      this.writable = new Set();
+      this.writableEpoch = epoch;
+    }
+    if (this.writable.has(exchange)) return;
+    this.broker.checkPermission(this.host.session, 'write', 'exchange', exchange);
+    this.writable.add(exchange);
+  }
+
+  private settleConfirm(seq: number, outcome: 'ack' | 'nack'): void {
+    const confirms = this.confirms;
+    if (confirms === undefined || this.state !== 'open') return;
+    confirms.settle(seq, outcome);
+    if (!this.confirmFlushScheduled) {
+      this.confirmFlushScheduled = true;
+      // Settle everything that commits in this turn first, then send as few confirm frames as possible.
+      queueMicrotask(() => {
+        this.confirmFlushScheduled = false;
+        if (this.state === 'open') confirms.flush();
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------------------------ consume
+
+  private async consume(
+    queueName: string,
+    requestedTag: string,
+    noAck: boolean,
+    exclusive: boolean,
+  ): Promise<void> {
+    const session = this.host.session;
+    const queue = this.broker.queueForUse(session, queueName, 'read');
+    const tag = requestedTag === '' ? this.broker.generateName('amq.ctag-') : requestedTag;
+    if (this.consumers.has(tag)) {
+      throw new ConnectionError(Code.NOT_ALLOWED, `attempt to reuse consumer tag '${tag}'`);
+    }
+    const consumer: Consumer = { tag, queue, noAck, pending: [] };
+    this.consumers.set(tag, consumer);
+    this.queuesUsed.add(queue);
+    let reply: Awaited<ReturnType<QueueActor['consume']>>;
+    try {
+      reply = await queue.consume(this.owner, tag, this.prefetch, noAck, exclusive);
+    } catch (err) {
+      this.consumers.delete(tag);
+      throw err;
+    }
+    if (reply.type === 'locked') {
+      this.consumers.delete(tag);
+      throw new ChannelError(Code.ACCESS_REFUSED, reply.text);
+    }
+    this.reply({ channel: this.number, method: 'basicConsumeOk', basicConsumeOk: { consumerTag: tag } });
+    const early = consumer.pending;
+    consumer.pending = undefined;
+    if (early !== undefined) for (const f of early) this.host.send(f);
+  }
+
+  private async cancel(tag: string): Promise<void> {
+    const consumer = this.consumers.get(tag);
+    if (consumer !== undefined) {
+      this.consumers.delete(tag);
+      await consumer.queue.cancel(this.owner, tag);
+      this.broker.consumerCancelled(consumer.queue);
+    }
+    this.reply({ channel: this.number, method: 'basicCancelOk', basicCancelOk: { consumerTag: tag } });
+  }
+
+  /** OwnerSink: a queue delivers one message to one of this channel's consumers. */
+  deliver(
+    queue: QueueActor,
+    tag: string,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+    message: StoredMessage,
+  ): void {
+    const consumer = this.consumers.get(tag);
+    if (this.state !== 'open' || consumer === undefined) {
+      // The consumer is gone; the queue learns through ownerDown / cancel, which return the message.
+      return;
+    }
+    let deliveryTag = 0;
+    deliveryTag = this.nextDeliveryTag++;
+    if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, id });
+    const frame: Frame = {
+      channel: this.number,
+      method: 'basicDeliver',
+      basicDeliver: {
+        consumerTag: tag,
+        deliveryTag,
+        redelivered,
+        exchange: message.exchange,
+        routingKey: message.routingKey,
+        properties: this.broker.deliveryProperties(queue, message, deliveryCount),
+        body: message.body,
+      },
+    };
+    if (consumer.pending !== undefined) consumer.pending.push(frame);
+    else this.host.send(frame);
+  }
+
+  /** OwnerSink: the queue removed one of this channel's consumers (queue deleted). */
+  consumerCancelled(_queue: QueueActor, tag: string): void {
+    if (!this.consumers.delete(tag) || this.state !== 'open') return;
+    this.host.send({ channel: this.number, method: 'basicCancel', basicCancel: { consumerTag: tag } });
+  }
+
+  // ------------------------------------------------------------------------------------ get
+
+  private async get(queueName: string, noAck: boolean): Promise<void> {
+    const queue = this.broker.queueForUse(this.host.session, queueName, 'read');
+    this.queuesUsed.add(queue);
+    const got = await queue.get(this.owner, noAck);
+    if (got === undefined) {
+      this.reply({ channel: this.number, method: 'basicGetEmpty', basicGetEmpty: {} });
+      return;
+    }
+    const deliveryTag = this.nextDeliveryTag++;
+    if (!noAck) this.unacked.set(deliveryTag, { queue, id: got.id });
+    this.reply({
+      channel: this.number,
+      method: 'basicGetOk',
+      basicGetOk: {
+        deliveryTag,
+        redelivered: got.redelivered,
+        exchange: got.message.exchange,
+        routingKey: got.message.routingKey,
+        messageCount: got.messageCount,
+        properties: this.broker.deliveryProperties(queue, got.message, got.deliveryCount),
+        body: got.message.body,
+      },
+    });
+  }
+
+  // ------------------------------------------------------------------------------------ ack / nack
+
+  /** Collect the unacked entries a (multiple) ack/nack covers, grouped by queue. */
+  private take(deliveryTag: number, multiple: boolean): Map<QueueActor, number[]> {
+    const byQueue = new Map<QueueActor, number[]>();
+    const add = (u: Unacked): void => {
+      const ids = byQueue.get(u.queue);
+      if (ids === undefined) byQueue.set(u.queue, [u.id]);
+      else ids.push(u.id);
+    };
+    if (multiple) {
+      // deliveryTag 0 with multiple means "everything outstanding" (amqplib's ackAll/nackAll).
+      const upTo = deliveryTag === 0 ? Number.POSITIVE_INFINITY : deliveryTag;
+      for (const [tag, u] of this.unacked) {
+        if (tag > upTo) break;
+        this.unacked.delete(tag);
+        add(u);
+      }
+      if (byQueue.size === 0 && deliveryTag !== 0 && deliveryTag >= this.nextDeliveryTag) {
+        throw preconditionFailed(`unknown delivery tag ${deliveryTag}`);
+      }
+      return byQueue;
+    }
+    const u = this.unacked.get(deliveryTag);
+    if (u === undefined) throw preconditionFailed(`unknown delivery tag ${deliveryTag}`);
+    this.unacked.delete(deliveryTag);
+    add(u);
+    return byQueue;
+  }
+
+  private ack(deliveryTag: number, multiple: boolean): void {
+    for (const [queue, ids] of this.take(deliveryTag, multiple)) {
+      queue
+        .settle(this.owner, ids)
+        .catch((err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'settle failed'));
+    }
+  }
+
+  private nack(deliveryTag: number, multiple: boolean, requeue: boolean): void {
+    for (const [queue, ids] of this.take(deliveryTag, multiple)) {
+      const done = requeue ? queue.returnMessages(this.owner, ids) : queue.discard(this.owner, ids);
+      done.catch((err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'nack failed'));
+    }
+  }
+
+  /** basic.recover: every unacked message of this channel goes back to its queue, redelivered. */
+  private async recover(): Promise<void> {
+    const byQueue = this.take(0, true);
+    await Promise.all([...byQueue].map(([queue, ids]) => queue.returnMessages(this.owner, ids)));
+    this.reply({ channel: this.number, method: 'basicRecoverOk', basicRecoverOk: {} });
+  }
+
+  // ------------------------------------------------------------------------------------ close
+
+  /** Close on a channel error: tell the client, release everything, wait for close-ok. */
+  closeWithError(code: number, text: string, failingMethod: string): void {
+    if (this.state !== 'open') return;
+    this.host.logger.info({ channel: this.number, code, text }, 'closing channel on error');
+    this.host.send({
+      channel: this.number,
+      method: 'channelClose',
+      channelClose: { replyCode: code, replyText: text, failingMethod },
+    });
+    this.state = 'closing';
+    this.release();
+  }
+
+  private closeByClient(): void {
+    this.release();
+    this.host.send({ channel: this.number, method: 'channelCloseOk', channelCloseOk: {} });
+    this.finishClose();
+  }
+
+  private finishClose(): void {
+    this.state = 'closed';
+    this.host.channelClosed(this);
+  }
+
+  /** The connection is gone: release without sending anything. */
+  abandon(): void {
+    if (this.state === 'closed') return;
+    this.release();
+    this.state = 'closed';
+  }
+
+  /** Hand every consumer and unacked message back to its queue (unacked → ready, redelivered). */
+  private release(): void {
+    this.backlog = [];
+    const consumers = [...this.consumers.values()];
+    this.consumers.clear();
+    this.unacked.clear();
+    for (const queue of this.queuesUsed) {
+      queue.ownerDown(this.owner).then(
+        () => {
+          if (consumers.some((c) => c.queue === queue)) this.broker.consumerCancelled(queue);
+        },
+        (err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'ownerDown failed'),
+      );
+    }
+    this.queuesUsed.clear();
+  }
+}

@@ -1,0 +1,379 @@
+import type { Socket } from 'node:net';
+import type { Frame, Hello } from '@styx/client/wire';
+import { decodeBatch, encodeBatch, PROTOCOL_VERSION, WireError } from '@styx/client/wire';
+import type { WebSocket } from 'ws';
+import type { Broker, Session } from '../../broker/broker.ts';
+import { Code, ConnectionError } from '../../errors/amqp-error.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { ChannelHost } from './channel.ts';
+import { Channel } from './channel.ts';
+
+/** Bounds and timings for one client connection. */
+export interface ConnectionLimits {
+  /** Largest WebSocket message accepted or sent, bytes (negotiated down to the client's value). */
+  readonly frameMax: number;
+  /** Highest channel number a client may open. */
+  readonly channelMax: number;
+  /** Heartbeat interval the server proposes, ms; 0 disables heartbeats unless the client asks. */
+  readonly heartbeatMs: number;
+  /** Time allowed between socket open and a valid hello, ms. */
+  readonly handshakeTimeoutMs: number;
+  /**
+   * Bytes queued in the socket towards a client above which the server stops reading from that
+   * client until the queue drains: a peer that does not read cannot keep publishing.
+   */
+  readonly socketHighWater: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  frameMax: 8 * 1024 * 1024,
+  channelMax: 2047,
+  heartbeatMs: 60_000,
+  handshakeTimeoutMs: 10_000,
+  socketHighWater: 4 * 1024 * 1024,
+};
+
+let connectionCounter = 0;
+
+/**
+ * One client connection: the handshake, channel multiplexing, heartbeats, batched writes (every
+ * frame produced in one event-loop turn goes out in one WebSocket message) and back-pressure.
+ * Faults follow AMQP's scopes: a channel error closes the channel, a connection error closes the
+ * connection with a ConnectionClose frame that says why. Nothing a client sends can crash the node.
+ */
+export class Connection implements ChannelHost {
+  readonly id: string;
+  readonly logger: Logger;
+  private readonly ws: WebSocket;
+  private readonly broker: Broker;
+  private readonly limits: ConnectionLimits;
+  private readonly remoteAddress: string;
+  private state: 'handshake' | 'open' | 'closing' | 'closed' = 'handshake';
+  private sessionValue: Session | undefined;
+  private readonly channels = new Map<number, Channel>();
+  private outgoing: Frame[] = [];
+  private flushScheduled = false;
+  private frameMax: number;
+  private heartbeatMs = 0;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private handshakeTimer: NodeJS.Timeout | undefined;
+  private lastReceived = Date.now();
+  private sentSinceTick = false;
+  private pausedForDrain = false;
+  private pausedForMemory = false;
+  /** Set once this connection publishes: only publishers are throttled under memory pressure. */
+  private publisher = false;
+
+  constructor(
+    ws: WebSocket,
+    broker: Broker,
+    limits: ConnectionLimits,
+    remoteAddress: string,
+    logger: Logger,
+  ) {
+    connectionCounter += 1;
+    this.id = `${broker.nodeName}:${connectionCounter}`;
+    this.ws = ws;
+    this.broker = broker;
+    this.limits = limits;
+    this.frameMax = limits.frameMax;
+    this.remoteAddress = remoteAddress;
+    this.logger = logger.child({ conn: this.id, peer: remoteAddress });
+    ws.binaryType = 'nodebuffer';
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
+    ws.on('close', () => this.onSocketClosed());
+    ws.on('error', (err: Error) => this.logger.debug({ err: err.message }, 'socket error'));
+    this.handshakeTimer = setTimeout(() => {
+      this.closeWithError(new ConnectionError(Code.NOT_ALLOWED, 'handshake timeout: no hello received'));
+    }, limits.handshakeTimeoutMs);
+    this.handshakeTimer.unref();
+    this.logger.debug('connection opened');
+  }
+
+  get session(): Session {
+    if (this.sessionValue === undefined) throw new Error('session used before the handshake completed');
+    return this.sessionValue;
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** The open channel with this number, if any (queues deliver to it as its owner). */
+  channelFor(number: number): Channel | undefined {
+    const channel = this.channels.get(number);
+    return channel?.isOpen ? channel : undefined;
+  }
+
+  // ---------------------------------------------------------------------------------- inbound
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.state === 'closed' || this.state === 'closing') return;
+    this.lastReceived = Date.now();
+    try {
+      if (!isBinary)
+        throw new ConnectionError(Code.SYNTAX_ERROR, 'text WebSocket messages are not part of the protocol');
+      if (data.length > this.frameMax) {
+        throw new ConnectionError(
+          Code.FRAME_ERROR,
+          `message of ${data.length} bytes exceeds frame_max ${this.frameMax}`,
+        );
+      }
+      let frames: Frame[];
+      try {
+        frames = decodeBatch(data);
+      } catch (err) {
+        if (err instanceof WireError) throw new ConnectionError(Code.SYNTAX_ERROR, err.message);
+        throw err;
+      }
+      for (const frame of frames) {
+        if (this.state !== 'open' && this.state !== 'handshake') break;
+        this.onFrame(frame);
+      }
+    } catch (err) {
+      this.closeWithError(err);
+    }
+  }
+
+  private onFrame(frame: Frame): void {
+    if (this.state === 'handshake') {
+      if (frame.channel !== 0 || frame.method !== 'hello') {
+        throw new ConnectionError(Code.COMMAND_INVALID, `expected hello on channel 0, got ${frame.method}`);
+      }
+      this.state = 'closing'; // nothing else is read until authentication finishes
+      this.handshake(frame.hello).catch((err: unknown) => this.closeWithError(err));
+      return;
+    }
+    if (frame.channel === 0) {
+      this.onConnectionFrame(frame);
+      return;
+    }
+    const channel = this.channels.get(frame.channel);
+    if (channel === undefined) {
+      if (frame.method !== 'channelOpen') {
+        throw new ConnectionError(
+          Code.CHANNEL_ERROR,
+          `${frame.method} on channel ${frame.channel}, which is not open`,
+        );
+      }
+      if (frame.channel > this.limits.channelMax) {
+        throw new ConnectionError(
+          Code.NOT_ALLOWED,
+          `channel ${frame.channel} exceeds channel_max ${this.limits.channelMax}`,
+        );
+      }
+      this.channels.set(frame.channel, new Channel(this, this.broker, frame.channel));
+      this.send({ channel: frame.channel, method: 'channelOpenOk', channelOpenOk: {} });
+      return;
+    }
+    if (frame.method === 'basicPublish' && !this.publisher) this.publisher = true;
+    channel.handle(frame);
+  }
+
+  private onConnectionFrame(frame: Frame): void {
+    switch (frame.method) {
+      case 'heartbeat':
+        return;
+      case 'connectionClose':
+        this.logger.debug({ code: frame.connectionClose.replyCode }, 'client closed the connection');
+        this.send({ channel: 0, method: 'connectionCloseOk', connectionCloseOk: {} });
+        this.shutdown();
+        return;
+      case 'connectionCloseOk':
+        this.shutdown();
+        return;
+      default:
+        throw new ConnectionError(Code.COMMAND_INVALID, `${frame.method} is not valid on channel 0`);
+    }
+  }
+
+  private async handshake(hello: Hello): Promise<void> {
+    if (this.handshakeTimer !== undefined) clearTimeout(this.handshakeTimer);
+    if (hello.protocolVersion !== PROTOCOL_VERSION) {
+      throw new ConnectionError(
+        Code.NOT_ALLOWED,
+        `unsupported protocol version ${hello.protocolVersion}; this node speaks ${PROTOCOL_VERSION}`,
+      );
+    }
+    const session = await this.broker.authenticate(
+      hello.username,
+      hello.password,
+      hello.vhost || '/',
+      this.remoteAddress,
+      this.id,
+    );
+    if (this.state === 'closed') return;
+    this.sessionValue = session;
+    if (hello.frameMax > 0) this.frameMax = Math.min(this.frameMax, Math.max(hello.frameMax, 4096));
+    const requested = hello.heartbeatMs;
+    this.heartbeatMs =
+      requested === 0 || this.limits.heartbeatMs === 0
+        ? Math.max(requested, this.limits.heartbeatMs)
+        : Math.min(requested, this.limits.heartbeatMs);
+    this.state = 'open';
+    this.broker.connectionOpened(this);
+    this.send({
+      channel: 0,
+      method: 'helloOk',
+      helloOk: {
+        heartbeatMs: this.heartbeatMs,
+        frameMax: this.frameMax,
+        channelMax: this.limits.channelMax,
+        serverProperties: this.broker.serverProperties,
+        connectionName: this.id,
+      },
+    });
+    this.startHeartbeats();
+    this.logger.info({ user: session.user, vhost: session.vhost }, 'connection authenticated');
+  }
+
+  // ---------------------------------------------------------------------------------- outbound
+
+  /** Queue a frame; everything queued in this turn is written as one WebSocket message. */
+  send(frame: Frame): void {
+    if (this.state === 'closed') return;
+    this.outgoing.push(frame);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.outgoing.length === 0 || this.ws.readyState !== this.ws.OPEN) {
+      this.outgoing = [];
+      return;
+    }
+    const frames = this.outgoing;
+    this.outgoing = [];
+    this.write(frames);
+    this.sentSinceTick = true;
+    if (!this.pausedForDrain && this.ws.bufferedAmount > this.limits.socketHighWater)
+      this.pauseUntilDrained();
+  }
+
+  /** Encode and send, splitting a batch that would exceed frame_max (a single frame is sent alone). */
+  private write(frames: Frame[]): void {
+    const bytes = encodeBatch(frames);
+    if (bytes.length <= this.frameMax || frames.length === 1) {
+      this.ws.send(bytes, { binary: true });
+      return;
+    }
+    const half = frames.length >>> 1;
+    this.write(frames.slice(0, half));
+    this.write(frames.slice(half));
+  }
+
+  private get socket(): Socket | undefined {
+    return (this.ws as unknown as { _socket?: Socket })._socket;
+  }
+
+  /** The peer is not reading what we send: stop reading what it sends until it catches up. */
+  private pauseUntilDrained(): void {
+    const socket = this.socket;
+    if (socket === undefined) return;
+    this.pausedForDrain = true;
+    socket.pause();
+    this.logger.debug({ buffered: this.ws.bufferedAmount }, 'peer not draining; reading paused');
+    socket.once('drain', () => {
+      this.pausedForDrain = false;
+      if (!this.pausedForMemory && this.state !== 'closed') socket.resume();
+    });
+  }
+
+  /** The node crossed its memory budget (or came back under it): throttle publishers. */
+  setMemoryBlocked(blocked: boolean): void {
+    if (this.state !== 'open' || !this.publisher || blocked === this.pausedForMemory) return;
+    this.pausedForMemory = blocked;
+    const socket = this.socket;
+    if (blocked) {
+      this.send({
+        channel: 0,
+        method: 'connectionBlocked',
+        connectionBlocked: { reason: 'memory budget exceeded' },
+      });
+      setImmediate(() => socket?.pause());
+    } else {
+      this.send({ channel: 0, method: 'connectionUnblocked', connectionUnblocked: {} });
+      if (!this.pausedForDrain) socket?.resume();
+    }
+  }
+
+  private startHeartbeats(): void {
+    if (this.heartbeatMs === 0) return;
+    const interval = Math.max(100, this.heartbeatMs >>> 1);
+    this.heartbeatTimer = setInterval(() => {
+      if (Date.now() - this.lastReceived > this.heartbeatMs * 2) {
+        this.logger.info({ heartbeatMs: this.heartbeatMs }, 'missed heartbeats; closing connection');
+        this.shutdown();
+        return;
+      }
+      if (!this.sentSinceTick) this.send({ channel: 0, method: 'heartbeat', heartbeat: {} });
+      this.sentSinceTick = false;
+    }, interval);
+    this.heartbeatTimer.unref();
+  }
+
+  // ---------------------------------------------------------------------------------- closing
+
+  channelClosed(channel: Channel): void {
+    this.channels.delete(channel.number);
+  }
+
+  /** Close the connection because of `err` (a ConnectionError, or anything unexpected → 541). */
+  closeWithError(err: unknown): void {
+    if (this.state === 'closed') return;
+    let code: number = Code.INTERNAL_ERROR;
+    let text: string;
+    if (err instanceof ConnectionError) {
+      code = err.code;
+      text = err.message;
+    } else {
+      text = `internal error: ${(err as Error)?.message ?? String(err)}`;
+      this.logger.error({ err }, 'internal error; closing connection');
+    }
+    this.logger.info({ code, text }, 'closing connection on error');
+    this.send({
+      channel: 0,
+      method: 'connectionClose',
+      connectionClose: { replyCode: code, replyText: text, failingChannel: 0, failingMethod: '' },
+    });
+    this.shutdown();
+  }
+
+  /** Close with 320 CONNECTION_FORCED (node shutting down, or an operator closed it). */
+  forceClose(text: string): void {
+    this.closeWithError(new ConnectionError(Code.CONNECTION_FORCED, text));
+  }
+
+  /** Release everything and close the socket once the queued frames are written. */
+  private shutdown(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.release();
+    // Write what is queued (a close frame or close-ok), then close the socket.
+    const frames = this.outgoing;
+    this.outgoing = [];
+    if (frames.length > 0 && this.ws.readyState === this.ws.OPEN) this.write(frames);
+    if (this.ws.readyState === this.ws.OPEN) this.ws.close(1000);
+    const kill = setTimeout(() => this.ws.terminate(), 2000);
+    kill.unref();
+  }
+
+  private onSocketClosed(): void {
+    if (this.state !== 'closed') {
+      this.logger.debug('socket closed by peer');
+      this.state = 'closed';
+      this.release();
+    }
+  }
+
+  private release(): void {
+    if (this.handshakeTimer !== undefined) clearTimeout(this.handshakeTimer);
+    if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer);
+    for (const channel of this.channels.values()) channel.abandon();
+    this.channels.clear();
+    if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
+  }
+}

@@ -1,0 +1,33 @@
+export type { Clock } from './clock.ts';
+export { ManualClock, systemClock } from './clock.ts';
+export {
+  LogClosedError,
+  LogCorruptedError,
+  LogFailedError,
+  LogNotOpenError,
+  LogStoreClosedError,
+  LogStoreFailedError,
+  NotLeaderError,
+  ReplicatedLogError,
+} from './errors.ts';
+export type { InMemoryLogOptions } from './in-memory-log.ts';
+export { InMemoryLog } from './in-memory-log.ts';
+export type { LmdbLogStorageOptions } from './lmdb/lmdb-log-storage.ts';
+export { LmdbLogStorage, MAX_GROUP_ID_BYTES } from './lmdb/lmdb-log-storage.ts';
+export { logStoreOnEnvironment, openLogStore } from './lmdb/log-store.ts';
+export type {
+  CommandCodec,
+  EntryMeta,
+  ReplicatedLog,
+  ReplicatedLogFactory,
+  Role,
+  RoleChange,
+  StateMachine,
+} from './replicated-log.ts';
+export type { SingleVoterLogOptions } from './single-voter-log.ts';
+export { SingleVoterLog, SingleVoterLogFactory } from './single-voter-log.ts';
+export type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from './storage/log-storage.ts';
+export { LogStore } from './storage/log-store.ts';
+export type { ManualSyncLogStorageOptions } from './storage/manual-sync-log-storage.ts';
+export { ManualSyncLogStorage } from './storage/manual-sync-log-storage.ts';
+export { MemoryLogStorage } from './storage/memory-log-storage.ts';

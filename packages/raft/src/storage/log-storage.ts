@@ -1,0 +1,67 @@
+import type { EntryMeta } from '../replicated-log.ts';
+
+/**
+ * The durable part of a node's log store, kept small so that tests and simulations can substitute
+ * it (a double that withholds the sync, an in-memory store that "crashes"). `LogStore` does the
+ * group commit on top; implementations only have to make one batch durable at a time.
+ */
+
+/** One log entry as stored: where it sits, the leader's stamp, and the command's encoded bytes. */
+export interface StoredEntry extends EntryMeta {
+  readonly payload: Uint8Array;
+}
+
+/** What a Raft replica must persist beside its entries before it answers a vote or an append. */
+export interface HardState {
+  readonly term: number;
+  /** The node voted for in `term`, if any. */
+  readonly vote: string | undefined;
+  readonly commit: number;
+}
+
+/** The machine's state as of `meta.index` (the latest one kept per group; older ones are replaced). */
+export interface StoredSnapshot {
+  readonly meta: EntryMeta;
+  readonly data: Uint8Array;
+}
+
+/** One change in a batch. A batch applies its writes in order, all or none. */
+export type LogWrite =
+  /** Store an entry; an entry already at that index is replaced. */
+  | { readonly kind: 'append'; readonly groupId: string; readonly entry: StoredEntry }
+  /** Delete every entry with index < `index` (behind a snapshot). */
+  | { readonly kind: 'truncateBefore'; readonly groupId: string; readonly index: number }
+  /** Delete every entry with index > `index` (a Raft follower dropping a conflicting suffix). */
+  | { readonly kind: 'truncateAfter'; readonly groupId: string; readonly index: number }
+  | { readonly kind: 'hardState'; readonly groupId: string; readonly state: HardState }
+  /** Replace the group's snapshot. Entries are not touched: truncate separately, in the same batch. */
+  | { readonly kind: 'snapshot'; readonly groupId: string; readonly snapshot: StoredSnapshot }
+  /** Delete the group's entries, hard state and snapshot. */
+  | { readonly kind: 'deleteGroup'; readonly groupId: string };
+
+export interface LogStorage {
+  /**
+   * Apply `writes` in order, atomically, and make them durable. Resolves ONLY once the sync covering
+   * them has completed: a confirm, a vote or an append-ack may be released on that resolution, so
+   * resolving earlier loses acknowledged data on a crash. Rejects if the batch may not be durable.
+   * The caller has at most one batch in flight.
+   */
+  write(writes: readonly LogWrite[]): Promise<void>;
+
+  /**
+   * The group's entries with `fromIndex <= index < toIndex` (to the end when `toIndex` is omitted),
+   * in index order. Reflects every write whose promise has resolved. Iterate it synchronously: a
+   * write completing in between may or may not be seen.
+   */
+  entries(groupId: string, fromIndex: number, toIndex?: number): Iterable<StoredEntry>;
+
+  /** The highest stored entry index of the group, or 0 when it has none. */
+  lastIndex(groupId: string): number;
+
+  hardState(groupId: string): HardState | undefined;
+
+  snapshot(groupId: string): StoredSnapshot | undefined;
+
+  /** Release the underlying resources. Called once, with no batch in flight. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,115 @@
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** The repository root (test/ lives directly under it). */
+export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
+const CLI = join(REPO_ROOT, 'packages', 'node', 'src', 'cli', 'main.ts');
+
+export interface BrokerProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly child: ChildProcess;
+  /** Every log line the node printed (JSON), for assertions and for debugging a failure. */
+  readonly logs: string[];
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for exit. */
+  kill(): Promise<void>;
+  /** Remove the data dir (after stop/kill). */
+  cleanup(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Reuse a data dir (restart tests); a fresh temp dir otherwise. */
+  readonly dataDir?: string;
+  readonly port?: number;
+  readonly extraArgs?: readonly string[];
+  /** How long to wait for "listening", ms. */
+  readonly startTimeoutMs?: number;
+}
+
+/**
+ * Start a real broker node as a child process (`styx server`) on a loopback port and wait until it
+ * listens. Port 0 (the default) lets the OS pick a free port; the node logs the URL it bound.
+ */
+export async function startBroker(options: StartOptions = {}): Promise<BrokerProcess> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'styx-test-')));
+  const args = [
+    CLI,
+    'server',
+    '--data-dir',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(options.port ?? 0),
+    '--log-format',
+    'json',
+    '--log-level',
+    'info',
+    ...(options.extraArgs ?? []),
+  ];
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const stderr: string[] = [];
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(
+          `broker did not start within ${options.startTimeoutMs ?? 20_000} ms\n${logs.join('\n')}\n${stderr.join('')}`,
+        ),
+      );
+    }, options.startTimeoutMs ?? 20_000);
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.on('line', (line) => {
+      logs.push(line);
+      try {
+        const entry = JSON.parse(line) as { url?: string; msg?: string };
+        if (entry.url !== undefined && entry.msg?.startsWith('Styx listening') === true) {
+          clearTimeout(timer);
+          resolveUrl(entry.url);
+        }
+      } catch {
+        // not JSON: keep it in logs
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`broker exited with ${code} before listening\n${logs.join('\n')}\n${stderr.join('')}`),
+      );
+    });
+  });
+  const port = Number(new URL(url).port);
+  return {
+    url,
+    port,
+    dataDir,
+    child,
+    logs,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async cleanup() {
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
