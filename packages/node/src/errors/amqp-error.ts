@@ -1,3 +1,5 @@
+import { ReplyCode } from '@styx/client/wire';
+
 /**
  * Protocol errors, scoped as in AMQP 0-9-1: a channel error closes only the offending channel
  * (404, 405, 406, 403 after the handshake), a connection error closes the whole connection
@@ -5,25 +7,8 @@
  * 540 NOT_IMPLEMENTED, 541 INTERNAL_ERROR). Handlers throw these; the connection turns them into a
  * ChannelClose or ConnectionClose frame and never lets them crash the node.
  */
-export const Code = {
-  NO_ROUTE: 312,
-  CONNECTION_FORCED: 320,
-  ACCESS_REFUSED: 403,
-  NOT_FOUND: 404,
-  RESOURCE_LOCKED: 405,
-  PRECONDITION_FAILED: 406,
-  FRAME_ERROR: 501,
-  SYNTAX_ERROR: 502,
-  COMMAND_INVALID: 503,
-  CHANNEL_ERROR: 504,
-  UNEXPECTED_FRAME: 505,
-  RESOURCE_ERROR: 506,
-  NOT_ALLOWED: 530,
-  NOT_IMPLEMENTED: 540,
-  INTERNAL_ERROR: 541,
-} as const;
-
-export type ReplyCodeValue = (typeof Code)[keyof typeof Code];
+/** AMQP reply codes, shared with the client (one registry for both sides of the wire). */
+export const Code = ReplyCode;
 
 /** Closes the channel it happened on. */
 export class ChannelError extends Error {
