@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { DedupeWatermarks } from './dedupe-watermarks.ts';
+
+/** A deterministic pseudo-random sequence (mulberry32), so the property tests replay exactly. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+describe('DedupeWatermarks', () => {
+  it('the worked example: out-of-order ids, repeats, and horizons raising the watermark', () => {
+    const d = new DedupeWatermarks();
+    expect(d.accept('s', 7, 5)).toBe('new');
+    expect(d.watermark('s')).toBe(4);
+    expect(d.accept('s', 5, 5)).toBe('new');
+    expect(d.accept('s', 7, 5)).toBe('duplicate');
+    expect(d.accept('s', 9, 8)).toBe('new');
+    expect(d.watermark('s')).toBe(7);
+    expect(d.idsAbove('s')).toBe(1); // 5 and 7 fell under the watermark
+    expect(d.accept('s', 5, 8)).toBe('duplicate');
+    expect(d.accept('s', 9, 9)).toBe('duplicate');
+  });
+
+  it('without horizons, every id is new once and a duplicate after', () => {
+    const d = new DedupeWatermarks();
+    for (const id of [30, 10, 20]) expect(d.accept('s', id)).toBe('new');
+    for (const id of [10, 20, 30]) expect(d.accept('s', id)).toBe('duplicate');
+    expect(d.watermark('s')).toBe(-1);
+  });
+
+  it('keeps sources apart', () => {
+    const d = new DedupeWatermarks();
+    expect(d.accept('q1#inc-a', 1)).toBe('new');
+    expect(d.accept('q1#inc-b', 1)).toBe('new'); // a new incarnation of the queue is a new source
+    expect(d.accept('q1#inc-a', 1)).toBe('duplicate');
+  });
+
+  it('a horizon above the id (a broken source) never makes that transfer a duplicate', () => {
+    const d = new DedupeWatermarks();
+    expect(d.accept('s', 5, 100)).toBe('new');
+    expect(d.watermark('s')).toBe(4);
+    expect(d.accept('s', 5)).toBe('duplicate');
+  });
+
+  it('bounded per source: past the bound the smallest id is forgotten (a re-delivery, never a loss)', () => {
+    const d = new DedupeWatermarks({ maxIdsPerSource: 3, maxSources: 10 });
+    for (const id of [4, 1, 3, 2]) expect(d.accept('s', id)).toBe('new');
+    expect(d.idsAbove('s')).toBe(3);
+    expect(d.watermark('s')).toBe(-1); // eviction never raises the watermark
+    expect(d.accept('s', 1)).toBe('new'); // forgotten: accepted again
+    expect(d.accept('s', 4)).toBe('duplicate');
+  });
+
+  it('bounded in sources: the least recently used source is forgotten', () => {
+    const d = new DedupeWatermarks({ maxIdsPerSource: 10, maxSources: 2 });
+    d.accept('a', 1);
+    d.accept('b', 1);
+    d.accept('a', 2); // a is now more recent than b
+    d.accept('c', 1); // evicts b
+    expect(d.sourceCount).toBe(2);
+    expect(d.watermark('b')).toBeUndefined();
+    expect(d.accept('a', 1)).toBe('duplicate');
+    expect(d.accept('b', 1)).toBe('new');
+  });
+
+  it('forgetSource drops a source whose queue was deleted', () => {
+    const d = new DedupeWatermarks();
+    d.accept('s', 1);
+    expect(d.forgetSource('s')).toBe(true);
+    expect(d.forgetSource('s')).toBe(false);
+    expect(d.accept('s', 1)).toBe('new');
+  });
+
+  it('property: never a false duplicate, whatever the order, repeats and bounds', () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const random = rng(seed);
+      const d = new DedupeWatermarks({ maxIdsPerSource: 8, maxSources: 3 });
+      const delivered = new Map<string, Set<number>>();
+      // A source sends ids 0..199 over time, each possibly several times, out of order, with a
+      // correct horizon: the lowest id it has not settled yet.
+      for (const source of ['x', 'y', 'z', 'w']) {
+        const seen = new Set<number>();
+        delivered.set(source, seen);
+        const unsettled = new Set<number>();
+        let next = 0;
+        for (let step = 0; step < 2_000; step++) {
+          if (next < 200 && (unsettled.size === 0 || random() < 0.4)) unsettled.add(next++);
+          if (unsettled.size === 0) break;
+          const pending = [...unsettled];
+          const id = pending[Math.floor(random() * pending.length)] as number;
+          const horizon = Math.min(...pending);
+          const verdict = d.accept(source, id, horizon);
+          if (verdict === 'duplicate') expect(seen.has(id)).toBe(true);
+          seen.add(id);
+          if (random() < 0.5) unsettled.delete(id); // confirmed and settled at the source
+        }
+      }
+    }
+  });
+
+  it('property: with room enough, exact — each id is new exactly once', () => {
+    const random = rng(9);
+    const d = new DedupeWatermarks({ maxIdsPerSource: 1_000, maxSources: 10 });
+    const news = new Map<number, number>();
+    for (let i = 0; i < 5_000; i++) {
+      const id = Math.floor(random() * 500);
+      if (d.accept('s', id) === 'new') news.set(id, (news.get(id) ?? 0) + 1);
+    }
+    expect([...news.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('snapshots to plain data that survives JSON and answers the same', () => {
+    const d = new DedupeWatermarks({ maxIdsPerSource: 4, maxSources: 4 });
+    d.accept('a', 10, 8);
+    d.accept('a', 12, 8);
+    d.accept('b', 3);
+    const snapshot = JSON.parse(JSON.stringify(d.toSnapshot()));
+    expect(snapshot).toEqual({
+      version: 1,
+      sources: [
+        { source: 'a', watermark: 7, above: [10, 12] },
+        { source: 'b', watermark: -1, above: [3] },
+      ],
+    });
+    const restored = DedupeWatermarks.fromSnapshot(snapshot, { maxIdsPerSource: 4, maxSources: 4 });
+    expect(restored.toSnapshot()).toEqual(d.toSnapshot());
+    for (const [source, id] of [
+      ['a', 7],
+      ['a', 10],
+      ['a', 11],
+      ['b', 3],
+      ['c', 1],
+    ] as const) {
+      expect(restored.accept(source, id)).toBe(d.accept(source, id));
+    }
+    expect(() =>
+      DedupeWatermarks.fromSnapshot({ version: 1, sources: [{ source: 'a', watermark: 5, above: [5] }] }),
+    ).toThrow(expect.objectContaining({ code: 'DLX_SNAPSHOT_INVALID' }));
+  });
+
+  it('rejects ids and limits outside their domain', () => {
+    const d = new DedupeWatermarks();
+    expect(() => d.accept('s', -1)).toThrow(expect.objectContaining({ code: 'DLX_INVALID_INPUT' }));
+    expect(() => d.accept('s', 1.5)).toThrow(expect.objectContaining({ code: 'DLX_INVALID_INPUT' }));
+    expect(() => d.accept('s', 1, -2)).toThrow(expect.objectContaining({ code: 'DLX_INVALID_INPUT' }));
+    expect(() => new DedupeWatermarks({ maxIdsPerSource: 0, maxSources: 1 })).toThrow(
+      expect.objectContaining({ code: 'DLX_INVALID_CONFIG' }),
+    );
+  });
+});

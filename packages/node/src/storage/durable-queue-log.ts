@@ -1,0 +1,45 @@
+/**
+ * The log of a durable queue on this node: a single-voter log on the node's log store, with the
+ * binary queue command codec and compaction by the default policy. What the node hands a
+ * `QueueActor` for a durable queue (with `storage.bodyStore` as its body store).
+ */
+import type { Clock, ReplicatedLog } from '@styx/raft';
+import { SingleVoterLog } from '@styx/raft';
+import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
+import type { CompactionPolicy } from './compaction-policy.ts';
+import { queueCommandWeight, withCompaction } from './compaction-policy.ts';
+import type { NodeStorage } from './node-storage.ts';
+import { queueCommandCodec } from './queue-command-codec.ts';
+import type { StorageLogger } from './storage-logger.ts';
+
+export interface DurableQueueLogOptions {
+  /** Overrides of `DEFAULT_COMPACTION_POLICY`. */
+  readonly compaction?: Partial<CompactionPolicy>;
+  /** Snapshot on close when anything was applied since the last snapshot (default true). */
+  readonly compactOnClose?: boolean;
+  /** Where the log reads time for entry timestamps; the wall clock by default. */
+  readonly clock?: Clock;
+  readonly logger?: StorageLogger;
+}
+
+export function durableQueueLog(
+  storage: NodeStorage,
+  groupId: string,
+  options: DurableQueueLogOptions = {},
+): ReplicatedLog<QueueCommand, QueueApplyResult> {
+  const log = new SingleVoterLog<QueueCommand, QueueApplyResult>(
+    groupId,
+    storage.logStore,
+    queueCommandCodec,
+    {
+      nodeId: storage.nodeId,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+    },
+  );
+  return withCompaction(log, {
+    weigh: queueCommandWeight,
+    ...(options.compaction === undefined ? {} : { policy: options.compaction }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.compactOnClose === undefined ? {} : { compactOnClose: options.compactOnClose }),
+  });
+}

@@ -1,0 +1,180 @@
+import { open } from 'lmdb';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StoredMessage } from '../queue/types.ts';
+import { groupIdBytes } from './body-keys.ts';
+import { StorageClosedError } from './errors.ts';
+import { BODY_DELETIONS_DB, DELETE_CHUNK_KEYS } from './lmdb-body-store.ts';
+import type { NodeStorage } from './node-storage.ts';
+import { openNodeStorage } from './node-storage.ts';
+import { queueCommandCodec } from './queue-command-codec.ts';
+import {
+  expectSameMessage,
+  richProperties,
+  sampleMessage,
+  tempDir,
+} from './test-support/storage-fixtures.ts';
+
+describe('lmdb-js write ordering (what the body store durability argument relies on)', () => {
+  it('runs single writes queued before a transaction callback no later than that callback', async () => {
+    const dir = tempDir('lmdb-order');
+    const env = open({ path: dir.path });
+    const db = env.openDB({ name: 'bodies', keyEncoding: 'binary', encoding: 'binary' });
+    try {
+      for (let round = 0; round < 200; round++) {
+        const key = Buffer.from(`k${round}`);
+        // As the body store writes during an apply, then the log store queues its batch.
+        void db.put(key, Buffer.from([round & 0xff]));
+        const seen = await env.childTransaction(() => db.get(key));
+        expect(seen).toStrictEqual(Buffer.from([round & 0xff]));
+        if (round % 10 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      await env.close();
+      dir.remove();
+    }
+  });
+});
+
+describe('LmdbBodyStore', () => {
+  let dir: ReturnType<typeof tempDir>;
+  let storage: NodeStorage;
+
+  beforeEach(async () => {
+    dir = tempDir('bodies');
+    storage = await openNodeStorage(dir.path);
+  });
+
+  afterEach(async () => {
+    await storage.close();
+    dir.remove();
+  });
+
+  async function reopen(): Promise<void> {
+    await storage.close();
+    storage = await openNodeStorage(dir.path);
+  }
+
+  it('answers a put at once (before it commits), and after it committed, and after a reopen', async () => {
+    const message = sampleMessage(1000, { properties: richProperties(), bcc: ['k'] });
+    storage.bodyStore.put('g', 1, message);
+    expect(storage.bodyStore.get('g', 1)).toBe(message);
+    await storage.bodyStore.flushed();
+    const fromDisk = storage.bodyStore.get('g', 1);
+    expect(fromDisk).not.toBe(message);
+    expectSameMessage(fromDisk, message);
+    await reopen();
+    expectSameMessage(storage.bodyStore.get('g', 1), message);
+    expect(storage.bodyStore.get('g', 2)).toBeUndefined();
+    expect(storage.bodyStore.get('other', 1)).toBeUndefined();
+  });
+
+  it('stores empty and 1 MiB bodies, and messages decoded from log entries (views into them)', async () => {
+    const big = sampleMessage(1024 * 1024);
+    const empty = sampleMessage(0, { properties: { headers: { entries: [] } } });
+    const entry = queueCommandCodec.decode(
+      queueCommandCodec.encode({ type: 'enqueue', size: 5, ttl: undefined, message: sampleMessage(5) }),
+    );
+    if (entry.type !== 'enqueue') throw new Error('not an enqueue');
+    storage.bodyStore.put('g', 1, big);
+    storage.bodyStore.put('g', 2, empty);
+    storage.bodyStore.put('g', 3, entry.message);
+    await reopen();
+    expectSameMessage(storage.bodyStore.get('g', 1), big);
+    expectSameMessage(storage.bodyStore.get('g', 2), empty);
+    expectSameMessage(storage.bodyStore.get('g', 3), sampleMessage(5));
+  });
+
+  it('deletes one body: at once, and durably', async () => {
+    storage.bodyStore.put('g', 1, sampleMessage(1));
+    storage.bodyStore.put('g', 2, sampleMessage(2));
+    await storage.bodyStore.flushed();
+    storage.bodyStore.delete('g', 1);
+    storage.bodyStore.delete('g', 99); // absent: a no-op
+    expect(storage.bodyStore.get('g', 1)).toBeUndefined();
+    await reopen();
+    expect(storage.bodyStore.get('g', 1)).toBeUndefined();
+    expectSameMessage(storage.bodyStore.get('g', 2), sampleMessage(2));
+  });
+
+  it('applies writes to one key in order within a turn (put, delete, put again)', async () => {
+    const second = sampleMessage(7, { routingKey: 'second' });
+    storage.bodyStore.put('g', 1, sampleMessage(3));
+    storage.bodyStore.delete('g', 1);
+    expect(storage.bodyStore.get('g', 1)).toBeUndefined();
+    storage.bodyStore.put('g', 1, second);
+    expect(storage.bodyStore.get('g', 1)).toBe(second);
+    await reopen();
+    expectSameMessage(storage.bodyStore.get('g', 1), second);
+  });
+
+  it('reads every body back while writes keep committing across many turns', async () => {
+    const expected = new Map<number, StoredMessage>();
+    for (let turn = 0; turn < 50; turn++) {
+      for (let i = 0; i < 20; i++) {
+        const id = turn * 20 + i + 1;
+        const message = sampleMessage(id % 50, { routingKey: `rk${id}` });
+        storage.bodyStore.put('g', id, message);
+        expected.set(id, message);
+        if (id % 3 === 0) {
+          storage.bodyStore.delete('g', id - 1);
+          expected.delete(id - 1);
+        }
+      }
+      for (const [id, message] of expected) expectSameMessage(storage.bodyStore.get('g', id), message);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await storage.bodyStore.flushed();
+    expect(storage.bodyStore.count('g')).toBe(expected.size);
+  });
+
+  it('deletes a whole group (a range: more than one chunk), and no other group', async () => {
+    const total = DELETE_CHUNK_KEYS * 2 + 10;
+    const message = sampleMessage(8);
+    for (let id = 1; id <= total; id++) storage.bodyStore.put('q', id, message);
+    // 'q' is a prefix of 'qq' and 'q\u0000' sorts right after 'q' as a string: keys keep them apart.
+    storage.bodyStore.put('qq', 1, message);
+    storage.bodyStore.put('q\u0000', 1, message);
+    storage.bodyStore.put('p', 5, message);
+    await storage.bodyStore.flushed();
+    expect(storage.bodyStore.count('q')).toBe(total);
+
+    storage.bodyStore.deleteGroup('q');
+    expect(storage.bodyStore.get('q', 1)).toBeUndefined();
+    expect(storage.bodyStore.get('q', total)).toBeUndefined();
+    await storage.bodyStore.flushed();
+    expect(storage.bodyStore.count('q')).toBe(0);
+    await reopen();
+    expect(storage.bodyStore.count('q')).toBe(0);
+    for (const group of ['qq', 'q\u0000']) expectSameMessage(storage.bodyStore.get(group, 1), message);
+    expectSameMessage(storage.bodyStore.get('p', 5), message);
+  });
+
+  it('finishes a group deletion that a previous run left unfinished', async () => {
+    for (let id = 1; id <= 100; id++) storage.bodyStore.put('dead', id, sampleMessage(4));
+    storage.bodyStore.put('alive', 1, sampleMessage(4));
+    await storage.close();
+    // What a crash between the deletion record and the last chunk leaves behind.
+    const env = open({ path: storage.path });
+    await env
+      .openDB({ name: BODY_DELETIONS_DB, keyEncoding: 'binary', encoding: 'binary' })
+      .put(groupIdBytes('dead'), Buffer.from([1]));
+    await env.close();
+
+    storage = await openNodeStorage(dir.path);
+    await storage.bodyStore.flushed();
+    expect(storage.bodyStore.count('dead')).toBe(0);
+    expect(storage.bodyStore.count('alive')).toBe(1);
+  });
+
+  it('refuses writes after close and bad ids or group ids', async () => {
+    expect(() => storage.bodyStore.put('g', -1, sampleMessage(1))).toThrow(RangeError);
+    expect(() => storage.bodyStore.put('g', 1.5, sampleMessage(1))).toThrow(RangeError);
+    expect(() => storage.bodyStore.put('', 1, sampleMessage(1))).toThrow(RangeError);
+    expect(() => storage.bodyStore.put('x'.repeat(513), 1, sampleMessage(1))).toThrow(RangeError);
+    expect(() => storage.bodyStore.put('x'.repeat(512), 2 ** 53 - 1, sampleMessage(1))).not.toThrow();
+    await storage.bodyStore.close();
+    expect(() => storage.bodyStore.put('g', 1, sampleMessage(1))).toThrow(StorageClosedError);
+    expect(() => storage.bodyStore.delete('g', 1)).toThrow(StorageClosedError);
+    expect(() => storage.bodyStore.deleteGroup('g')).toThrow(StorageClosedError);
+  });
+});

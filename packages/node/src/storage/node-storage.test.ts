@@ -1,0 +1,80 @@
+import { SingleVoterLog } from '@styx/raft';
+import { CounterMachine, counterCodec } from '@styx/raft/compliance';
+import { open } from 'lmdb';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StorageFormatError, StorageMetaCorruptedError } from './errors.ts';
+import { NODE_META_DB, openNodeStorage, STORAGE_FORMAT_VERSION } from './node-storage.ts';
+import { tempDir } from './test-support/storage-fixtures.ts';
+
+describe('openNodeStorage', () => {
+  let dir: ReturnType<typeof tempDir>;
+  beforeEach(() => {
+    dir = tempDir('node-storage');
+  });
+  afterEach(() => {
+    dir.remove();
+  });
+
+  async function writeRecord(record: unknown): Promise<void> {
+    const env = open({ path: `${dir.path}/lmdb` });
+    await env.openDB<unknown, string>({ name: NODE_META_DB, encoding: 'json' }).put('storage', record);
+    await env.close();
+  }
+
+  it('creates the environment with a node identity that survives restarts', async () => {
+    const first = await openNodeStorage(dir.path);
+    expect(first.path).toBe(`${dir.path}/lmdb`);
+    expect(first.formatVersion).toBe(STORAGE_FORMAT_VERSION);
+    expect(first.nodeId).toMatch(/^[0-9a-f-]{36}$/);
+    await first.close();
+    const second = await openNodeStorage(dir.path);
+    expect(second.nodeId).toBe(first.nodeId);
+    await second.close();
+  });
+
+  it('keeps durable log entries and snapshots in the same environment', async () => {
+    const storage = await openNodeStorage(dir.path);
+    const log = new SingleVoterLog('g', storage.logStore, counterCodec);
+    await log.open(new CounterMachine());
+    for (let i = 1; i <= 5; i++) await log.propose({ add: i });
+    await log.compact();
+    await log.propose({ add: 6 });
+    await log.close();
+    await storage.close();
+
+    const reopened = await openNodeStorage(dir.path);
+    const machine = new CounterMachine();
+    const again = new SingleVoterLog('g', reopened.logStore, counterCodec);
+    await again.open(machine);
+    expect(machine.state.values).toStrictEqual([1, 2, 3, 4, 5, 6]);
+    await again.close();
+    await reopened.close();
+  });
+
+  it('refuses a data dir of a newer storage format, with a clear error', async () => {
+    await (await openNodeStorage(dir.path)).close();
+    await writeRecord({ format: STORAGE_FORMAT_VERSION + 1, nodeId: 'n', createdAt: 0 });
+    const opening = openNodeStorage(dir.path);
+    await expect(opening).rejects.toThrow(StorageFormatError);
+    await expect(opening).rejects.toThrow(/storage format 2, this build supports up to 1/);
+    await expect(opening).rejects.toMatchObject({ code: 'STORAGE_FORMAT_UNSUPPORTED' });
+    // Refusing released the environment: the dir can be opened again once the record is fixed.
+    await writeRecord({ format: STORAGE_FORMAT_VERSION, nodeId: 'n', createdAt: 0 });
+    const fixed = await openNodeStorage(dir.path);
+    expect(fixed.nodeId).toBe('n');
+    await fixed.close();
+  });
+
+  it('refuses an unreadable storage record', async () => {
+    for (const record of [{ format: 'one' }, { format: 0 }, null, { format: 1 }]) {
+      await writeRecord(record);
+      await expect(openNodeStorage(dir.path)).rejects.toThrow(StorageMetaCorruptedError);
+    }
+  });
+
+  it('closes once, however often close() is called', async () => {
+    const storage = await openNodeStorage(dir.path);
+    await Promise.all([storage.close(), storage.close()]);
+    await storage.close();
+  });
+});

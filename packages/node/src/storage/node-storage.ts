@@ -1,0 +1,153 @@
+/**
+ * The node's durable storage: ONE LMDB environment in `<dataDir>/lmdb` holding
+ * - the log store of every durable group (queues and metadata): entries, hard state, snapshots
+ *   (`@styx/raft`'s `logStoreOnEnvironment`, group commit: one transaction + one sync per I/O turn);
+ * - the body store of durable queues (`LmdbBodyStore`);
+ * - `node-meta`: the storage format version and the node's identity.
+ *
+ * One environment means one writer and one commit order for all of it, which is what makes
+ * "a snapshot and its log truncation are durable only after the bodies they rely on" hold without
+ * any cross-store coordination (the argument is in lmdb-body-store.ts).
+ *
+ * The environment is opened with full syncs (no `noSync`, no `noMetaSync`) and without
+ * `useWritemap` (the log store's batches are child transactions), as the log store requires.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LogStore } from '@styx/raft';
+import { logStoreOnEnvironment } from '@styx/raft';
+import type { Database, RootDatabase } from 'lmdb';
+import { open } from 'lmdb';
+import { StorageFormatError, StorageMetaCorruptedError } from './errors.ts';
+import { LmdbBodyStore } from './lmdb-body-store.ts';
+import type { StorageLogger } from './storage-logger.ts';
+import { silentStorageLogger } from './storage-logger.ts';
+
+/**
+ * The storage format this build writes and reads. Bump it when a change to any stored layout
+ * (log entries, command codecs, snapshots, bodies, keys) would be misread by an older build, and
+ * teach `openNodeStorage` to upgrade the previous format.
+ */
+export const STORAGE_FORMAT_VERSION = 1;
+/** Sub-database of the node's own records. */
+export const NODE_META_DB = 'node-meta';
+/** The key of the storage record in `node-meta`. */
+const STORAGE_RECORD_KEY = 'storage';
+/**
+ * Named sub-databases the environment may hold (LMDB's `maxDbs`): the log store's 3, the body
+ * store's 2, `node-meta`, and room for snapshots' streaming or indexes added later.
+ */
+const MAX_DBS = 16;
+
+/** What `node-meta` holds under `storage`. */
+interface StorageRecord {
+  /** `STORAGE_FORMAT_VERSION` of the build that created (or last upgraded) the data dir. */
+  readonly format: number;
+  /** This node's identity, created with the data dir and never changed. */
+  readonly nodeId: string;
+  /** When the data dir was created, ms since the epoch. */
+  readonly createdAt: number;
+}
+
+export interface NodeStorage {
+  /** The LMDB environment's directory (`<dataDir>/lmdb`). */
+  readonly path: string;
+  /** This node's identity, stable across restarts (a UUID created with the data dir). */
+  readonly nodeId: string;
+  readonly formatVersion: number;
+  /** Entries, hard state and snapshots of every durable log group. */
+  readonly logStore: LogStore;
+  /** Message bodies of durable queues. */
+  readonly bodyStore: LmdbBodyStore;
+  /**
+   * Make everything queued durable and close the environment. Close the logs (actors) first:
+   * writes made after this call reject or throw `StorageClosedError`.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Open (or create) the node's storage in `dataDir`. Refuses, with `StorageFormatError`, a data dir
+ * written by a newer storage format. The caller holds the data dir's lock (one process per dir).
+ */
+export async function openNodeStorage(
+  dataDir: string,
+  logger: StorageLogger = silentStorageLogger,
+): Promise<NodeStorage> {
+  const path = join(dataDir, 'lmdb');
+  await mkdir(path, { recursive: true });
+  const root = open({ path, noSync: false, noMetaSync: false, useWritemap: false, maxDbs: MAX_DBS });
+  let record: StorageRecord;
+  try {
+    record = readOrCreateRecord(root.openDB<unknown, string>({ name: NODE_META_DB, encoding: 'json' }), path);
+  } catch (error) {
+    await root.close();
+    throw error;
+  }
+  const logStore = logStoreOnEnvironment(root);
+  const bodyStore = new LmdbBodyStore(root, { logger });
+  logger.info({ path, format: record.format, nodeId: record.nodeId }, 'node storage open');
+  return new OpenNodeStorage(path, record, root, logStore, bodyStore);
+}
+
+function readOrCreateRecord(meta: Database<unknown, string>, path: string): StorageRecord {
+  const stored = meta.get(STORAGE_RECORD_KEY);
+  if (stored === undefined) {
+    const record: StorageRecord = {
+      format: STORAGE_FORMAT_VERSION,
+      nodeId: randomUUID(),
+      createdAt: Date.now(),
+    };
+    // Synchronous and durable before anything else is written to the new data dir.
+    meta.putSync(STORAGE_RECORD_KEY, record);
+    return record;
+  }
+  const record = stored as Partial<StorageRecord> | null;
+  const format = record?.format;
+  if (typeof format !== 'number' || !Number.isInteger(format) || format < 1) {
+    throw new StorageMetaCorruptedError(path, `bad format ${JSON.stringify(format)}`);
+  }
+  if (format > STORAGE_FORMAT_VERSION) throw new StorageFormatError(path, format, STORAGE_FORMAT_VERSION);
+  if (typeof record?.nodeId !== 'string' || typeof record.createdAt !== 'number') {
+    throw new StorageMetaCorruptedError(path, 'node identity missing');
+  }
+  return { format, nodeId: record.nodeId, createdAt: record.createdAt };
+}
+
+class OpenNodeStorage implements NodeStorage {
+  readonly path: string;
+  readonly nodeId: string;
+  readonly formatVersion: number;
+  readonly logStore: LogStore;
+  readonly bodyStore: LmdbBodyStore;
+  readonly #root: RootDatabase;
+  #closed: Promise<void> | undefined;
+
+  constructor(
+    path: string,
+    record: StorageRecord,
+    root: RootDatabase,
+    logStore: LogStore,
+    bodyStore: LmdbBodyStore,
+  ) {
+    this.path = path;
+    this.nodeId = record.nodeId;
+    this.formatVersion = record.format;
+    this.#root = root;
+    this.logStore = logStore;
+    this.bodyStore = bodyStore;
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    // The log store first: its last batches may still apply entries that write bodies.
+    await this.logStore.close();
+    await this.bodyStore.close();
+    await this.#root.close();
+  }
+}

@@ -1,0 +1,353 @@
+/**
+ * The binary codec of queue commands, for the durable logs of queues (one `enqueue` entry per
+ * published message per queue: the hot path).
+ *
+ * An entry is [u8 tag][fields]. Tags are persisted: never renumber or reuse one; a changed
+ * variant gets a new tag (and the old one keeps decoding). Tag 0 is never used.
+ *
+ * - `enqueue` (tag 1) is hand-written: [varint size][ttl][StoredMessage encoding], ttl being
+ *   [u8 0] (undefined), [u8 1][varint] (a safe non-negative integer, the usual case) or
+ *   [u8 2][f64]. The message encoding is written straight into the entry (one buffer, the body
+ *   copied once) and remembered, so the body store stores the same bytes when the entry is applied.
+ * - Every other variant is a row of `VARIANTS`: its tag and its fields in order, each with a kind
+ *   (below). Adding a variant is one row; the `satisfies` clause makes the build fail while a
+ *   variant of `QueueCommand` has no row, or a row names a field the variant lacks.
+ *
+ * Decoded commands have every field of their variant as an own property (an optional field that
+ * was undefined is present and undefined), so live apply and replay see the same objects.
+ */
+import type { CommandCodec } from '@styx/raft';
+import type { QueueCommand, QueueConfig } from '../queue/types.ts';
+import { ByteCursor, checkVarint, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
+import { StoredBytesCorruptedError } from './errors.ts';
+import {
+  decodeStoredMessage,
+  measureStoredMessage,
+  rememberEncoding,
+  writeStoredMessage,
+} from './stored-message-codec.ts';
+
+/** How one field is written. */
+type FieldKind =
+  /** [varint n][UTF-8] */
+  | 'string'
+  /** varint (a non-negative safe integer) */
+  | 'uint'
+  /** one byte, 0 or 1 */
+  | 'bool'
+  /** [varint count][varint id]… */
+  | 'ids'
+  /** [u8 0] undefined, or [u8 1][f64] */
+  | 'optNumber'
+  /** [u8 0] undefined, or [u8 1][varint n][UTF-8] */
+  | 'optString'
+  /** the fields of a `QueueConfig`, in `CONFIG_FIELDS` order */
+  | 'config';
+
+/** The kinds a field of type V may be written as. */
+type KindFor<V> = [V] extends [string]
+  ? 'string'
+  : [V] extends [number]
+    ? 'uint'
+    : [V] extends [boolean]
+      ? 'bool'
+      : [V] extends [readonly number[]]
+        ? 'ids'
+        : [V] extends [number | undefined]
+          ? 'optNumber'
+          : [V] extends [string | undefined]
+            ? 'optString' | 'string'
+            : [V] extends [QueueConfig]
+              ? 'config'
+              : never;
+
+/** A [field name, kind] pair of object type T (any field but `type`). */
+type FieldSpec<T> = { [P in Exclude<keyof T, 'type'>]: readonly [P, KindFor<T[P]>] }[Exclude<
+  keyof T,
+  'type'
+>];
+
+type Variant<K extends QueueCommand['type']> = Extract<QueueCommand, { type: K }>;
+type GenericType = Exclude<QueueCommand['type'], 'enqueue'>;
+
+interface VariantSpec<T> {
+  readonly tag: number;
+  readonly fields: readonly FieldSpec<T>[];
+}
+
+const ENQUEUE_TAG = 1;
+
+/** Every variant but enqueue, by type. Tags are persisted: append new rows with new tags. */
+const VARIANTS = {
+  consume: {
+    tag: 2,
+    fields: [
+      ['owner', 'string'],
+      ['tag', 'string'],
+      ['prefetch', 'uint'],
+      ['noAck', 'bool'],
+      ['exclusive', 'bool'],
+    ],
+  },
+  cancel: {
+    tag: 3,
+    fields: [
+      ['owner', 'string'],
+      ['tag', 'string'],
+    ],
+  },
+  settle: {
+    tag: 4,
+    fields: [
+      ['owner', 'string'],
+      ['ids', 'ids'],
+    ],
+  },
+  return: {
+    tag: 5,
+    fields: [
+      ['owner', 'string'],
+      ['ids', 'ids'],
+    ],
+  },
+  discard: {
+    tag: 6,
+    fields: [
+      ['owner', 'string'],
+      ['ids', 'ids'],
+    ],
+  },
+  get: {
+    tag: 7,
+    fields: [
+      ['owner', 'string'],
+      ['noAck', 'bool'],
+    ],
+  },
+  expire: { tag: 8, fields: [] },
+  purge: { tag: 9, fields: [] },
+  ownerDown: { tag: 10, fields: [['owner', 'string']] },
+  touch: { tag: 11, fields: [] },
+  setConfig: { tag: 12, fields: [['config', 'config']] },
+} as const satisfies { readonly [K in GenericType]: VariantSpec<Variant<K>> };
+
+/** The fields of a QueueConfig, in the order they are written. Enums are written as strings. */
+const CONFIG_FIELDS = [
+  ['messageTtl', 'optNumber'],
+  ['expires', 'optNumber'],
+  ['maxLength', 'optNumber'],
+  ['maxLengthBytes', 'optNumber'],
+  ['overflow', 'string'],
+  ['deliveryLimit', 'optNumber'],
+  ['deadLetterExchange', 'optString'],
+  ['deadLetterRoutingKey', 'optString'],
+  ['deadLetterStrategy', 'string'],
+] as const satisfies readonly FieldSpec<QueueConfig>[];
+
+// The build fails here when QueueConfig gains a field CONFIG_FIELDS does not write.
+type MissingConfigFields = Exclude<keyof QueueConfig, (typeof CONFIG_FIELDS)[number][0]>;
+const configFieldsComplete: [MissingConfigFields] extends [never] ? true : MissingConfigFields = true;
+void configFieldsComplete;
+
+interface Row {
+  readonly type: GenericType;
+  readonly tag: number;
+  readonly fields: readonly (readonly [string, FieldKind])[];
+}
+
+const ROWS_BY_TYPE = new Map<string, Row>();
+const ROWS_BY_TAG: (Row | undefined)[] = [];
+for (const [type, spec] of Object.entries(VARIANTS) as [GenericType, VariantSpec<unknown>][]) {
+  const row: Row = { type, tag: spec.tag, fields: spec.fields as Row['fields'] };
+  if (row.tag === ENQUEUE_TAG || ROWS_BY_TAG[row.tag] !== undefined)
+    throw new Error(`queue command tag ${row.tag} reused`);
+  ROWS_BY_TYPE.set(type, row);
+  ROWS_BY_TAG[row.tag] = row;
+}
+
+/** The persisted tag of each command type (for tests and diagnostics). */
+export const QUEUE_COMMAND_TAGS: Readonly<Record<QueueCommand['type'], number>> = {
+  enqueue: ENQUEUE_TAG,
+  ...(Object.fromEntries([...ROWS_BY_TYPE].map(([type, row]) => [type, row.tag])) as Record<
+    GenericType,
+    number
+  >),
+};
+
+type EnqueueCommand = Variant<'enqueue'>;
+
+const TTL_UNDEFINED = 0;
+const TTL_VARINT = 1;
+const TTL_FLOAT = 2;
+
+function encodeEnqueue(command: EnqueueCommand): Uint8Array {
+  const { size, ttl, message } = command;
+  checkVarint(size, 'enqueue size');
+  const ttlIsVarint = ttl !== undefined && Number.isSafeInteger(ttl) && ttl >= 0;
+  const ttlSize = ttl === undefined ? 1 : ttlIsVarint ? 1 + varintSize(ttl) : 9;
+  const measured = measureStoredMessage(message);
+  const headerSize = 1 + varintSize(size) + ttlSize;
+  const buf = Buffer.allocUnsafe(headerSize + measured.size);
+  buf[0] = ENQUEUE_TAG;
+  let pos = writeVarint(buf, 1, size);
+  if (ttl === undefined) {
+    buf[pos++] = TTL_UNDEFINED;
+  } else if (ttlIsVarint) {
+    buf[pos++] = TTL_VARINT;
+    pos = writeVarint(buf, pos, ttl);
+  } else {
+    buf[pos++] = TTL_FLOAT;
+    pos = buf.writeDoubleBE(ttl, pos);
+  }
+  writeStoredMessage(buf, pos, measured);
+  rememberEncoding(message, buf.subarray(pos));
+  return buf;
+}
+
+function decodeEnqueue(r: ByteCursor): EnqueueCommand {
+  const size = r.varint();
+  const ttlKind = r.u8();
+  let ttl: number | undefined;
+  if (ttlKind === TTL_VARINT) ttl = r.varint();
+  else if (ttlKind === TTL_FLOAT) ttl = r.f64();
+  else if (ttlKind !== TTL_UNDEFINED)
+    throw new StoredBytesCorruptedError('enqueue entry', `bad ttl kind ${ttlKind}`);
+  const message = decodeStoredMessage(r.rest(), 'enqueue entry');
+  return { type: 'enqueue', size, ttl, message };
+}
+
+// ---------------------------------------------------------------------------------- generic rows
+
+type Fields = readonly (readonly [string, FieldKind])[];
+
+function fieldsSize(source: Record<string, unknown>, fields: Fields): number {
+  let size = 0;
+  for (const [name, kind] of fields) size += fieldSize(source[name], kind, name);
+  return size;
+}
+
+function fieldSize(value: unknown, kind: FieldKind, name: string): number {
+  switch (kind) {
+    case 'string': {
+      const n = utf8Size(value as string);
+      return varintSize(n) + n;
+    }
+    case 'uint':
+      checkVarint(value as number, name);
+      return varintSize(value as number);
+    case 'bool':
+      return 1;
+    case 'ids': {
+      const ids = value as readonly number[];
+      let size = varintSize(ids.length);
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i] as number;
+        checkVarint(id, name);
+        size += varintSize(id);
+      }
+      return size;
+    }
+    case 'optNumber':
+      return value === undefined ? 1 : 9;
+    case 'optString':
+      return value === undefined ? 1 : 1 + fieldSize(value, 'string', name);
+    case 'config':
+      return fieldsSize(value as Record<string, unknown>, CONFIG_FIELDS);
+  }
+}
+
+function writeFields(buf: Buffer, pos: number, source: Record<string, unknown>, fields: Fields): number {
+  for (const [name, kind] of fields) pos = writeField(buf, pos, source[name], kind);
+  return pos;
+}
+
+function writeField(buf: Buffer, pos: number, value: unknown, kind: FieldKind): number {
+  switch (kind) {
+    case 'string':
+      return writeString(buf, pos, value as string, utf8Size(value as string));
+    case 'uint':
+      return writeVarint(buf, pos, value as number);
+    case 'bool':
+      buf[pos] = value === true ? 1 : 0;
+      return pos + 1;
+    case 'ids': {
+      const ids = value as readonly number[];
+      pos = writeVarint(buf, pos, ids.length);
+      for (let i = 0; i < ids.length; i++) pos = writeVarint(buf, pos, ids[i] as number);
+      return pos;
+    }
+    case 'optNumber':
+      if (value === undefined) {
+        buf[pos] = 0;
+        return pos + 1;
+      }
+      buf[pos] = 1;
+      return buf.writeDoubleBE(value as number, pos + 1);
+    case 'optString':
+      if (value === undefined) {
+        buf[pos] = 0;
+        return pos + 1;
+      }
+      buf[pos] = 1;
+      return writeField(buf, pos + 1, value, 'string');
+    case 'config':
+      return writeFields(buf, pos, value as Record<string, unknown>, CONFIG_FIELDS);
+  }
+}
+
+function readFields(r: ByteCursor, target: Record<string, unknown>, fields: Fields): void {
+  for (const [name, kind] of fields) target[name] = readField(r, kind);
+}
+
+function readField(r: ByteCursor, kind: FieldKind): unknown {
+  switch (kind) {
+    case 'string':
+      return r.string();
+    case 'uint':
+      return r.varint();
+    case 'bool':
+      return r.bool();
+    case 'ids': {
+      const count = r.varint();
+      // Each id takes at least one byte: a larger count is corruption, not an allocation.
+      if (count > r.remaining) throw new StoredBytesCorruptedError('queue command', `id count ${count}`);
+      const ids: number[] = new Array(count);
+      for (let i = 0; i < count; i++) ids[i] = r.varint();
+      return ids;
+    }
+    case 'optNumber':
+      return r.bool() ? r.f64() : undefined;
+    case 'optString':
+      return r.bool() ? r.string() : undefined;
+    case 'config': {
+      const config: Record<string, unknown> = {};
+      readFields(r, config, CONFIG_FIELDS);
+      return config;
+    }
+  }
+}
+
+export const queueCommandCodec: CommandCodec<QueueCommand> = {
+  encode(command: QueueCommand): Uint8Array {
+    if (command.type === 'enqueue') return encodeEnqueue(command);
+    const row = ROWS_BY_TYPE.get(command.type);
+    if (row === undefined) throw new TypeError(`no codec for queue command ${String(command.type)}`);
+    const source = command as unknown as Record<string, unknown>;
+    const buf = Buffer.allocUnsafe(1 + fieldsSize(source, row.fields));
+    buf[0] = row.tag;
+    writeFields(buf, 1, source, row.fields);
+    return buf;
+  },
+
+  decode(bytes: Uint8Array): QueueCommand {
+    const r = new ByteCursor(bytes, 'queue command');
+    const tag = r.u8();
+    if (tag === ENQUEUE_TAG) return decodeEnqueue(r);
+    const row = ROWS_BY_TAG[tag];
+    if (row === undefined) throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
+    const command: Record<string, unknown> = { type: row.type };
+    readFields(r, command, row.fields);
+    r.end();
+    return command as unknown as QueueCommand;
+  },
+};
