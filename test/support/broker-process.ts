@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -14,6 +15,8 @@ export interface BrokerProcess {
   readonly port: number;
   readonly dataDir: string;
   readonly child: ChildProcess;
+  /** The management API's base URL (`http://127.0.0.1:PORT`) when started with `management: true`. */
+  readonly managementUrl: string | undefined;
   /** Every log line the node printed (JSON), for assertions and for debugging a failure. */
   readonly logs: string[];
   /** SIGTERM and wait for exit; returns the exit code. */
@@ -31,6 +34,24 @@ export interface StartOptions {
   readonly extraArgs?: readonly string[];
   /** How long to wait for "listening", ms. */
   readonly startTimeoutMs?: number;
+  /**
+   * Start the management API on a free loopback port. Off by default (`--management-port 0`), so
+   * nodes started in parallel never compete for the default port 15680.
+   */
+  readonly management?: boolean;
+}
+
+/** A loopback port free right now (the OS picks it; it is released before the node binds it). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port from the OS');
+  return address.port;
 }
 
 /**
@@ -52,12 +73,15 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     'json',
     '--log-level',
     'info',
+    '--management-port',
+    String(options.management === true ? await freePort() : 0),
     ...(options.extraArgs ?? []),
   ];
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const stderr: string[] = [];
+  let managementUrl: string | undefined;
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => {
@@ -72,7 +96,8 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     lines.on('line', (line) => {
       logs.push(line);
       try {
-        const entry = JSON.parse(line) as { url?: string; msg?: string };
+        const entry = JSON.parse(line) as { url?: string; msg?: string; managementUrl?: string };
+        if (typeof entry.managementUrl === 'string') managementUrl = entry.managementUrl;
         if (entry.url !== undefined && entry.msg?.startsWith('Styx listening') === true) {
           clearTimeout(timer);
           resolveUrl(entry.url);
@@ -94,6 +119,7 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     port,
     dataDir,
     child,
+    managementUrl,
     logs,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;

@@ -43,7 +43,9 @@ export class FrameWriter {
   constructor(sink: BatchSink, options: FrameWriterOptions) {
     this.#sink = sink;
     this.#frameMax = options.frameMax;
-    this.#schedule = options.schedule ?? queueMicrotask;
+    // Wrapped, not stored bare: browsers throw "Illegal invocation" when queueMicrotask is called
+    // with a `this` other than the global object (Node does not mind).
+    this.#schedule = options.schedule ?? ((flush) => queueMicrotask(flush));
     this.#onError =
       options.onError ??
       ((err) => {

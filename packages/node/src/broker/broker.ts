@@ -8,7 +8,7 @@ import type {
 } from '@styx/client/wire';
 import { isConnectionError } from '@styx/client/wire';
 import type { Clock, ReplicatedLog } from '@styx/raft';
-import { InMemoryLog, systemClock } from '@styx/raft';
+import { InMemoryLog, SingleVoterLog, systemClock } from '@styx/raft';
 import {
   accessRefused,
   ChannelError,
@@ -18,6 +18,9 @@ import {
   resourceLocked,
 } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
+import { metadataCommandCodec } from '../metadata/command-codec.ts';
+import type { EffectiveQueueConfig } from '../metadata/effective-config.ts';
+import { effectiveQueueConfig, sameQueueConfig } from '../metadata/effective-config.ts';
 import type {
   ExchangeRecord,
   MetadataCommand,
@@ -40,6 +43,9 @@ import type {
   StoredMessage,
 } from '../queue/types.ts';
 import { route } from '../router/route.ts';
+import { withCompaction } from '../storage/compaction-policy.ts';
+import { durableQueueLog } from '../storage/durable-queue-log.ts';
+import type { NodeStorage } from '../storage/node-storage.ts';
 import type { Connection } from '../transport/ws/connection.ts';
 import { isLoopbackAddress } from './loopback.ts';
 
@@ -63,6 +69,11 @@ export interface BrokerOptions {
   readonly defaultUser?: { readonly name: string; readonly password: string };
   /** Users that may only connect from a loopback address (RabbitMQ's `loopback_users`). */
   readonly loopbackUsers?: readonly string[];
+  /**
+   * The node's durable storage. With it, the metadata and every durable queue run on single-voter
+   * logs in LMDB and survive restarts; without it (embedded use, tests) everything is in memory.
+   */
+  readonly storage?: NodeStorage;
 }
 
 /** How often the memory budget is checked, ms. */
@@ -86,8 +97,15 @@ export class Broker {
   /** vhost → queue name → actor. */
   private readonly actors = new Map<string, Map<string, QueueActor>>();
   private readonly connections = new Map<string, Connection>();
-  private readonly bodyStore: BodyStore = new InMemoryBodyStore();
+  /** Bodies of non-durable queues; durable queues keep theirs in `storage.bodyStore`. */
+  private readonly memoryBodyStore: BodyStore = new InMemoryBodyStore();
+  private readonly storage: NodeStorage | undefined;
   private readonly loopbackUsers: ReadonlySet<string>;
+  /**
+   * The last effective config proposed to each actor (it may not be applied yet), so a policy set
+   * and cleared in quick succession compares against what the log will hold, not what it holds now.
+   */
+  private readonly proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   private memoryTimer: NodeJS.Timeout | undefined;
   private memoryBlocked = false;
   private readonly sinks = {
@@ -103,7 +121,22 @@ export class Broker {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.loopbackUsers = new Set(options.loopbackUsers ?? ['guest']);
-    this.metaLog = new InMemoryLog<MetadataCommand, MetadataReply>('metadata', { clock: this.clock });
+    this.storage = options.storage;
+    this.metaLog =
+      this.storage === undefined
+        ? new InMemoryLog<MetadataCommand, MetadataReply>('metadata', { clock: this.clock })
+        : withCompaction(
+            new SingleVoterLog<MetadataCommand, MetadataReply>(
+              'metadata',
+              this.storage.logStore,
+              metadataCommandCodec,
+              {
+                clock: this.clock,
+                nodeId: this.storage.nodeId,
+              },
+            ),
+            { policy: { maxEntries: 10_000 } },
+          );
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
@@ -124,6 +157,8 @@ export class Broker {
       for (const command of bootstrapCommands({ user: user.name, passwordHash: hash })) {
         await broker.runMeta(command);
       }
+    } else {
+      await broker.recover();
     }
     if (options.memoryBudgetBytes > 0) {
       broker.memoryTimer = setInterval(() => broker.checkMemory(), MEMORY_CHECK_INTERVAL_MS);
@@ -328,7 +363,7 @@ export class Broker {
     let actor = this.actors.get(vhost)?.get(name);
     if (reply.created === true || actor === undefined) {
       const record = this.metadata.queue(vhost, name) as QueueRecord;
-      actor = await this.startActor(record, parsed.config);
+      actor = await this.startActor(record, this.effectiveConfig(record).config);
     } else {
       actor.touch().catch(() => undefined);
     }
@@ -337,13 +372,17 @@ export class Broker {
   }
 
   private async startActor(record: QueueRecord, config: QueueConfig): Promise<QueueActor> {
-    const log = new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock: this.clock });
+    const durable = record.durable && record.exclusiveOwner === undefined && this.storage !== undefined;
+    const log =
+      durable && this.storage !== undefined
+        ? durableQueueLog(this.storage, record.groupId, { clock: this.clock, logger: this.logger })
+        : new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock: this.clock });
     const actor = new QueueActor({
       vhost: record.vhost,
       name: record.name,
       groupId: record.groupId,
       log,
-      bodyStore: this.bodyStore,
+      bodyStore: durable && this.storage !== undefined ? this.storage.bodyStore : this.memoryBodyStore,
       config,
       clock: this.clock,
       logger: this.logger.child({ queue: record.name, vhost: record.vhost }),
@@ -356,6 +395,11 @@ export class Broker {
     }
     byName.set(record.name, actor);
     await actor.open();
+    // The applied config is known now (replayed from the log, or the first entry of a fresh one).
+    // Bring it in line with the policies, which may have changed while the queue was down (a
+    // crash between a policy's commit and the queue's setConfig) or opening.
+    this.proposedConfigs.delete(actor);
+    await this.reconcileConfig(actor);
     return actor;
   }
 
@@ -411,6 +455,10 @@ export class Broker {
   private checkExclusive(session: Session, name: string): void {
     const record = this.metadata.queue(session.vhost, name);
     if (record?.exclusiveOwner !== undefined && record.exclusiveOwner !== session.connectionId) {
+      // The owner is gone and its exclusive queues are being deleted: the queue no longer exists.
+      if (!this.connections.has(record.exclusiveOwner)) {
+        throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+      }
       throw resourceLocked(
         `cannot obtain exclusive access to locked queue '${name}' in vhost '${session.vhost}'`,
       );
@@ -489,6 +537,89 @@ export class Broker {
     return `${prefix}${randomBytes(16).toString('base64url')}`;
   }
 
+  // ------------------------------------------------------------------------------ management
+
+  /**
+   * The metadata store, for management reads (vhosts, users, permissions, exchanges, bindings,
+   * queues, policies). Read only: changes go through `manage` so their consequences follow.
+   */
+  get metadataView(): MetadataMachine {
+    return this.metadata;
+  }
+
+  /** The actor of a queue on this node (counts, consumers, config, removal totals), if running. */
+  queueActor(vhost: string, name: string): QueueActor | undefined {
+    return this.actors.get(vhost)?.get(name);
+  }
+
+  /** A queue's effective configuration: its arguments merged with the policy that applies to it. */
+  effectiveConfig(record: QueueRecord): EffectiveQueueConfig {
+    return effectiveQueueConfig(record, this.metadata.policyFor(record.vhost, 'queue', record.name));
+  }
+
+  /** Open client connections on this node. */
+  connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Whether `user` may only log in from a loopback address (RabbitMQ's `loopback_users`). */
+  isLoopbackOnly(user: string): boolean {
+    return this.loopbackUsers.has(user);
+  }
+
+  /**
+   * Propose a management command (vhosts, users, permissions, policies) and, once it commits,
+   * carry out its consequences before resolving: the actors of deleted queues are stopped and
+   * their messages dropped; cached permission checks are invalidated; after a policy change every
+   * queue of the vhost whose effective config changed gets a `setConfig` in its log (committed
+   * when this resolves). Error replies are returned, not thrown.
+   */
+  async manage(command: MetadataCommand): Promise<MetadataReply> {
+    const reply = await this.metaLog.propose(command);
+    if (reply.type === 'error') return reply;
+    switch (command.type) {
+      case 'putUser':
+      case 'deleteUser':
+      case 'setPermissions':
+      case 'clearPermissions':
+      case 'deleteVhost':
+        this.permissionEpoch++;
+        break;
+      case 'setPolicy':
+      case 'clearPolicy':
+        await this.applyPolicies(command.vhost);
+        break;
+    }
+    await Promise.allSettled(reply.deletedQueues.map((q) => this.stopActor(q.vhost, q.name, true)));
+    return reply;
+  }
+
+  /** Propose a new config to every queue of `vhost` whose effective config changed. */
+  private async applyPolicies(vhost: string): Promise<void> {
+    const byName = this.actors.get(vhost);
+    if (byName === undefined) return;
+    await Promise.allSettled(Array.from(byName.values(), (actor) => this.reconcileConfig(actor)));
+  }
+
+  /** Propose `setConfig` when the queue's effective config differs from the last one proposed. */
+  private async reconcileConfig(actor: QueueActor): Promise<void> {
+    const record = this.metadata.queue(actor.vhost, actor.name);
+    if (record === undefined || record.groupId !== actor.groupId) return;
+    const { config } = this.effectiveConfig(record);
+    if (sameQueueConfig(this.proposedConfigs.get(actor) ?? actor.config(), config)) return;
+    this.proposedConfigs.set(actor, config);
+    try {
+      await actor.setConfig(config);
+    } catch (err) {
+      // Not in the log: compare against the applied config next time, so a later change retries.
+      this.proposedConfigs.delete(actor);
+      this.logger.warn(
+        { err, queue: actor.name, vhost: actor.vhost },
+        'failed to propose a new queue config',
+      );
+    }
+  }
+
   // ------------------------------------------------------------------------------ lifecycle
 
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
@@ -500,5 +631,45 @@ export class Broker {
       for (const actor of byName.values()) closing.push(actor.close());
     await Promise.allSettled(closing);
     await this.metaLog.close();
+  }
+
+  /**
+   * After a restart: what lived only in memory is gone, so its metadata goes too (non-durable and
+   * exclusive queues, non-durable exchanges — as RabbitMQ does), and every durable queue's actor
+   * comes back from its snapshot + log. Messages that were checked out to channels of the previous
+   * run return to ready, marked redelivered, when the actor finds their owners gone.
+   */
+  private async recover(): Promise<void> {
+    const started = performance.now();
+    for (const q of this.metadata.queues()) {
+      if (q.durable && q.exclusiveOwner === undefined) continue;
+      await this.runMeta({
+        type: 'deleteQueue',
+        vhost: q.vhost,
+        name: q.name,
+        ifUnused: false,
+        ifEmpty: false,
+        consumers: 0,
+        messages: 0,
+        groupId: q.groupId,
+      });
+    }
+    for (const v of this.metadata.vhosts()) {
+      for (const e of this.metadata.exchanges(v.name)) {
+        if (e.durable || e.name === '' || e.name.startsWith('amq.')) continue;
+        await this.runMeta({ type: 'deleteExchange', vhost: v.name, name: e.name, ifUnused: false });
+      }
+    }
+    let queues = 0;
+    let messages = 0;
+    for (const record of this.metadata.queues()) {
+      const actor = await this.startActor(record, this.effectiveConfig(record).config);
+      queues += 1;
+      messages += actor.counts().ready + actor.counts().unacked;
+    }
+    this.logger.info(
+      { queues, messages, ms: Math.round(performance.now() - started) },
+      'recovered durable queues',
+    );
   }
 }

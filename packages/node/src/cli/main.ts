@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 import { DataDirLockedError } from '../broker/data-dir.ts';
 import { UsageError } from './args.ts';
+import { ctlCommand } from './ctl-command.ts';
 import { SERVER_USAGE, serverCommand } from './server-command.ts';
 
 const USAGE = `Usage: styx <command> [options]
 
 Commands:
   server     run a broker node (styx server --help)
+  ctl        manage a node, with rabbitmqctl's commands (styx ctl --help)
 
 Options:
   -h, --help     show this help
@@ -36,6 +38,8 @@ async function main(argv: string[]): Promise<number> {
         }
         throw err;
       }
+    case 'ctl':
+      return ctlCommand(rest);
     default:
       process.stderr.write(`styx: unknown command '${command}'\n\n${USAGE}\n`);
       return 2;

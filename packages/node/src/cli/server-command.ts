@@ -4,6 +4,12 @@ import { Broker } from '../broker/broker.ts';
 import { acquireDataDir } from '../broker/data-dir.ts';
 import type { LogLevel } from '../logging/logger.ts';
 import { createLogger, LOG_LEVELS } from '../logging/logger.ts';
+import {
+  DEFAULT_MANAGEMENT_PORT,
+  ManagementListenError,
+  ManagementServer,
+} from '../management/management-server.ts';
+import { openNodeStorage } from '../storage/node-storage.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
 import { parse, parseIntegerFlag, UsageError } from './args.ts';
 
@@ -15,6 +21,8 @@ Options:
   --data-dir DIR        where the node keeps its data (default: ./styx-data)
   --host HOST           address to listen on (default: 127.0.0.1, loopback only)
   --port PORT           WebSocket port for clients (default: 5680)
+  --management-port PORT  HTTP management API port for styx ctl (default: 15680; 0 disables it)
+  --management-host HOST  address the management API listens on (default: 127.0.0.1, loopback only)
   --log-level LEVEL     fatal | error | warn | info | debug | trace | silent (default: info)
   --log-format FORMAT   pretty | json (default: pretty on a terminal, json otherwise)
   --memory-budget MIB   resident memory above which publishers are throttled (default: 40% of RAM)
@@ -29,6 +37,8 @@ export async function serverCommand(argv: string[]): Promise<number> {
     'data-dir': { type: 'string' },
     host: { type: 'string' },
     port: { type: 'string' },
+    'management-port': { type: 'string' },
+    'management-host': { type: 'string' },
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },
     'memory-budget': { type: 'string' },
@@ -48,6 +58,14 @@ export async function serverCommand(argv: string[]): Promise<number> {
     throw new UsageError(`--log-format must be pretty or json, got '${format}'`);
   const port = parseIntegerFlag('port', values.port, 5680, 0, 65535);
   const host = values.host ?? '127.0.0.1';
+  const managementPort = parseIntegerFlag(
+    'management-port',
+    values['management-port'],
+    DEFAULT_MANAGEMENT_PORT,
+    0,
+    65535,
+  );
+  const managementHost = values['management-host'] ?? '127.0.0.1';
   const totalMib = Math.floor((await import('node:os')).totalmem() / 1024 / 1024);
   const memoryBudgetMib = parseIntegerFlag(
     'memory-budget',
@@ -69,10 +87,12 @@ export async function serverCommand(argv: string[]): Promise<number> {
   const logger = createLogger({ level, ...(format !== undefined ? { pretty: format === 'pretty' } : {}) });
   await mkdir(dataDir, { recursive: true });
   const dir = await acquireDataDir(dataDir);
+  const storage = await openNodeStorage(dataDir, logger.child({ component: 'storage' }));
   const broker = await Broker.start({
     nodeName: dir.nodeName,
     logger,
     memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
+    storage,
   });
   const server = new WsServer(
     broker,
@@ -84,6 +104,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
     address = await server.listen();
   } catch (err) {
     await broker.shutdown();
+    await storage.close();
     await dir.release();
     if (err instanceof ListenError) {
       logger.fatal(err.message);
@@ -92,6 +113,27 @@ export async function serverCommand(argv: string[]): Promise<number> {
       return 1;
     }
     throw err;
+  }
+  // --management-port 0 disables the management API (RabbitMQ's plugin off).
+  const management = managementPort === 0 ? undefined : new ManagementServer({ broker, logger });
+  try {
+    await management?.start(managementHost, managementPort);
+  } catch (err) {
+    await broker.shutdown();
+    await server.close();
+    await storage.close();
+    await dir.release();
+    if (err instanceof ManagementListenError) {
+      logger.fatal(err.message);
+      logger.flush();
+      process.stderr.write(`styx server: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  if (management !== undefined) {
+    const managementUrl = management.url;
+    logger.info({ managementUrl }, `management API listening on ${managementUrl}`);
   }
   const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
   logger.info({ url, dataDir, node: dir.nodeName }, `Styx listening on ${url}`);
@@ -106,8 +148,10 @@ export async function serverCommand(argv: string[]): Promise<number> {
       stopping = true;
       logger.info({ signal }, 'shutting down');
       (async () => {
+        await management?.close();
         await broker.shutdown();
         await server.close();
+        await storage.close();
         await dir.release();
         logger.info('stopped');
         logger.flush();

@@ -13,6 +13,10 @@ type FieldSpec =
   | 'boolean'
   /** A non-negative safe integer. */
   | 'count'
+  /** Any safe integer. */
+  | 'integer'
+  /** A plain JSON object (not null, not an array). */
+  | 'object'
   /** An object with an `entries` array. */
   | 'table'
   | 'string?'
@@ -70,6 +74,15 @@ const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, Fiel
   bind: BINDING,
   unbind: BINDING,
   deleteExclusive: { connectionId: 'string' },
+  setPolicy: {
+    vhost: 'string',
+    name: 'string',
+    pattern: 'string',
+    applyTo: 'string',
+    priority: 'integer',
+    definition: 'object',
+  },
+  clearPolicy: { vhost: 'string', name: 'string' },
 };
 
 function fits(spec: FieldSpec, v: unknown): boolean {
@@ -80,6 +93,10 @@ function fits(spec: FieldSpec, v: unknown): boolean {
       return typeof v === 'boolean';
     case 'count':
       return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+    case 'integer':
+      return typeof v === 'number' && Number.isSafeInteger(v);
+    case 'object':
+      return typeof v === 'object' && v !== null && !Array.isArray(v);
     case 'table':
       return typeof v === 'object' && v !== null && Array.isArray((v as { entries?: unknown }).entries);
     case 'string?':

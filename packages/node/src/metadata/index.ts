@@ -1,6 +1,9 @@
-// The metadata store: its state machine, permission checks, password hashing, queue arguments.
+// The metadata store: its state machine, permission checks, password hashing, queue arguments,
+// policies and the effective queue configuration they give.
 
 export { metadataCommandCodec } from './command-codec.ts';
+export type { EffectiveQueueConfig } from './effective-config.ts';
+export { effectiveQueueConfig, StoredQueueArgumentsError, sameQueueConfig } from './effective-config.ts';
 export {
   bootstrapCommands,
   MetadataMachine,
@@ -10,6 +13,8 @@ export {
 export { MAX_NAME_BYTES } from './names.ts';
 export { hashPassword, verifyPassword } from './passwords.ts';
 export { canAccess, canUseVhost } from './permissions.ts';
+export { POLICY_KEYS, validatePolicyDefinition } from './policy-definition.ts';
+export { policyMatches, selectPolicy } from './policy-match.ts';
 export type { ArgumentError, QueueArgumentsResult } from './queue-arguments.ts';
 export {
   MAX_EXPIRY_MS,
@@ -19,4 +24,4 @@ export {
 } from './queue-arguments.ts';
 export { checkExclusiveAccess } from './replies.ts';
 export type * from './types.ts';
-export { EXCHANGE_TYPES } from './types.ts';
+export { EXCHANGE_TYPES, POLICY_APPLY_TO } from './types.ts';

@@ -1,8 +1,8 @@
 /**
- * The metadata store as a deterministic state machine: vhosts with their exchanges, queues and
- * bindings; users; permissions. It runs on a ReplicatedLog (one group for the whole cluster), and
- * its state is also the node's read cache: accessors answer from memory, the router walks the
- * exchange indexes kept here.
+ * The metadata store as a deterministic state machine: vhosts with their exchanges, queues,
+ * bindings and policies; users; permissions. It runs on a ReplicatedLog (one group for the whole
+ * cluster), and its state is also the node's read cache: accessors answer from memory, the router
+ * walks the exchange indexes kept here.
  *
  * `apply` is pure: no I/O, clock or randomness, and it never throws on bad input — a refused
  * command is an error reply with an AMQP code and RabbitMQ's wording. Rules follow RabbitMQ 3.x:
@@ -17,6 +17,9 @@
  * - Deleting a missing exchange or queue succeeds (`removed: false`), as RabbitMQ's delete-ok;
  *   unbinding a missing binding likewise. Binding or unbinding with a missing end is 404.
  * - Names and routing keys are at most 255 UTF-8 bytes (406, see names.ts).
+ * - Policies are validated whole (policy-definition.ts): a bad pattern, apply-to, priority or
+ *   definition is 406 with the reason; clearing a missing policy is 404 (RabbitMQ's "Parameter
+ *   does not exist"). Which policy applies to a resource: policy-match.ts.
  */
 
 import type { FieldTable } from '@styx/client/wire';
@@ -35,6 +38,8 @@ import {
   plainTable,
 } from './field-values.ts';
 import { checkLength, checkNotReserved } from './names.ts';
+import { validatePolicyDefinition } from './policy-definition.ts';
+import { selectPolicy } from './policy-match.ts';
 import { QUEUE_EQUIVALENCE_KEYS, queueConfigFromArguments } from './queue-arguments.ts';
 import {
   checkExclusiveAccess,
@@ -57,11 +62,14 @@ import type {
   MetadataError,
   MetadataReply,
   PermissionRecord,
+  PolicyApplyTo,
+  PolicyDefinition,
+  PolicyRecord,
   QueueRecord,
   UserRecord,
   VhostRecord,
 } from './types.ts';
-import { EXCHANGE_TYPES } from './types.ts';
+import { EXCHANGE_TYPES, POLICY_APPLY_TO } from './types.ts';
 
 export type * from './types.ts';
 
@@ -80,8 +88,12 @@ const EXCHANGE_EQUIVALENCE_KEYS: readonly string[] = ['alternate-exchange'];
 
 const EMPTY_TABLE: FieldTable = Object.freeze({ entries: [] }) as unknown as FieldTable;
 
-/** Snapshot format version; restore refuses others. */
-const SNAPSHOT_VERSION = 1;
+/**
+ * Snapshot format version. Version 2 added policies (`policies` in each vhost); restore also reads
+ * version 1 (no policies) and refuses others.
+ */
+const SNAPSHOT_VERSION = 2;
+const READABLE_SNAPSHOT_VERSIONS: readonly number[] = [1, 2];
 
 /** A snapshot that cannot be restored: corrupt storage or a newer format. Never expected. */
 export class SnapshotFormatError extends Error {
@@ -109,6 +121,10 @@ export function bootstrapCommands(defaults: {
 
 function isExchangeType(s: string): s is ExchangeType {
   return (EXCHANGE_TYPES as readonly string[]).includes(s);
+}
+
+function isPolicyApplyTo(s: string): s is PolicyApplyTo {
+  return (POLICY_APPLY_TO as readonly string[]).includes(s);
 }
 
 function malformedTable(what: string): MetadataError {
@@ -205,6 +221,10 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         return this.unbind(command);
       case 'deleteExclusive':
         return this.deleteExclusive(command.connectionId);
+      case 'setPolicy':
+        return this.setPolicy(command);
+      case 'clearPolicy':
+        return this.clearPolicy(command.vhost, command.name);
     }
   }
 
@@ -270,6 +290,28 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
     return out;
   }
 
+  /** The policies of a vhost in creation order (empty for an unknown vhost). */
+  policies(vhost: string): PolicyRecord[] {
+    const vh = this.vhostNodes.get(vhost);
+    return vh === undefined ? [] : Array.from(vh.policies.values());
+  }
+
+  policy(vhost: string, name: string): PolicyRecord | undefined {
+    return this.vhostNodes.get(vhost)?.policies.get(name);
+  }
+
+  /**
+   * The policy that applies to the queue or exchange `name` in `vhost`: the highest priority among
+   * those matching, ties to the name that sorts first (see policy-match.ts). The resource need not
+   * exist: this answers for a name.
+   */
+  policyFor(vhost: string, kind: 'queue' | 'exchange', name: string): PolicyRecord | undefined {
+    const vh = this.vhostNodes.get(vhost);
+    return vh === undefined || vh.policies.size === 0
+      ? undefined
+      : selectPolicy(vh.policies.values(), kind, name);
+  }
+
   /** The vhost's graph, for the router. Internal: callers must not modify it. */
   vhostNode(name: string): VhostNode | undefined {
     return this.vhostNodes.get(name);
@@ -290,7 +332,13 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
    * lists them among the vhost's exchanges.
    */
   private createVhost(name: string): VhostNode {
-    const vh: VhostNode = { record: { name }, exchanges: new Map(), queues: new Map(), bindings: new Map() };
+    const vh: VhostNode = {
+      record: { name },
+      exchanges: new Map(),
+      queues: new Map(),
+      bindings: new Map(),
+      policies: new Map(),
+    };
     this.vhostNodes.set(name, vh);
     return vh;
   }
@@ -662,6 +710,52 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
     }
   }
 
+  // ------------------------------------------------------------------------------------- policies
+
+  private setPolicy(c: Extract<MetadataCommand, { type: 'setPolicy' }>): MetadataReply {
+    const vh = this.vhostNodes.get(c.vhost);
+    if (vh === undefined) return noSuchVhost(c.vhost);
+    if (c.name === '')
+      return error(ReplyCode.PRECONDITION_FAILED, 'Validation failed: a policy needs a name');
+    const tooLong = checkLength('policy name', c.name);
+    if (tooLong !== undefined) return tooLong;
+    try {
+      new RegExp(c.pattern);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      return error(
+        ReplyCode.PRECONDITION_FAILED,
+        `Validation failed: pattern '${c.pattern}' is not a valid regular expression: ${why}`,
+      );
+    }
+    if (!isPolicyApplyTo(c.applyTo)) {
+      return error(
+        ReplyCode.PRECONDITION_FAILED,
+        `Validation failed: apply-to '${c.applyTo}' is not one of ${POLICY_APPLY_TO.join(', ')}`,
+      );
+    }
+    const definition = validatePolicyDefinition(c.definition);
+    if ('type' in definition) return definition;
+    const created = !vh.policies.has(c.name);
+    vh.policies.set(c.name, {
+      vhost: c.vhost,
+      name: c.name,
+      pattern: c.pattern,
+      applyTo: c.applyTo,
+      priority: c.priority,
+      definition,
+    });
+    return ok({ created });
+  }
+
+  private clearPolicy(vhost: string, name: string): MetadataReply {
+    const vh = this.vhostNodes.get(vhost);
+    if (vh === undefined) return noSuchVhost(vhost);
+    if (!vh.policies.delete(name))
+      return error(ReplyCode.NOT_FOUND, `no policy '${name}' in vhost '${vhost}'`);
+    return ok({ removed: true });
+  }
+
   // ------------------------------------------------------------------------------------ snapshots
 
   /**
@@ -694,6 +788,13 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         b.routingKey,
         b.arguments,
       ]),
+      policies: Array.from(vh.policies.values(), (p) => [
+        p.name,
+        p.pattern,
+        p.applyTo,
+        p.priority,
+        p.definition,
+      ]),
     }));
     const users = Array.from(this.usersByName.values(), (u) => [u.name, u.passwordHash, u.tags]);
     const permissions = this.allPermissions().map((p) => [p.user, p.vhost, p.configure, p.write, p.read]);
@@ -711,9 +812,9 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
     } catch (err) {
       throw new SnapshotFormatError('metadata snapshot is not valid JSON', { cause: err });
     }
-    if (data?.version !== SNAPSHOT_VERSION) {
+    if (!READABLE_SNAPSHOT_VERSIONS.includes(data?.version)) {
       throw new SnapshotFormatError(
-        `metadata snapshot version ${String(data?.version)} is not ${SNAPSHOT_VERSION}`,
+        `metadata snapshot version ${String(data?.version)} is not one of ${READABLE_SNAPSHOT_VERSIONS.join(', ')}`,
       );
     }
     this.vhostNodes.clear();
@@ -784,6 +885,18 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
       const id = bindingId(sourceName, destinationKind, destinationName, routingKey, args);
       this.linkBinding(vh, { id, record, source, destination, headers });
     }
+    for (const [name, pattern, applyTo, priority, definition] of v.policies ?? []) {
+      if (!isPolicyApplyTo(applyTo))
+        throw new SnapshotFormatError(`metadata snapshot has apply-to '${applyTo}'`);
+      vh.policies.set(name, {
+        vhost,
+        name,
+        pattern,
+        applyTo,
+        priority,
+        definition: Object.freeze({ ...definition }),
+      });
+    }
   }
 }
 
@@ -792,6 +905,8 @@ interface SnapshotVhost {
   readonly exchanges: readonly [string, string, boolean, boolean, boolean, FieldTable][];
   readonly queues: readonly [string, boolean, string | null, boolean, FieldTable, string][];
   readonly bindings: readonly [string, DestinationKind, string, string, FieldTable][];
+  /** Absent in version 1. */
+  readonly policies?: readonly [string, string, string, number, PolicyDefinition][];
 }
 
 interface SnapshotData {

@@ -13,7 +13,7 @@
  */
 import type { HeadersPattern } from '../router/headers-match.ts';
 import type { RoutingIndex } from '../router/routing-index.ts';
-import type { BindingRecord, ExchangeRecord, QueueRecord, VhostRecord } from './types.ts';
+import type { BindingRecord, ExchangeRecord, PolicyRecord, QueueRecord, VhostRecord } from './types.ts';
 
 export interface BindingEntry {
   /** Identity: source, destination, routing key and arguments (order-insensitive), as RabbitMQ's. */
@@ -47,4 +47,6 @@ export interface VhostNode {
   readonly queues: Map<string, QueueNode>;
   /** Every binding of the vhost by id, in creation order (the order snapshots keep). */
   readonly bindings: Map<string, BindingEntry>;
+  /** Policies by name, in creation order (a replaced policy keeps its place). */
+  readonly policies: Map<string, PolicyRecord>;
 }

@@ -81,6 +81,44 @@ export interface BindingRecord {
   readonly arguments: FieldTable;
 }
 
+/** What a policy applies to (RabbitMQ's `apply-to`). */
+export const POLICY_APPLY_TO = ['queues', 'exchanges', 'all'] as const;
+export type PolicyApplyTo = (typeof POLICY_APPLY_TO)[number];
+
+/**
+ * A validated policy definition: RabbitMQ's policy keys for the queue settings Styx implements.
+ * Keys absent from the definition leave the queue's own arguments (or the defaults) in force.
+ */
+export interface PolicyDefinition {
+  /** '' is the default exchange, a valid DLX. */
+  readonly 'dead-letter-exchange'?: string;
+  readonly 'dead-letter-routing-key'?: string;
+  readonly 'dead-letter-strategy'?: 'at-most-once' | 'at-least-once';
+  /** ms, 0..2^32-1. */
+  readonly 'message-ttl'?: number;
+  /** ms, 1..2^32-1. */
+  readonly expires?: number;
+  readonly 'max-length'?: number;
+  /** bytes. */
+  readonly 'max-length-bytes'?: number;
+  readonly overflow?: 'drop-head' | 'reject-publish' | 'reject-publish-dlx';
+  readonly 'delivery-limit'?: number;
+}
+
+/**
+ * A policy: settings applied by the node to every queue and/or exchange of a vhost whose name
+ * matches `pattern` (a regular expression, unanchored as RabbitMQ's `re:run`). Of the policies
+ * matching a resource, only one applies: the highest `priority`; see `MetadataMachine.policyFor`.
+ */
+export interface PolicyRecord {
+  readonly vhost: string;
+  readonly name: string;
+  readonly pattern: string;
+  readonly applyTo: PolicyApplyTo;
+  readonly priority: number;
+  readonly definition: PolicyDefinition;
+}
+
 // ---------------------------------------------------------------------------------------- commands
 
 /**
@@ -164,7 +202,24 @@ export type MetadataCommand =
   | BindCommand
   | (Omit<BindCommand, 'type'> & { readonly type: 'unbind' })
   /** The connection closed: remove its exclusive queues. */
-  | { readonly type: 'deleteExclusive'; readonly connectionId: string };
+  | { readonly type: 'deleteExclusive'; readonly connectionId: string }
+  /**
+   * Creates or replaces a policy. Validated here: `pattern` must compile, `applyTo` be one of
+   * POLICY_APPLY_TO, `priority` an integer and `definition` a non-empty object of known policy
+   * keys with values of the right type (406 otherwise, with the reason).
+   */
+  | {
+      readonly type: 'setPolicy';
+      readonly vhost: string;
+      readonly name: string;
+      readonly pattern: string;
+      readonly applyTo: string;
+      readonly priority: number;
+      /** JSON as received; validated by the machine (so every replica refuses the same input). */
+      readonly definition: Readonly<Record<string, unknown>>;
+    }
+  /** Removes a policy; 404 if there is none of that name in the vhost. */
+  | { readonly type: 'clearPolicy'; readonly vhost: string; readonly name: string };
 
 export interface BindCommand {
   readonly type: 'bind';
@@ -183,9 +238,12 @@ export type MetadataCommandType = MetadataCommand['type'];
 
 export interface MetadataOk {
   readonly type: 'ok';
-  /** Something new was made (vhost, user, permission entry, exchange, queue, binding). */
+  /** Something new was made (vhost, user, permission entry, exchange, queue, binding, policy). */
   readonly created: boolean;
-  /** The named thing existed and was removed (vhost, user, permission entry, exchange, queue, binding). */
+  /**
+   * The named thing existed and was removed (vhost, user, permission entry, exchange, queue,
+   * binding, policy).
+   */
   readonly removed: boolean;
   /** declareExchange: the exchange in force (the existing one on an equivalent redeclare). */
   readonly exchange: ExchangeRecord | undefined;

@@ -36,6 +36,12 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 let connectionCounter = 0;
 
 /**
+ * Frames a client may pipeline behind its hello while the credentials are checked (they are handled,
+ * in order, once the connection is open). A client that sends more before hello-ok is refused.
+ */
+const MAX_FRAMES_BEFORE_HELLO_OK = 1000;
+
+/**
  * One client connection: the handshake, channel multiplexing, heartbeats, batched writes (every
  * frame produced in one event-loop turn goes out in one WebSocket message) and back-pressure.
  * Faults follow AMQP's scopes: a channel error closes the channel, a connection error closes the
@@ -63,6 +69,8 @@ export class Connection implements ChannelHost {
   private pausedForMemory = false;
   /** Set once this connection publishes: only publishers are throttled under memory pressure. */
   private publisher = false;
+  /** Frames received after the hello while it is being authenticated; undefined at any other time. */
+  private pipelined: Frame[] | undefined;
 
   constructor(
     ws: WebSocket,
@@ -108,7 +116,7 @@ export class Connection implements ChannelHost {
   // ---------------------------------------------------------------------------------- inbound
 
   private onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.state === 'closed' || this.state === 'closing') return;
+    if (this.state === 'closed' || (this.state === 'closing' && this.pipelined === undefined)) return;
     this.lastReceived = Date.now();
     try {
       if (!isBinary)
@@ -127,6 +135,10 @@ export class Connection implements ChannelHost {
         throw err;
       }
       for (const frame of frames) {
+        if (this.pipelined !== undefined) {
+          this.holdUntilOpen(frame);
+          continue;
+        }
         if (this.state !== 'open' && this.state !== 'handshake') break;
         this.onFrame(frame);
       }
@@ -140,7 +152,8 @@ export class Connection implements ChannelHost {
       if (frame.channel !== 0 || frame.method !== 'hello') {
         throw new ConnectionError(Code.COMMAND_INVALID, `expected hello on channel 0, got ${frame.method}`);
       }
-      this.state = 'closing'; // nothing else is read until authentication finishes
+      this.state = 'closing'; // nothing else is handled until authentication finishes…
+      this.pipelined = []; // …but what the client sends meanwhile is kept, not dropped
       this.handshake(frame.hello).catch((err: unknown) => this.closeWithError(err));
       return;
     }
@@ -168,6 +181,17 @@ export class Connection implements ChannelHost {
     }
     if (frame.method === 'basicPublish' && !this.publisher) this.publisher = true;
     channel.handle(frame);
+  }
+
+  private holdUntilOpen(frame: Frame): void {
+    const held = this.pipelined as Frame[];
+    if (held.length >= MAX_FRAMES_BEFORE_HELLO_OK) {
+      throw new ConnectionError(
+        Code.COMMAND_INVALID,
+        `more than ${MAX_FRAMES_BEFORE_HELLO_OK} frames sent before hello-ok`,
+      );
+    }
+    held.push(frame);
   }
 
   private onConnectionFrame(frame: Frame): void {
@@ -225,6 +249,13 @@ export class Connection implements ChannelHost {
     });
     this.startHeartbeats();
     this.logger.info({ user: session.user, vhost: session.vhost }, 'connection authenticated');
+    // What the client pipelined behind its hello, in arrival order (as RabbitMQ reads a socket).
+    const held = this.pipelined ?? [];
+    this.pipelined = undefined;
+    for (const frame of held) {
+      if (this.state !== 'open') break;
+      this.onFrame(frame);
+    }
   }
 
   // ---------------------------------------------------------------------------------- outbound
@@ -372,6 +403,7 @@ export class Connection implements ChannelHost {
   private release(): void {
     if (this.handshakeTimer !== undefined) clearTimeout(this.handshakeTimer);
     if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer);
+    this.pipelined = undefined;
     for (const channel of this.channels.values()) channel.abandon();
     this.channels.clear();
     if (this.sessionValue !== undefined) this.broker.connectionClosed(this);

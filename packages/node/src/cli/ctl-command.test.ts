@@ -1,0 +1,320 @@
+import { createServer } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Broker } from '../broker/broker.ts';
+import { silentLogger } from '../logging/logger.ts';
+import { ManagementServer } from '../management/management-server.ts';
+import { CTL_USAGE, ctlCommand } from './ctl-command.ts';
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+let broker: Broker;
+let server: ManagementServer;
+
+beforeEach(async () => {
+  broker = await Broker.start({ nodeName: 'ctl-test', logger: silentLogger(), memoryBudgetBytes: 0 });
+  server = new ManagementServer({ broker, logger: silentLogger() });
+  await server.start('127.0.0.1', 0);
+});
+
+afterEach(async () => {
+  await server.close();
+  await broker.shutdown();
+});
+
+async function ctl(...argv: string[]): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await ctlCommand(argv, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: { STYX_NODE: server.url },
+  });
+  return { code, stdout, stderr };
+}
+
+async function declare(name: string, vhost = '/'): Promise<void> {
+  await broker.declareQueue(
+    { user: 'guest', vhost, connectionId: 'c1' },
+    {
+      queue: name,
+      passive: false,
+      durable: true,
+      exclusive: false,
+      autoDelete: false,
+      arguments: { entries: [] },
+    },
+  );
+}
+
+describe('policies', () => {
+  it("runs the guide's command and shows the new DLX of an existing queue without a redeclare", async () => {
+    await declare('orders');
+    const set = await ctl(
+      'set_policy',
+      'DLX',
+      '.*',
+      '{"dead-letter-exchange":"my-dlx"}',
+      '--apply-to',
+      'queues',
+    );
+    expect(set).toEqual({
+      code: 0,
+      stdout:
+        'Setting policy "DLX" for pattern ".*" to "{"dead-letter-exchange":"my-dlx"}" with priority "0" for vhost "/" ...\n',
+      stderr: '',
+    });
+    expect(await ctl('list_queues', 'name', 'dead_letter_exchange', 'policy')).toEqual({
+      code: 0,
+      stdout: 'Listing queues for vhost / ...\nname\tdead_letter_exchange\tpolicy\norders\tmy-dlx\tDLX\n',
+      stderr: '',
+    });
+    expect(broker.queueActor('/', 'orders')?.config().deadLetterExchange).toBe('my-dlx');
+  });
+
+  it('lists policies as a table and as JSON, takes options before the arguments, and clears them', async () => {
+    await ctl('add_vhost', 'v');
+    const set = await ctl('set_policy', '-p', 'v', '--priority', '7', 'TTL', '^a', '{"message-ttl":1000}');
+    expect(set.code).toBe(0);
+    expect((await ctl('list_policies', '-p', 'v')).stdout).toBe(
+      'Listing policies for vhost "v" ...\nvhost\tname\tpattern\tapply-to\tdefinition\tpriority\n' +
+        'v\tTTL\t^a\tall\t{"message-ttl":1000}\t7\n',
+    );
+    expect(JSON.parse((await ctl('list_policies', '--vhost', 'v', '--formatter', 'json')).stdout)).toEqual([
+      {
+        vhost: 'v',
+        name: 'TTL',
+        pattern: '^a',
+        'apply-to': 'all',
+        definition: { 'message-ttl': 1000 },
+        priority: 7,
+      },
+    ]);
+    expect(await ctl('clear_policy', '-p', 'v', 'TTL')).toEqual({
+      code: 0,
+      stdout: 'Clearing policy "TTL" on vhost "v" ...\n',
+      stderr: '',
+    });
+    expect((await ctl('list_policies', '-p', 'v', '-q')).stdout).toBe(
+      'vhost\tname\tpattern\tapply-to\tdefinition\tpriority\n',
+    );
+    expect((await ctl('list_policies', '-p', 'v', '-s')).stdout).toBe('');
+  });
+
+  it('accepts a negative priority as --priority=-N', async () => {
+    expect((await ctl('set_policy', '--priority=-2', 'low', '.*', '{"expires":5}')).code).toBe(0);
+    expect(broker.metadataView.policy('/', 'low')?.priority).toBe(-2);
+  });
+
+  it('prints the reason and exits 1 when the node refuses a policy', async () => {
+    const r = await ctl('set_policy', 'bad', '.*', '{"dead-letter-exchnage":"x"}');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      "styx ctl: Error: Validation failed: 'dead-letter-exchnage' is not a recognised",
+    );
+    const missing = await ctl('clear_policy', 'nope');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe("styx ctl: Error: no policy 'nope' in vhost '/'\n");
+  });
+
+  it('refuses bad usage with exit 2 and the command usage', async () => {
+    for (const argv of [
+      ['set_policy', 'p', '.*'],
+      ['set_policy', 'p', '.*', '{nope'],
+      ['set_policy', 'p', '.*', '{}', '--priority', 'high'],
+      ['clear_policy', 'p', '--apply-to', 'queues'],
+      ['list_queues', '--formatter', 'xml'],
+      ['list_queues', '--timeout', '0'],
+      ['list_queues', '--node', 'not a url'],
+      ['list_queues', '--bogus'],
+    ]) {
+      const r = await ctl(...argv);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^styx ctl: /);
+      expect(r.stderr).toContain(`Usage: styx ctl ${argv[0]}`);
+      expect(r.stdout).toBe('');
+    }
+  });
+});
+
+describe('list_queues', () => {
+  it('prints the default columns name and messages', async () => {
+    await declare('b');
+    await declare('a');
+    await broker
+      .queueActor('/', 'a')
+      ?.enqueue(
+        { exchange: '', routingKey: 'a', properties: {}, body: Buffer.from('x'), bcc: undefined },
+        undefined,
+      );
+    expect((await ctl('list_queues')).stdout).toBe(
+      'Listing queues for vhost / ...\nname\tmessages\na\t1\nb\t0\n',
+    );
+  });
+
+  it('knows every documented column', async () => {
+    await declare('q');
+    const columns = [
+      'name',
+      'messages',
+      'messages_ready',
+      'messages_unacknowledged',
+      'dead_letter_pending',
+      'consumers',
+      'policy',
+      'durable',
+      'auto_delete',
+      'exclusive',
+      'arguments',
+      'dead_letter_exchange',
+      'dead_letter_routing_key',
+      'dead_lettered_rejected',
+      'dead_lettered_expired',
+      'dead_lettered_maxlen',
+      'dead_lettered_delivery_limit',
+    ];
+    const r = await ctl('list_queues', '-q', ...columns);
+    expect(r.stdout).toBe(
+      `${columns.join('\t')}\nq\t0\t0\t0\t0\t0\t\ttrue\tfalse\tfalse\t{}\t\t\t0\t0\t0\t0\n`,
+    );
+    const json = JSON.parse(
+      (await ctl('list_queues', '--formatter', 'json', 'name', 'dead_letter_exchange')).stdout,
+    );
+    expect(json).toEqual([{ name: 'q', dead_letter_exchange: null }]);
+  });
+
+  it('names the valid columns when given an unknown one', async () => {
+    const r = await ctl('list_queues', 'name', 'colour');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("invalid column 'colour'; valid columns are: name, vhost, messages");
+  });
+
+  it('answers an unknown vhost with exit 1', async () => {
+    const r = await ctl('list_queues', '-p', 'nope');
+    expect(r).toMatchObject({ code: 1, stderr: "styx ctl: Error: no vhost 'nope'\n" });
+  });
+});
+
+describe('users, vhosts and permissions', () => {
+  it('adds, lists, re-tags, re-passwords and deletes users', async () => {
+    expect((await ctl('add_user', 'bob', 'secret')).stdout).toBe('Adding user "bob" ...\n');
+    const again = await ctl('add_user', 'bob', 'other');
+    expect(again).toMatchObject({ code: 1, stderr: "styx ctl: Error: user 'bob' already exists\n" });
+    expect((await ctl('set_user_tags', 'bob', 'administrator', 'policymaker')).code).toBe(0);
+    expect((await ctl('list_users', '-q')).stdout).toBe(
+      'user\ttags\nbob\t[administrator, policymaker]\nguest\t[administrator]\n',
+    );
+    expect((await ctl('change_password', 'bob', 'changed')).stdout).toBe(
+      'Changing password for user "bob" ...\n',
+    );
+    const asBob = await ctl('list_users', '--username', 'bob', '--password', 'changed', '-q');
+    expect(asBob.code).toBe(0);
+    const oldPassword = await ctl('list_users', '--username', 'bob', '--password', 'secret');
+    expect(oldPassword.code).toBe(1);
+    expect(oldPassword.stderr).toContain("authentication failed for user 'bob'");
+    expect((await ctl('change_password', 'nobody', 'x')).code).toBe(1);
+    expect((await ctl('set_user_tags', 'nobody')).code).toBe(1);
+    expect(broker.metadataView.user('nobody')).toBeUndefined();
+    expect((await ctl('delete_user', 'bob')).stdout).toBe('Deleting user "bob" ...\n');
+    expect((await ctl('delete_user', 'bob')).code).toBe(1);
+  });
+
+  it('adds, lists and deletes vhosts; sets, lists and clears permissions', async () => {
+    expect((await ctl('add_vhost', 'team')).stdout).toBe('Adding vhost "team" ...\n');
+    await ctl('add_user', 'bob', 'pw');
+    expect((await ctl('set_permissions', '-p', 'team', 'bob', '^bob', '', '.*')).stdout).toBe(
+      'Setting permissions for user "bob" in vhost "team" ...\n',
+    );
+    expect((await ctl('list_permissions', '-p', 'team')).stdout).toBe(
+      'Listing permissions for vhost "team" ...\nuser\tconfigure\twrite\tread\nbob\t^bob\t\t.*\n',
+    );
+    expect((await ctl('list_vhosts', '-q')).stdout).toBe('name\n/\nteam\n');
+    // bob now sees team, and only team.
+    const asBob = await ctl('list_vhosts', '-s', '--username', 'bob', '--password', 'pw');
+    expect(asBob.stdout).toBe('team\n');
+    expect((await ctl('clear_permissions', '-p', 'team', 'bob')).code).toBe(0);
+    expect((await ctl('list_permissions', '-p', 'team', '-s')).stdout).toBe('');
+    expect((await ctl('delete_vhost', 'team')).stdout).toBe('Deleting vhost "team" ...\n');
+    expect((await ctl('list_vhosts', '-s')).stdout).toBe('/\n');
+  });
+});
+
+describe('exchanges and bindings', () => {
+  it('lists exchanges with the default columns name and type', async () => {
+    expect((await ctl('list_exchanges')).stdout).toBe(
+      'Listing exchanges for vhost / ...\nname\ttype\n\tdirect\namq.direct\tdirect\namq.fanout\tfanout\n' +
+        'amq.headers\theaders\namq.match\theaders\namq.topic\ttopic\n',
+    );
+  });
+
+  it("lists bindings, the default exchange's included", async () => {
+    await declare('q');
+    await broker.bind(
+      { user: 'guest', vhost: '/', connectionId: 'c1' },
+      'queue',
+      'q',
+      'amq.topic',
+      'k.#',
+      null,
+    );
+    expect((await ctl('list_bindings', '-q')).stdout).toBe(
+      'source_name\tsource_kind\tdestination_name\tdestination_kind\trouting_key\targuments\n' +
+        '\texchange\tq\tqueue\tq\t{}\n' +
+        'amq.topic\texchange\tq\tqueue\tk.#\t{}\n',
+    );
+  });
+});
+
+describe('help and failures to reach the node', () => {
+  it('prints the usage with --help (exit 0) and without a command (exit 2)', async () => {
+    expect(await ctl('--help')).toEqual({ code: 0, stdout: `${CTL_USAGE}\n`, stderr: '' });
+    const none = await ctl();
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe(`${CTL_USAGE}\n`);
+    for (const command of [
+      'set_policy',
+      'clear_policy',
+      'list_policies',
+      'list_queues',
+      'add_user',
+      'set_permissions',
+    ]) {
+      expect(CTL_USAGE).toContain(`  ${command} `);
+    }
+  });
+
+  it('prints each command usage with --help', async () => {
+    const r = await ctl('set_policy', '--help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /^Usage: styx ctl set_policy \[-p vhost\] \[--priority N\] \[--apply-to queues\|exchanges\|all\] name pattern definition\n/,
+    );
+    expect(r.stdout).toContain('--apply-to KIND');
+    const list = await ctl('list_queues', '-h');
+    expect(list.stdout).toContain('dead_lettered_delivery_limit');
+  });
+
+  it('names an unknown command', async () => {
+    const r = await ctl('list_queuez');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^styx ctl: unknown command 'list_queuez'\n\nUsage: styx ctl <command>/);
+  });
+
+  it('says the node is not reachable at its URL, exit 69', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const address = closed.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const r = await ctl('list_queues', '--node', `http://127.0.0.1:${port}`);
+    expect(r.code).toBe(69);
+    expect(r.stderr).toContain(`the node is not reachable at http://127.0.0.1:${port} (ECONNREFUSED)`);
+  });
+});

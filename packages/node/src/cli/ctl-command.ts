@@ -1,0 +1,665 @@
+/**
+ * `styx ctl`: rabbitmqctl's commands, on top of a node's management HTTP API, so operators' and
+ * guides' commands work with `styx ctl` in place of `rabbitmqctl`:
+ *
+ *   styx ctl set_policy DLX ".*" '{"dead-letter-exchange":"my-dlx"}' --apply-to queues
+ *
+ * Options may come before or after the positional arguments (as rabbitmqctl's). Output is
+ * rabbitmqctl's: an informational line ("Listing queues for vhost / ..."), then for list commands
+ * a tab-separated table with a header; `--formatter json` prints JSON only; -q drops the
+ * informational line, -s the header too.
+ *
+ * Exit codes: 0 done; 1 refused by the node (its reason is printed); 2 bad usage; 69 the node is not
+ * reachable; 75 the node did not answer within --timeout.
+ */
+import { parseArgs } from 'node:util';
+import { UsageError } from './args.ts';
+
+/** The management API's default address (styx server --management-port, --management-host). */
+const DEFAULT_NODE = 'http://127.0.0.1:15680';
+
+/** How long to wait for the node by default, seconds (rabbitmqctl's default). */
+const DEFAULT_TIMEOUT_S = 60;
+
+const EXIT_REFUSED = 1;
+const EXIT_USAGE = 2;
+/** sysexits' EX_UNAVAILABLE, as rabbitmqctl uses for an unreachable node. */
+const EXIT_UNREACHABLE = 69;
+/** sysexits' EX_TEMPFAIL, as rabbitmqctl uses for a timeout. */
+const EXIT_TIMEOUT = 75;
+
+const GLOBAL_OPTIONS = `Options:
+  -p, --vhost VHOST       the virtual host (default: /)
+  --node URL              the node's management API (default: $STYX_NODE or ${DEFAULT_NODE})
+  --username USER         (default: $STYX_USERNAME or guest)
+  --password PASSWORD     (default: $STYX_PASSWORD or guest)
+  --formatter FORMAT      table (default) or json
+  -q, --quiet             no informational line
+  -s, --silent            no informational line and no table header
+  -t, --timeout SECONDS   how long to wait for the node (default: ${DEFAULT_TIMEOUT_S})
+  -h, --help              show help (styx ctl <command> --help for one command)`;
+
+/** Where output goes and what the command reads from its environment (tests substitute these). */
+export interface CtlIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+const processIo: CtlIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+};
+
+type Row = Readonly<Record<string, unknown>>;
+
+/** The node refused a request: its HTTP status and `{error, reason}`. */
+class NodeRefusedError extends Error {
+  readonly code = 'CTL_NODE_REFUSED';
+  readonly status: number;
+  constructor(status: number, reason: string) {
+    super(reason);
+    this.name = 'NodeRefusedError';
+    this.status = status;
+  }
+}
+
+/** The node could not be reached or did not answer in time. */
+class NodeUnreachableError extends Error {
+  readonly code = 'CTL_NODE_UNREACHABLE';
+  readonly exitCode: number;
+  constructor(message: string, exitCode: number) {
+    super(message);
+    this.name = 'NodeUnreachableError';
+    this.exitCode = exitCode;
+  }
+}
+
+interface Context {
+  readonly vhost: string;
+  readonly node: string;
+  readonly json: boolean;
+  readonly quiet: boolean;
+  readonly silent: boolean;
+  readonly priority: string | undefined;
+  readonly applyTo: string | undefined;
+  readonly io: CtlIo;
+  request(method: 'GET' | 'PUT' | 'DELETE', path: readonly string[], body?: unknown): Promise<unknown>;
+}
+
+// ---------------------------------------------------------------------------------- columns
+
+/** A list column: its name (rabbitmqctl's) and how to read it from the API's JSON. */
+type Column = readonly [name: string, read: (row: Row) => unknown];
+
+function field(name: string, key = name): Column {
+  return [name, (row) => row[key]];
+}
+
+function nested(name: string, key: string, inner: string): Column {
+  return [name, (row) => (row[key] as Row | undefined)?.[inner]];
+}
+
+const QUEUE_COLUMNS: readonly Column[] = [
+  field('name'),
+  field('vhost'),
+  field('messages'),
+  field('messages_ready'),
+  field('messages_unacknowledged'),
+  field('message_bytes_ready'),
+  field('dead_letter_pending', 'messages_dead_letter_pending'),
+  field('consumers'),
+  field('policy'),
+  field('effective_policy_definition'),
+  field('durable'),
+  field('auto_delete'),
+  field('exclusive'),
+  field('arguments'),
+  field('type'),
+  field('state'),
+  field('dead_letter_exchange'),
+  field('dead_letter_routing_key'),
+  field('dead_letter_strategy'),
+  nested('dead_lettered_rejected', 'dead_lettered', 'rejected'),
+  nested('dead_lettered_expired', 'dead_lettered', 'expired'),
+  nested('dead_lettered_maxlen', 'dead_lettered', 'maxlen'),
+  nested('dead_lettered_delivery_limit', 'dead_lettered', 'delivery_limit'),
+];
+
+const EXCHANGE_COLUMNS: readonly Column[] = [
+  field('name'),
+  field('vhost'),
+  field('type'),
+  field('durable'),
+  field('auto_delete'),
+  field('internal'),
+  field('arguments'),
+  field('policy'),
+];
+
+const BINDING_COLUMNS: readonly Column[] = [
+  field('source_name', 'source'),
+  ['source_kind', () => 'exchange'],
+  field('destination_name', 'destination'),
+  field('destination_kind', 'destination_type'),
+  field('routing_key'),
+  field('arguments'),
+  field('vhost'),
+];
+
+const POLICY_COLUMNS: readonly Column[] = [
+  'vhost',
+  'name',
+  'pattern',
+  'apply-to',
+  'definition',
+  'priority',
+].map((name) => field(name));
+
+const PERMISSION_COLUMNS: readonly Column[] = ['user', 'configure', 'write', 'read'].map((name) =>
+  field(name),
+);
+
+const USER_COLUMNS: readonly Column[] = [field('user', 'name'), field('tags')];
+
+const VHOST_COLUMNS: readonly Column[] = [
+  field('name'),
+  field('messages'),
+  field('messages_ready'),
+  field('messages_unacknowledged'),
+];
+
+/** The columns named in `requested` (or `defaults`), in that order; UsageError for an unknown one. */
+function pickColumns(
+  all: readonly Column[],
+  requested: readonly string[],
+  defaults: readonly string[],
+): Column[] {
+  const names = requested.length > 0 ? requested : defaults;
+  return names.map((name) => {
+    const column = all.find(([n]) => n === name);
+    if (column === undefined) {
+      throw new UsageError(`invalid column '${name}'; valid columns are: ${all.map(([n]) => n).join(', ')}`);
+    }
+    return column;
+  });
+}
+
+/**
+ * A table cell as rabbitmqctl prints it: strings bare, null/absent empty, lists as [a, b], objects
+ * as JSON. (`--formatter json` keeps null and "" apart, e.g. no DLX vs the default exchange.)
+ */
+function cell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return `[${value.join(', ')}]`;
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+function printList(ctx: Context, info: string, rows: readonly Row[], columns: readonly Column[]): void {
+  if (ctx.json) {
+    const out = rows.map((row) =>
+      Object.fromEntries(columns.map(([name, read]) => [name, read(row) ?? null])),
+    );
+    ctx.io.stdout(`${JSON.stringify(out, null, 2)}\n`);
+    return;
+  }
+  const lines: string[] = [];
+  if (!ctx.quiet && !ctx.silent) lines.push(info);
+  if (!ctx.silent) lines.push(columns.map(([name]) => name).join('\t'));
+  for (const row of rows) lines.push(columns.map(([, read]) => cell(read(row))).join('\t'));
+  ctx.io.stdout(lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+}
+
+/** The informational line of an action command (not in json mode, nor with -q / -s). */
+function announce(ctx: Context, info: string): void {
+  if (!ctx.json && !ctx.quiet && !ctx.silent) ctx.io.stdout(`${info}\n`);
+}
+
+// ---------------------------------------------------------------------------------- commands
+
+interface CommandSpec {
+  /** Arguments after the command name, rabbitmqctl's order. */
+  readonly usage: string;
+  readonly summary: string;
+  /** Positional arguments: exactly `min` to `max`. */
+  readonly min: number;
+  readonly max: number;
+  /** Command-specific options it accepts (beyond the global ones). */
+  readonly options?: readonly ('priority' | 'apply-to')[];
+  run(ctx: Context, args: readonly string[]): Promise<void>;
+}
+
+function arg(args: readonly string[], i: number): string {
+  return args[i] as string;
+}
+
+async function list(ctx: Context, path: readonly string[]): Promise<Row[]> {
+  return (await ctx.request('GET', path)) as Row[];
+}
+
+/** The user record, or a refusal naming the user (404) — for commands that must not create it. */
+async function requireUser(ctx: Context, name: string): Promise<void> {
+  await ctx.request('GET', ['users', name]);
+}
+
+const COMMANDS: Readonly<Record<string, CommandSpec>> = {
+  set_policy: {
+    usage: '[-p vhost] [--priority N] [--apply-to queues|exchanges|all] name pattern definition',
+    summary:
+      'set a policy: queues/exchanges matching the regular expression `pattern` take `definition`, a JSON ' +
+      'object of policy keys (e.g. \'{"dead-letter-exchange":"my-dlx"}\'). Matching queues are reconfigured at once.',
+    min: 3,
+    max: 3,
+    options: ['priority', 'apply-to'],
+    async run(ctx, args) {
+      const [name, pattern, text] = [arg(args, 0), arg(args, 1), arg(args, 2)];
+      let definition: unknown;
+      try {
+        definition = JSON.parse(text);
+      } catch (err) {
+        throw new UsageError(`the policy definition is not valid JSON: ${(err as Error).message}`);
+      }
+      const priorityText = ctx.priority ?? '0';
+      if (!/^-?\d+$/.test(priorityText))
+        throw new UsageError(`--priority must be an integer, got '${priorityText}'`);
+      const priority = Number(priorityText);
+      const applyTo = ctx.applyTo ?? 'all';
+      announce(
+        ctx,
+        `Setting policy "${name}" for pattern "${pattern}" to "${text}" with priority "${priority}" for vhost "${ctx.vhost}" ...`,
+      );
+      await ctx.request('PUT', ['policies', ctx.vhost, name], {
+        pattern,
+        definition,
+        priority,
+        'apply-to': applyTo,
+      });
+    },
+  },
+  clear_policy: {
+    usage: '[-p vhost] name',
+    summary: 'remove a policy (matching queues go back to their own arguments at once)',
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      announce(ctx, `Clearing policy "${arg(args, 0)}" on vhost "${ctx.vhost}" ...`);
+      await ctx.request('DELETE', ['policies', ctx.vhost, arg(args, 0)]);
+    },
+  },
+  list_policies: {
+    usage: '[-p vhost]',
+    summary: 'list the policies of a vhost',
+    min: 0,
+    max: 0,
+    async run(ctx) {
+      const rows = await list(ctx, ['policies', ctx.vhost]);
+      printList(ctx, `Listing policies for vhost "${ctx.vhost}" ...`, rows, POLICY_COLUMNS);
+    },
+  },
+  list_queues: {
+    usage: `[-p vhost] [column ...]`,
+    summary: `list queues with the columns asked for (default: name messages); columns: ${QUEUE_COLUMNS.map(
+      ([n]) => n,
+    ).join(', ')}`,
+    min: 0,
+    max: Number.POSITIVE_INFINITY,
+    async run(ctx, args) {
+      const columns = pickColumns(QUEUE_COLUMNS, args, ['name', 'messages']);
+      const rows = await list(ctx, ['queues', ctx.vhost]);
+      printList(ctx, `Listing queues for vhost ${ctx.vhost} ...`, rows, columns);
+    },
+  },
+  list_exchanges: {
+    usage: '[-p vhost] [column ...]',
+    summary: `list exchanges (default columns: name type); columns: ${EXCHANGE_COLUMNS.map(([n]) => n).join(', ')}`,
+    min: 0,
+    max: Number.POSITIVE_INFINITY,
+    async run(ctx, args) {
+      const columns = pickColumns(EXCHANGE_COLUMNS, args, ['name', 'type']);
+      const rows = await list(ctx, ['exchanges', ctx.vhost]);
+      printList(ctx, `Listing exchanges for vhost ${ctx.vhost} ...`, rows, columns);
+    },
+  },
+  list_bindings: {
+    usage: '[-p vhost] [column ...]',
+    summary: `list bindings, the default exchange's included; columns: ${BINDING_COLUMNS.map(([n]) => n).join(', ')}`,
+    min: 0,
+    max: Number.POSITIVE_INFINITY,
+    async run(ctx, args) {
+      const defaults = [
+        'source_name',
+        'source_kind',
+        'destination_name',
+        'destination_kind',
+        'routing_key',
+        'arguments',
+      ];
+      const columns = pickColumns(BINDING_COLUMNS, args, defaults);
+      const rows = await list(ctx, ['bindings', ctx.vhost]);
+      printList(ctx, `Listing bindings for vhost ${ctx.vhost}...`, rows, columns);
+    },
+  },
+  list_users: {
+    usage: '',
+    summary: 'list users and their tags',
+    min: 0,
+    max: 0,
+    async run(ctx) {
+      printList(ctx, 'Listing users ...', await list(ctx, ['users']), USER_COLUMNS);
+    },
+  },
+  list_vhosts: {
+    usage: '[column ...]',
+    summary: `list virtual hosts (default column: name); columns: ${VHOST_COLUMNS.map(([n]) => n).join(', ')}`,
+    min: 0,
+    max: Number.POSITIVE_INFINITY,
+    async run(ctx, args) {
+      const columns = pickColumns(VHOST_COLUMNS, args, ['name']);
+      printList(ctx, 'Listing vhosts ...', await list(ctx, ['vhosts']), columns);
+    },
+  },
+  list_permissions: {
+    usage: '[-p vhost]',
+    summary: "list users' permissions in a vhost",
+    min: 0,
+    max: 0,
+    async run(ctx) {
+      const rows = await list(ctx, ['vhosts', ctx.vhost, 'permissions']);
+      printList(ctx, `Listing permissions for vhost "${ctx.vhost}" ...`, rows, PERMISSION_COLUMNS);
+    },
+  },
+  add_user: {
+    usage: 'name password',
+    summary: 'create a user (no tags, no permissions); refused if it exists',
+    min: 2,
+    max: 2,
+    async run(ctx, args) {
+      const name = arg(args, 0);
+      announce(ctx, `Adding user "${name}" ...`);
+      const exists = await ctx.request('GET', ['users', name]).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof NodeRefusedError && err.status === 404) return false;
+          throw err;
+        },
+      );
+      if (exists) throw new NodeRefusedError(400, `user '${name}' already exists`);
+      await ctx.request('PUT', ['users', name], { password: arg(args, 1), tags: [] });
+    },
+  },
+  delete_user: {
+    usage: 'name',
+    summary: 'delete a user and its permissions',
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      announce(ctx, `Deleting user "${arg(args, 0)}" ...`);
+      await ctx.request('DELETE', ['users', arg(args, 0)]);
+    },
+  },
+  change_password: {
+    usage: 'name password',
+    summary: "change a user's password",
+    min: 2,
+    max: 2,
+    async run(ctx, args) {
+      const name = arg(args, 0);
+      announce(ctx, `Changing password for user "${name}" ...`);
+      await requireUser(ctx, name);
+      await ctx.request('PUT', ['users', name], { password: arg(args, 1) });
+    },
+  },
+  set_user_tags: {
+    usage: 'name [tag ...]',
+    summary: "replace a user's tags (administrator, policymaker, management, monitoring)",
+    min: 1,
+    max: Number.POSITIVE_INFINITY,
+    async run(ctx, args) {
+      const [name, ...tags] = args as [string, ...string[]];
+      announce(ctx, `Setting tags for user "${name}" to [${tags.join(', ')}] ...`);
+      await requireUser(ctx, name);
+      await ctx.request('PUT', ['users', name], { tags });
+    },
+  },
+  add_vhost: {
+    usage: 'name',
+    summary: 'create a virtual host',
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      announce(ctx, `Adding vhost "${arg(args, 0)}" ...`);
+      await ctx.request('PUT', ['vhosts', arg(args, 0)]);
+    },
+  },
+  delete_vhost: {
+    usage: 'name',
+    summary:
+      'delete a virtual host with all its exchanges, queues (and their messages), bindings and policies',
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      announce(ctx, `Deleting vhost "${arg(args, 0)}" ...`);
+      await ctx.request('DELETE', ['vhosts', arg(args, 0)]);
+    },
+  },
+  set_permissions: {
+    usage: '[-p vhost] user conf write read',
+    summary: "set a user's configure, write and read regular expressions in a vhost ('' allows nothing)",
+    min: 4,
+    max: 4,
+    async run(ctx, args) {
+      const user = arg(args, 0);
+      announce(ctx, `Setting permissions for user "${user}" in vhost "${ctx.vhost}" ...`);
+      await ctx.request('PUT', ['permissions', ctx.vhost, user], {
+        configure: arg(args, 1),
+        write: arg(args, 2),
+        read: arg(args, 3),
+      });
+    },
+  },
+  clear_permissions: {
+    usage: '[-p vhost] user',
+    summary: "remove a user's permissions in a vhost",
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      const user = arg(args, 0);
+      announce(ctx, `Clearing permissions for user "${user}" in vhost "${ctx.vhost}" ...`);
+      await ctx.request('DELETE', ['permissions', ctx.vhost, user]);
+    },
+  },
+};
+
+export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]
+
+Manage a Styx node through its management API, with rabbitmqctl's commands and arguments.
+
+Commands:
+${Object.entries(COMMANDS)
+  .map(([name, spec]) => `  ${name} ${spec.usage}`.trimEnd())
+  .join('\n')}
+
+${GLOBAL_OPTIONS}
+
+Exit codes: 0 done, 1 refused by the node, 2 bad usage, 69 node not reachable, 75 timed out.`;
+
+function commandUsage(name: string, spec: CommandSpec): string {
+  const extra =
+    spec.options === undefined
+      ? ''
+      : '\n  --priority N            policy priority, an integer; the highest matching policy applies (default: 0)' +
+        '\n  --apply-to KIND         queues, exchanges or all (default: all)';
+  return `Usage: styx ctl ${name} ${spec.usage}\n\n${spec.summary}\n\n${GLOBAL_OPTIONS}${extra}`;
+}
+
+// ---------------------------------------------------------------------------------- http
+
+function unreachableReason(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  if (typeof cause?.message === 'string') return cause.message;
+  return (err as Error).message;
+}
+
+function makeRequest(
+  node: string,
+  credentials: { user: string; password: string },
+  timeoutMs: number,
+): Context['request'] {
+  const authorization = `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`;
+  return async (method, path, body) => {
+    const url = `${node}/api/${path.map(encodeURIComponent).join('/')}`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers: {
+          Authorization: authorization,
+          ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        },
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') {
+        throw new NodeUnreachableError(
+          `the node at ${node} did not answer within ${timeoutMs / 1000} s`,
+          EXIT_TIMEOUT,
+        );
+      }
+      throw new NodeUnreachableError(
+        `the node is not reachable at ${node} (${unreachableReason(err)}): is it running, with its management API on that address (styx server --management-port)?`,
+        EXIT_UNREACHABLE,
+      );
+    }
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      throw new NodeRefusedError(
+        response.status,
+        `the node at ${node} answered with something that is not JSON`,
+      );
+    }
+    if (response.ok) return parsed;
+    const reason = (parsed as { reason?: unknown } | undefined)?.reason;
+    let message = typeof reason === 'string' ? reason : `HTTP ${response.status}`;
+    if (response.status === 401)
+      message = `authentication failed for user '${credentials.user}' at ${node}: ${message}`;
+    throw new NodeRefusedError(response.status, message);
+  };
+}
+
+// ---------------------------------------------------------------------------------- entry point
+
+const OPTIONS = {
+  vhost: { type: 'string', short: 'p' },
+  node: { type: 'string' },
+  username: { type: 'string' },
+  password: { type: 'string' },
+  formatter: { type: 'string' },
+  quiet: { type: 'boolean', short: 'q' },
+  silent: { type: 'boolean', short: 's' },
+  timeout: { type: 'string', short: 't' },
+  help: { type: 'boolean', short: 'h' },
+  priority: { type: 'string' },
+  'apply-to': { type: 'string' },
+} as const;
+
+function parseCtlArgs(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
+  }
+}
+
+function parseNode(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`--node must be a URL such as ${DEFAULT_NODE}, got '${value}'`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`--node must be an http:// or https:// URL, got '${value}'`);
+  }
+  return value.replace(/\/+$/, '');
+}
+
+/** Run `styx ctl` with `argv` (the arguments after 'ctl'); resolves with the exit code. */
+export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise<number> {
+  // Known before parsing, so a parse error (an unknown flag) still prints that command's usage.
+  let name: string | undefined = argv.find((a) => Object.hasOwn(COMMANDS, a));
+  try {
+    const { values, positionals } = parseCtlArgs(argv);
+    const [command, ...args] = positionals;
+    name = command;
+    if (command === undefined) {
+      io[values.help ? 'stdout' : 'stderr'](`${CTL_USAGE}\n`);
+      return values.help ? 0 : EXIT_USAGE;
+    }
+    const spec = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+    if (spec === undefined) throw new UsageError(`unknown command '${command}'`);
+    if (values.help) {
+      io.stdout(`${commandUsage(command, spec)}\n`);
+      return 0;
+    }
+    for (const option of ['priority', 'apply-to'] as const) {
+      if (values[option] !== undefined && !spec.options?.includes(option)) {
+        throw new UsageError(`${command} does not take --${option}`);
+      }
+    }
+    if (args.length < spec.min || args.length > spec.max) {
+      throw new UsageError(
+        `${command} takes ${spec.min === spec.max ? spec.min : `${spec.min} or more`} argument${spec.max === 1 ? '' : 's'}, got ${args.length}`,
+      );
+    }
+    const formatter = values.formatter ?? 'table';
+    if (formatter !== 'table' && formatter !== 'json') {
+      throw new UsageError(`--formatter must be table or json, got '${formatter}'`);
+    }
+    const timeoutText = values.timeout ?? String(DEFAULT_TIMEOUT_S);
+    if (!/^\d+$/.test(timeoutText) || Number(timeoutText) === 0) {
+      throw new UsageError(`--timeout must be a whole number of seconds above 0, got '${timeoutText}'`);
+    }
+    const node = parseNode(values.node ?? io.env.STYX_NODE ?? DEFAULT_NODE);
+    const credentials = {
+      user: values.username ?? io.env.STYX_USERNAME ?? 'guest',
+      password: values.password ?? io.env.STYX_PASSWORD ?? 'guest',
+    };
+    const ctx: Context = {
+      vhost: values.vhost ?? '/',
+      node,
+      json: formatter === 'json',
+      quiet: values.quiet ?? false,
+      silent: values.silent ?? false,
+      priority: values.priority,
+      applyTo: values['apply-to'],
+      io,
+      request: makeRequest(node, credentials, Number(timeoutText) * 1000),
+    };
+    await spec.run(ctx, args);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      const spec = name !== undefined && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+      const usage = spec === undefined || name === undefined ? CTL_USAGE : commandUsage(name, spec);
+      io.stderr(`styx ctl: ${err.message}\n\n${usage}\n`);
+      return EXIT_USAGE;
+    }
+    if (err instanceof NodeUnreachableError) {
+      io.stderr(`styx ctl: Error: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if (err instanceof NodeRefusedError) {
+      io.stderr(`styx ctl: Error: ${err.message}\n`);
+      return EXIT_REFUSED;
+    }
+    throw err;
+  }
+}

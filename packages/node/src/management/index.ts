@@ -1,0 +1,12 @@
+// The node's management HTTP API (RabbitMQ-shaped), served by ManagementServer.
+
+export type { ApiErrorCode } from './api-error.ts';
+export { ApiError } from './api-error.ts';
+export type { BasicAuthOptions } from './basic-auth.ts';
+export { BasicAuthenticator } from './basic-auth.ts';
+export type { ApiRequest, ApiResponse } from './management-api.ts';
+export { ManagementApi } from './management-api.ts';
+export type { ManagementServerOptions } from './management-server.ts';
+export { DEFAULT_MANAGEMENT_PORT, ManagementListenError, ManagementServer } from './management-server.ts';
+export { MAX_BODY_BYTES } from './request-body.ts';
+export type { Json, QueueLiveState } from './views.ts';

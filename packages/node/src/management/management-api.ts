@@ -1,0 +1,537 @@
+/**
+ * The management API's endpoints, shaped like RabbitMQ's where they cover the same ground:
+ *
+ *   GET                 /api/overview, /api/whoami
+ *   GET                 /api/vhosts                       GET PUT DELETE /api/vhosts/{vhost}
+ *   GET                 /api/users                        GET PUT DELETE /api/users/{name}
+ *   GET                 /api/permissions                  GET PUT DELETE /api/permissions/{vhost}/{user}
+ *   GET                 /api/vhosts/{vhost}/permissions   GET            /api/users/{user}/permissions
+ *   GET                 /api/policies[/{vhost}]           GET PUT DELETE /api/policies/{vhost}/{name}
+ *   GET                 /api/queues[/{vhost}[/{name}]]
+ *   GET                 /api/exchanges[/{vhost}[/{name}]] (the default exchange is 'amq.default' in a path)
+ *   GET                 /api/bindings[/{vhost}]
+ *
+ * Authorization (the user is already authenticated):
+ * - tag `administrator`: everything, every vhost;
+ * - anyone else: reads in the vhosts where it has a permission entry; other vhosts answer exactly
+ *   as if they did not exist (404, same text), so their names cannot be probed;
+ * - users, vhosts and permissions are administrator-only (403 for others, before any lookup);
+ * - policies may also be set and cleared by users tagged `policymaker`, in their vhosts.
+ *
+ * Writes go through `Broker.manage`, so their consequences (queues reconfigured by a policy, actors
+ * of a deleted vhost stopped) have happened when the reply is sent. PUT answers 201 when it
+ * created something and 204 when it replaced it; DELETE answers 204, or 404 when nothing was there.
+ * Lists are sorted by vhost, then name, so output is stable.
+ */
+import { tableGet } from '@styx/client/wire';
+import type { Broker } from '../broker/broker.ts';
+import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import { hashPassword } from '../metadata/passwords.ts';
+import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
+import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
+import type { BodyObject } from './request-body.ts';
+import { objectBody, optionalString, requiredString } from './request-body.ts';
+import type { Json } from './views.ts';
+import {
+  bindingJson,
+  defaultBindingJson,
+  exchangeJson,
+  permissionJson,
+  policyJson,
+  queueJson,
+  userJson,
+} from './views.ts';
+
+export type Method = 'GET' | 'PUT' | 'DELETE';
+
+/** One API request, authenticated, its path split and decoded. */
+export interface ApiRequest {
+  readonly method: string;
+  /** The path's parameters in order (decoded: '%2F' is the vhost '/'). */
+  readonly params: readonly string[];
+  readonly user: UserRecord;
+  /** The JSON body (read on demand: only handlers that take one read it). */
+  readonly body: () => Promise<unknown>;
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  /** Absent for 201/204. */
+  readonly body?: Json;
+}
+
+type Handler = (request: ApiRequest) => Promise<ApiResponse> | ApiResponse;
+
+interface Route {
+  /** Literal segments and ':param' placeholders, after the leading 'api'. */
+  readonly path: readonly string[];
+  readonly methods: Readonly<Partial<Record<Method, Handler>>>;
+}
+
+/** The path segment naming the default exchange '' (as RabbitMQ's API does). */
+const DEFAULT_EXCHANGE_ALIAS = 'amq.default';
+
+const ADMINISTRATOR = 'administrator';
+const POLICYMAKER = 'policymaker';
+
+const CREATED: ApiResponse = { status: 201 };
+const NO_CONTENT: ApiResponse = { status: 204 };
+
+function ok(body: Json): ApiResponse {
+  return { status: 200, body };
+}
+
+function byName<T extends { readonly name: string }>(a: T, b: T): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** Tags from a body: RabbitMQ's comma-separated string or (3.9+) an array of strings. */
+function parseTags(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  const list = typeof value === 'string' ? value.split(',') : value;
+  if (!Array.isArray(list) || !list.every((t) => typeof t === 'string')) {
+    throw badRequest("'tags' must be a comma-separated string or an array of strings");
+  }
+  return [...new Set(list.map((t) => t.trim()).filter((t) => t !== ''))];
+}
+
+export class ManagementApi {
+  private readonly broker: Broker;
+  private readonly routes: readonly Route[];
+
+  constructor(broker: Broker) {
+    this.broker = broker;
+    this.routes = [
+      { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
+      { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
+      { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },
+      {
+        path: ['vhosts', ':vhost'],
+        methods: {
+          GET: (r) => this.getVhost(r),
+          PUT: (r) => this.putVhost(r),
+          DELETE: (r) => this.deleteVhost(r),
+        },
+      },
+      { path: ['vhosts', ':vhost', 'permissions'], methods: { GET: (r) => this.vhostPermissions(r) } },
+      { path: ['users'], methods: { GET: (r) => this.listUsers(r) } },
+      {
+        path: ['users', ':user'],
+        methods: {
+          GET: (r) => this.getUser(r),
+          PUT: (r) => this.putUser(r),
+          DELETE: (r) => this.deleteUser(r),
+        },
+      },
+      { path: ['users', ':user', 'permissions'], methods: { GET: (r) => this.userPermissions(r) } },
+      { path: ['permissions'], methods: { GET: (r) => this.listPermissions(r) } },
+      {
+        path: ['permissions', ':vhost', ':user'],
+        methods: {
+          GET: (r) => this.getPermission(r),
+          PUT: (r) => this.putPermission(r),
+          DELETE: (r) => this.deletePermission(r),
+        },
+      },
+      { path: ['policies'], methods: { GET: (r) => this.listPolicies(r) } },
+      { path: ['policies', ':vhost'], methods: { GET: (r) => this.listPolicies(r) } },
+      {
+        path: ['policies', ':vhost', ':name'],
+        methods: {
+          GET: (r) => this.getPolicy(r),
+          PUT: (r) => this.putPolicy(r),
+          DELETE: (r) => this.deletePolicy(r),
+        },
+      },
+      { path: ['queues'], methods: { GET: (r) => this.listQueues(r) } },
+      { path: ['queues', ':vhost'], methods: { GET: (r) => this.listQueues(r) } },
+      { path: ['queues', ':vhost', ':name'], methods: { GET: (r) => this.getQueue(r) } },
+      { path: ['exchanges'], methods: { GET: (r) => this.listExchanges(r) } },
+      { path: ['exchanges', ':vhost'], methods: { GET: (r) => this.listExchanges(r) } },
+      { path: ['exchanges', ':vhost', ':name'], methods: { GET: (r) => this.getExchange(r) } },
+      { path: ['bindings'], methods: { GET: (r) => this.listBindings(r) } },
+      { path: ['bindings', ':vhost'], methods: { GET: (r) => this.listBindings(r) } },
+    ];
+  }
+
+  /**
+   * The route for `segments` (the decoded path after '/api/') and `method`: the handler with its
+   * parameters, or a 404 / 405 ApiError.
+   */
+  resolve(method: string, segments: readonly string[]): { handler: Handler; params: string[] } {
+    for (const route of this.routes) {
+      if (route.path.length !== segments.length) continue;
+      const params: string[] = [];
+      let matched = true;
+      for (let i = 0; i < segments.length; i++) {
+        const part = route.path[i] as string;
+        const segment = segments[i] as string;
+        if (part.startsWith(':')) params.push(segment);
+        else if (part !== segment) {
+          matched = false;
+          break;
+        }
+      }
+      if (!matched) continue;
+      const handler = route.methods[method as Method];
+      if (handler === undefined) throw methodNotAllowed(method, Object.keys(route.methods));
+      return { handler, params };
+    }
+    throw notFound('no such API endpoint');
+  }
+
+  // ------------------------------------------------------------------------------ access
+
+  private get metadata(): MetadataMachine {
+    return this.broker.metadataView;
+  }
+
+  private isAdmin(user: UserRecord): boolean {
+    return user.tags.includes(ADMINISTRATOR);
+  }
+
+  private requireAdmin(user: UserRecord): void {
+    if (!this.isAdmin(user)) throw forbidden('Not administrator user');
+  }
+
+  /** Whether `user` may see `vhost` (which must exist). */
+  private canSee(user: UserRecord, vhost: string): boolean {
+    if (this.metadata.vhost(vhost) === undefined) return false;
+    return this.isAdmin(user) || this.metadata.permissions(user.name, vhost) !== undefined;
+  }
+
+  /** `vhost` if `user` may see it; the same 404 whether it is missing or hidden. */
+  private requireVhost(user: UserRecord, vhost: string): string {
+    if (!this.canSee(user, vhost)) throw notFound(`no vhost '${vhost}'`);
+    return vhost;
+  }
+
+  /** The vhost named by the first parameter, or every vhost the user may see (sorted). */
+  private vhostsOf(request: ApiRequest): string[] {
+    const named = request.params[0];
+    if (named !== undefined) return [this.requireVhost(request.user, named)];
+    return this.metadata
+      .vhosts()
+      .map((v) => v.name)
+      .filter((v) => this.canSee(request.user, v))
+      .sort();
+  }
+
+  private async run(command: MetadataCommand): Promise<MetadataOk> {
+    const reply = await this.broker.manage(command);
+    if (reply.type === 'error') throw fromMetadataError(reply);
+    return reply;
+  }
+
+  private async body(request: ApiRequest, optional = false): Promise<BodyObject> {
+    return objectBody(await request.body(), optional);
+  }
+
+  // ------------------------------------------------------------------------------ overview
+
+  private overview(request: ApiRequest): ApiResponse {
+    let queues = 0;
+    let exchanges = 0;
+    let consumers = 0;
+    let ready = 0;
+    let unacked = 0;
+    for (const vhost of this.vhostsOf(request)) {
+      exchanges += this.metadata.exchanges(vhost).length;
+      for (const q of this.metadata.queues(vhost)) {
+        queues++;
+        const counts = this.broker.queueActor(vhost, q.name)?.counts();
+        if (counts === undefined) continue;
+        consumers += counts.consumers;
+        ready += counts.ready;
+        unacked += counts.unacked;
+      }
+    }
+    const version = tableGet(this.broker.serverProperties, 'version')?.longStr ?? null;
+    return ok({
+      product_name: 'Styx',
+      product_version: version,
+      management_version: version,
+      node: this.broker.nodeName,
+      cluster_name: this.broker.nodeName,
+      object_totals: {
+        connections: this.isAdmin(request.user) ? this.broker.connectionCount() : 0,
+        exchanges,
+        queues,
+        consumers,
+      },
+      queue_totals: { messages: ready + unacked, messages_ready: ready, messages_unacknowledged: unacked },
+    });
+  }
+
+  // ------------------------------------------------------------------------------ vhosts
+
+  private vhostJson(vhost: string): Json {
+    let ready = 0;
+    let unacked = 0;
+    for (const q of this.metadata.queues(vhost)) {
+      const counts = this.broker.queueActor(vhost, q.name)?.counts();
+      ready += counts?.ready ?? 0;
+      unacked += counts?.unacked ?? 0;
+    }
+    return {
+      name: vhost,
+      description: '',
+      tags: [],
+      messages: ready + unacked,
+      messages_ready: ready,
+      messages_unacknowledged: unacked,
+    };
+  }
+
+  private listVhosts(request: ApiRequest): ApiResponse {
+    return ok(this.vhostsOf(request).map((v) => this.vhostJson(v)));
+  }
+
+  private getVhost(request: ApiRequest): ApiResponse {
+    return ok(this.vhostJson(this.requireVhost(request.user, request.params[0] as string)));
+  }
+
+  private async putVhost(request: ApiRequest): Promise<ApiResponse> {
+    this.requireAdmin(request.user);
+    const name = request.params[0] as string;
+    if (name === '') throw badRequest('a vhost needs a name');
+    await this.body(request, true);
+    const reply = await this.run({ type: 'addVhost', name });
+    return reply.created ? CREATED : NO_CONTENT;
+  }
+
+  private async deleteVhost(request: ApiRequest): Promise<ApiResponse> {
+    this.requireAdmin(request.user);
+    await this.run({ type: 'deleteVhost', name: request.params[0] as string });
+    return NO_CONTENT;
+  }
+
+  // ------------------------------------------------------------------------------ users
+
+  private listUsers(request: ApiRequest): ApiResponse {
+    this.requireAdmin(request.user);
+    return ok(this.metadata.users().sort(byName).map(userJson));
+  }
+
+  private getUser(request: ApiRequest): ApiResponse {
+    this.requireAdmin(request.user);
+    const name = request.params[0] as string;
+    const user = this.metadata.user(name);
+    if (user === undefined) throw notFound(`no user '${name}'`);
+    return ok(userJson(user));
+  }
+
+  /**
+   * Create or update a user. `password` is required for a new user; without it an existing
+   * user keeps its password (a tags-only update). `tags` absent keeps the existing tags.
+   */
+  private async putUser(request: ApiRequest): Promise<ApiResponse> {
+    this.requireAdmin(request.user);
+    const name = request.params[0] as string;
+    if (name === '') throw badRequest('a user needs a name');
+    const body = await this.body(request);
+    if (body.password_hash !== undefined) {
+      throw badRequest("Styx does not accept 'password_hash': send 'password' (it is hashed with scrypt)");
+    }
+    const password = optionalString(body, 'password');
+    const tags = parseTags(body.tags);
+    const existing = this.metadata.user(name);
+    if (password === undefined && existing === undefined)
+      throw badRequest("'password' must be set for a new user");
+    if (password === '') throw badRequest("'password' must not be empty");
+    const passwordHash =
+      password === undefined ? (existing as UserRecord).passwordHash : await hashPassword(password);
+    const reply = await this.run({
+      type: 'putUser',
+      name,
+      passwordHash,
+      tags: tags ?? existing?.tags ?? [],
+    });
+    return reply.created ? CREATED : NO_CONTENT;
+  }
+
+  private async deleteUser(request: ApiRequest): Promise<ApiResponse> {
+    this.requireAdmin(request.user);
+    await this.run({ type: 'deleteUser', name: request.params[0] as string });
+    return NO_CONTENT;
+  }
+
+  // ------------------------------------------------------------------------------ permissions
+
+  private listPermissions(request: ApiRequest): ApiResponse {
+    this.requireAdmin(request.user);
+    return ok(this.sortedPermissions(() => true));
+  }
+
+  private vhostPermissions(request: ApiRequest): ApiResponse {
+    this.requireAdmin(request.user);
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    return ok(this.sortedPermissions((p) => p.vhost === vhost));
+  }
+
+  private userPermissions(request: ApiRequest): ApiResponse {
+    this.requireAdmin(request.user);
+    const user = request.params[0] as string;
+    if (this.metadata.user(user) === undefined) throw notFound(`no user '${user}'`);
+    return ok(this.sortedPermissions((p) => p.user === user));
+  }
+
+  private sortedPermissions(keep: (p: { vhost: string; user: string }) => boolean): Json {
+    return this.metadata
+      .allPermissions()
+      .filter(keep)
+      .sort((a, b) => (a.vhost < b.vhost ? -1 : a.vhost > b.vhost ? 1 : a.user < b.user ? -1 : 1))
+      .map(permissionJson);
+  }
+
+  private getPermission(request: ApiRequest): ApiResponse {
+    this.requireAdmin(request.user);
+    const [vhost, user] = request.params as [string, string];
+    const record = this.metadata.permissions(user, vhost);
+    if (record === undefined) throw notFound(`no permissions for user '${user}' in vhost '${vhost}'`);
+    return ok(permissionJson(record));
+  }
+
+  private async putPermission(request: ApiRequest): Promise<ApiResponse> {
+    this.requireAdmin(request.user);
+    const [vhost, user] = request.params as [string, string];
+    const body = await this.body(request);
+    const reply = await this.run({
+      type: 'setPermissions',
+      user,
+      vhost,
+      configure: requiredString(body, 'configure'),
+      write: requiredString(body, 'write'),
+      read: requiredString(body, 'read'),
+    });
+    return reply.created ? CREATED : NO_CONTENT;
+  }
+
+  private async deletePermission(request: ApiRequest): Promise<ApiResponse> {
+    this.requireAdmin(request.user);
+    const [vhost, user] = request.params as [string, string];
+    const reply = await this.run({ type: 'clearPermissions', user, vhost });
+    if (!reply.removed) throw notFound(`no permissions for user '${user}' in vhost '${vhost}'`);
+    return NO_CONTENT;
+  }
+
+  // ------------------------------------------------------------------------------ policies
+
+  private listPolicies(request: ApiRequest): ApiResponse {
+    const out: Json[] = [];
+    for (const vhost of this.vhostsOf(request)) {
+      for (const p of this.metadata.policies(vhost).sort(byName)) out.push(policyJson(p));
+    }
+    return ok(out);
+  }
+
+  private getPolicy(request: ApiRequest): ApiResponse {
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    const name = request.params[1] as string;
+    const policy = this.metadata.policy(vhost, name);
+    if (policy === undefined) throw notFound(`no policy '${name}' in vhost '${vhost}'`);
+    return ok(policyJson(policy));
+  }
+
+  private requirePolicymaker(user: UserRecord): void {
+    if (!this.isAdmin(user) && !user.tags.includes(POLICYMAKER)) {
+      throw forbidden('Not policymaker user (tag administrator or policymaker needed)');
+    }
+  }
+
+  /** `{pattern, definition, priority?, apply-to?}`; priority defaults to 0 and apply-to to 'all'. */
+  private async putPolicy(request: ApiRequest): Promise<ApiResponse> {
+    this.requirePolicymaker(request.user);
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    const body = await this.body(request);
+    const definition = body.definition;
+    if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
+      throw badRequest("'definition' must be a JSON object");
+    }
+    const priority = body.priority ?? 0;
+    if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
+      throw badRequest("'priority' must be an integer");
+    }
+    const reply = await this.run({
+      type: 'setPolicy',
+      vhost,
+      name: request.params[1] as string,
+      pattern: requiredString(body, 'pattern'),
+      applyTo: optionalString(body, 'apply-to') ?? 'all',
+      priority,
+      definition: definition as Record<string, unknown>,
+    });
+    return reply.created ? CREATED : NO_CONTENT;
+  }
+
+  private async deletePolicy(request: ApiRequest): Promise<ApiResponse> {
+    this.requirePolicymaker(request.user);
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    await this.run({ type: 'clearPolicy', vhost, name: request.params[1] as string });
+    return NO_CONTENT;
+  }
+
+  // ------------------------------------------------------------------------------ queues
+
+  private queueJson(q: QueueRecord): Json {
+    const actor = this.broker.queueActor(q.vhost, q.name);
+    const running = actor !== undefined && actor.groupId === q.groupId ? actor : undefined;
+    return queueJson(
+      q,
+      {
+        counts: running?.counts(),
+        config: running?.config() ?? this.broker.effectiveConfig(q).config,
+        policy: this.metadata.policyFor(q.vhost, 'queue', q.name),
+        removalTotals: running?.removalTotals(),
+      },
+      this.broker.nodeName,
+    );
+  }
+
+  private listQueues(request: ApiRequest): ApiResponse {
+    const out: Json[] = [];
+    for (const vhost of this.vhostsOf(request)) {
+      for (const q of this.metadata.queues(vhost).sort(byName)) out.push(this.queueJson(q));
+    }
+    return ok(out);
+  }
+
+  private getQueue(request: ApiRequest): ApiResponse {
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    const name = request.params[1] as string;
+    const q = this.metadata.queue(vhost, name);
+    if (q === undefined) throw notFound(`no queue '${name}' in vhost '${vhost}'`);
+    return ok(this.queueJson(q));
+  }
+
+  // ------------------------------------------------------------------------------ exchanges & bindings
+
+  private listExchanges(request: ApiRequest): ApiResponse {
+    const out: Json[] = [];
+    for (const vhost of this.vhostsOf(request)) {
+      for (const x of this.metadata.exchanges(vhost).sort(byName)) {
+        out.push(exchangeJson(x, this.metadata.policyFor(vhost, 'exchange', x.name)));
+      }
+    }
+    return ok(out);
+  }
+
+  private getExchange(request: ApiRequest): ApiResponse {
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    const segment = request.params[1] as string;
+    const name = segment === DEFAULT_EXCHANGE_ALIAS ? '' : segment;
+    const x = this.metadata.exchange(vhost, name);
+    if (x === undefined) throw notFound(`no exchange '${name}' in vhost '${vhost}'`);
+    return ok(exchangeJson(x, this.metadata.policyFor(vhost, 'exchange', name)));
+  }
+
+  /** Per vhost: the default exchange's implicit binding of each queue, then the explicit ones. */
+  private listBindings(request: ApiRequest): ApiResponse {
+    const out: Json[] = [];
+    for (const vhost of this.vhostsOf(request)) {
+      for (const q of this.metadata.queues(vhost).sort(byName)) out.push(defaultBindingJson(q));
+      for (const b of this.metadata.bindings(vhost)) out.push(bindingJson(b));
+    }
+    return ok(out);
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * The node's management HTTP server (node:http, no framework), on its own port, loopback by
+ * default. Every request under /api/ is authenticated with HTTP basic auth against the metadata
+ * store's users, then dispatched to ManagementApi. Replies are JSON; errors are `{error, reason}`
+ * with the HTTP status. Nothing a client sends can crash the node: a handler's unexpected
+ * exception is a logged 500.
+ *
+ * Logging: one debug line per request (method, path, status, user). Never the Authorization
+ * header, never a body (a PUT /api/users body carries a password).
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Broker } from '../broker/broker.ts';
+import type { Logger } from '../logging/logger.ts';
+import { ApiError, badRequest, notFound } from './api-error.ts';
+import { BasicAuthenticator } from './basic-auth.ts';
+import { ManagementApi } from './management-api.ts';
+import { readJsonBody } from './request-body.ts';
+import type { Json } from './views.ts';
+
+/** The default management port (RabbitMQ's is 15672; Styx's client port is 5680). */
+export const DEFAULT_MANAGEMENT_PORT = 15680;
+
+/** Most time to receive a request's headers, ms (slow-loris bound). */
+const HEADERS_TIMEOUT_MS = 10_000;
+/** Most time to receive a whole request, ms. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export interface ManagementServerOptions {
+  readonly broker: Broker;
+  readonly logger: Logger;
+}
+
+/** The management server could not listen (port in use, address not available, ...). */
+export class ManagementListenError extends Error {
+  readonly code = 'MANAGEMENT_LISTEN_FAILED';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ManagementListenError';
+  }
+}
+
+export class ManagementServer {
+  private readonly api: ManagementApi;
+  private readonly auth: BasicAuthenticator;
+  private readonly logger: Logger;
+  private readonly server: Server;
+  private address: AddressInfo | undefined;
+
+  constructor(options: ManagementServerOptions) {
+    const { broker } = options;
+    this.logger = options.logger.child({ component: 'management' });
+    this.api = new ManagementApi(broker);
+    this.auth = new BasicAuthenticator({
+      lookup: (name) => broker.metadataView.user(name),
+      loopbackOnly: (name) => broker.isLoopbackOnly(name),
+    });
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((err: unknown) => {
+        this.logger.error({ err }, 'management request failed while replying');
+        response.destroy();
+      });
+    });
+    this.server.headersTimeout = HEADERS_TIMEOUT_MS;
+    this.server.requestTimeout = REQUEST_TIMEOUT_MS;
+  }
+
+  /** Listen on `host`:`port` (0 = any free port); resolves with the bound address. */
+  async start(host: string, port: number): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException): void => {
+        reject(
+          new ManagementListenError(
+            `management API cannot listen on ${host}:${port}: ${err.code ?? err.message}`,
+            { cause: err },
+          ),
+        );
+      };
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        resolve();
+      });
+    });
+    this.address = this.server.address() as AddressInfo;
+    return this.address;
+  }
+
+  /** The base URL clients use (`http://127.0.0.1:15680`); undefined before start. */
+  get url(): string | undefined {
+    const a = this.address;
+    if (a === undefined) return undefined;
+    return `http://${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}`;
+  }
+
+  /** Stop listening and drop every open connection (keep-alive ones included). */
+  async close(): Promise<void> {
+    if (!this.server.listening) return;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const method = request.method ?? 'GET';
+    const path = (request.url ?? '/').split('?', 1)[0] as string;
+    let status = 500;
+    let user: string | undefined;
+    try {
+      const segments = apiSegments(path);
+      // Resolve before authenticating: an unknown path is 404 for anyone, and a 405 says which
+      // methods exist; neither reveals anything about the data.
+      const { handler, params } = this.api.resolve(method, segments);
+      const record = await this.auth.authenticate(
+        request.headers.authorization,
+        request.socket.remoteAddress,
+      );
+      user = record.name;
+      const result = await handler({ method, params, user: record, body: () => readJsonBody(request) });
+      status = result.status;
+      send(response, status, result.body);
+    } catch (err) {
+      const error = err instanceof ApiError ? err : undefined;
+      if (error === undefined) this.logger.error({ err, method, path }, 'management request failed');
+      status = error?.status ?? 500;
+      const headers: Record<string, string> = { ...error?.headers };
+      // The unread rest of an oversized body is not drained: close the connection instead.
+      if (status === 413) headers.Connection = 'close';
+      send(
+        response,
+        status,
+        { error: error?.code ?? 'internal_error', reason: error?.message ?? 'internal error' },
+        headers,
+      );
+    }
+    this.logger.debug({ method, path, status, user }, 'management request');
+  }
+}
+
+/** The decoded segments of an /api/ path ('/api/queues/%2F/q' → ['queues', '/', 'q']). */
+function apiSegments(path: string): string[] {
+  const parts = path.split('/');
+  if (parts[0] !== '' || parts[1] !== 'api') throw notFound('no such API endpoint');
+  const rest = parts.slice(2);
+  // '/api/queues/' is '/api/queues'.
+  if (rest.length > 0 && rest[rest.length - 1] === '') rest.pop();
+  return rest.map((segment) => {
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      throw badRequest(`malformed percent-encoding in path segment '${segment}'`);
+    }
+  });
+}
+
+function send(
+  response: ServerResponse,
+  status: number,
+  body: Json | undefined,
+  headers: Record<string, string> = {},
+): void {
+  if (body === undefined) {
+    response.writeHead(status, headers);
+    response.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-cache',
+  });
+  response.end(text);
+}

@@ -1,0 +1,155 @@
+/**
+ * The JSON shapes of the management API: records as RabbitMQ's management API shows them, with
+ * its field names (`auto_delete`, `messages_ready`, `apply-to`, ...) where it covers the same
+ * ground, plus Styx's own dead-lettering fields on queues. Pure functions of their inputs.
+ *
+ * Deliberate differences from RabbitMQ: users never carry `password_hash` or `hashing_algorithm`
+ * (a hash is an offline-guessing target and no client needs it); `policy` is null, not absent,
+ * when no policy applies.
+ */
+import type { FieldTable, JsFieldValue } from '@styx/client/wire';
+import { fieldTableToJs } from '@styx/client/wire';
+import type {
+  BindingRecord,
+  ExchangeRecord,
+  PermissionRecord,
+  PolicyRecord,
+  QueueRecord,
+  UserRecord,
+} from '../metadata/types.ts';
+import type { QueueConfig, QueueCounts, RemovalTotals } from '../queue/types.ts';
+
+/** A JSON value as the API sends it. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Field-table values as JSON: byte arrays as base64 strings, non-finite numbers as strings. */
+function jsonValue(v: JsFieldValue): Json {
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+  if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
+  if (Array.isArray(v)) return v.map(jsonValue);
+  if (v !== null && typeof v === 'object') {
+    const out: { [key: string]: Json } = {};
+    for (const [key, item] of Object.entries(v)) out[key] = jsonValue(item as JsFieldValue);
+    return out;
+  }
+  return v;
+}
+
+/** Declare or binding arguments as a JSON object, as amqplib would decode them. */
+export function argumentsJson(table: FieldTable): { [key: string]: Json } {
+  return jsonValue(fieldTableToJs(table)) as { [key: string]: Json };
+}
+
+export function userJson(user: UserRecord): Json {
+  return { name: user.name, tags: [...user.tags] };
+}
+
+export function permissionJson(p: PermissionRecord): Json {
+  return { user: p.user, vhost: p.vhost, configure: p.configure, write: p.write, read: p.read };
+}
+
+export function policyJson(p: PolicyRecord): Json {
+  return {
+    vhost: p.vhost,
+    name: p.name,
+    pattern: p.pattern,
+    'apply-to': p.applyTo,
+    definition: { ...p.definition },
+    priority: p.priority,
+  };
+}
+
+export function exchangeJson(x: ExchangeRecord, policy: PolicyRecord | undefined): Json {
+  return {
+    name: x.name,
+    vhost: x.vhost,
+    type: x.type,
+    durable: x.durable,
+    auto_delete: x.autoDelete,
+    internal: x.internal,
+    arguments: argumentsJson(x.arguments),
+    policy: policy?.name ?? null,
+  };
+}
+
+export function bindingJson(b: BindingRecord): Json {
+  return {
+    source: b.source,
+    vhost: b.vhost,
+    destination: b.destination,
+    destination_type: b.destinationKind,
+    routing_key: b.routingKey,
+    arguments: argumentsJson(b.arguments),
+  };
+}
+
+/** The default exchange's implicit binding of a queue (RabbitMQ lists these too). */
+export function defaultBindingJson(queue: QueueRecord): Json {
+  return {
+    source: '',
+    vhost: queue.vhost,
+    destination: queue.name,
+    destination_type: 'queue',
+    routing_key: queue.name,
+    arguments: {},
+  };
+}
+
+/** What the node knows of a queue beyond its record. */
+export interface QueueLiveState {
+  /** Undefined when the queue's actor is not running on this node. */
+  readonly counts: QueueCounts | undefined;
+  /** The configuration in force: the queue's own when running, else the one it would get. */
+  readonly config: QueueConfig;
+  readonly policy: PolicyRecord | undefined;
+  readonly removalTotals: RemovalTotals | undefined;
+}
+
+function configJson(c: QueueConfig): Json {
+  return {
+    message_ttl: c.messageTtl ?? null,
+    expires: c.expires ?? null,
+    max_length: c.maxLength ?? null,
+    max_length_bytes: c.maxLengthBytes ?? null,
+    overflow: c.overflow,
+    delivery_limit: c.deliveryLimit ?? null,
+    dead_letter_exchange: c.deadLetterExchange ?? null,
+    dead_letter_routing_key: c.deadLetterRoutingKey ?? null,
+    dead_letter_strategy: c.deadLetterStrategy,
+  };
+}
+
+export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): Json {
+  const counts = live.counts;
+  const totals = live.removalTotals;
+  return {
+    name: q.name,
+    vhost: q.vhost,
+    durable: q.durable,
+    auto_delete: q.autoDelete,
+    exclusive: q.exclusiveOwner !== undefined,
+    arguments: argumentsJson(q.arguments),
+    node,
+    type: 'quorum',
+    state: counts === undefined ? 'stopped' : 'running',
+    messages: counts === undefined ? 0 : counts.ready + counts.unacked,
+    messages_ready: counts?.ready ?? 0,
+    messages_unacknowledged: counts?.unacked ?? 0,
+    message_bytes_ready: counts?.readyBytes ?? 0,
+    consumers: counts?.consumers ?? 0,
+    policy: live.policy?.name ?? null,
+    effective_policy_definition: live.policy === undefined ? {} : { ...live.policy.definition },
+    effective_config: configJson(live.config),
+    dead_letter_exchange: live.config.deadLetterExchange ?? null,
+    dead_letter_routing_key: live.config.deadLetterRoutingKey ?? null,
+    dead_letter_strategy: live.config.deadLetterStrategy,
+    // The at-least-once hand-off is not wired yet: nothing is ever pending.
+    messages_dead_letter_pending: 0,
+    dead_lettered: {
+      rejected: totals?.rejected ?? 0,
+      expired: totals?.expired ?? 0,
+      maxlen: totals?.maxlen ?? 0,
+      delivery_limit: totals?.delivery_limit ?? 0,
+    },
+  };
+}
