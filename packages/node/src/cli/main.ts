@@ -1,8 +1,6 @@
 #!/usr/bin/env node
 import { DataDirLockedError } from '../broker/data-dir.ts';
 import { UsageError } from './args.ts';
-import { ctlCommand } from './ctl-command.ts';
-import { SERVER_USAGE, serverCommand } from './server-command.ts';
 
 const USAGE = `Usage: styx <command> [options]
 
@@ -28,7 +26,9 @@ async function main(argv: string[]): Promise<number> {
     case '--version':
       process.stdout.write(`styx ${VERSION}\n`);
       return 0;
-    case 'server':
+    case 'server': {
+      // Loaded on demand: `styx ctl` should not pay for loading the whole broker.
+      const { SERVER_USAGE, serverCommand } = await import('./server-command.ts');
       try {
         return await serverCommand(rest);
       } catch (err) {
@@ -38,8 +38,11 @@ async function main(argv: string[]): Promise<number> {
         }
         throw err;
       }
-    case 'ctl':
+    }
+    case 'ctl': {
+      const { ctlCommand } = await import('./ctl-command.ts');
       return ctlCommand(rest);
+    }
     default:
       process.stderr.write(`styx: unknown command '${command}'\n\n${USAGE}\n`);
       return 2;

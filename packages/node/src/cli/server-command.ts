@@ -136,7 +136,6 @@ export async function serverCommand(argv: string[]): Promise<number> {
     logger.info({ managementUrl }, `management API listening on ${managementUrl}`);
   }
   const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
-  logger.info({ url, dataDir, node: dir.nodeName }, `Styx listening on ${url}`);
 
   return new Promise<number>((done) => {
     let stopping = false;
@@ -164,5 +163,8 @@ export async function serverCommand(argv: string[]): Promise<number> {
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
+    // Announced only once the handlers are in place: a supervisor (or a test) may signal the node as
+    // soon as it reads this line, and before them a signal would kill it without a clean stop.
+    logger.info({ url, dataDir, node: dir.nodeName }, `Styx listening on ${url}`);
   });
 }

@@ -191,14 +191,19 @@ export class Channel implements OwnerSink {
         return undefined;
       case 'basicQos': {
         const q = frame.basicQos;
+        // 540 NOT_IMPLEMENTED is a connection error in AMQP 0-9-1 (RabbitMQ closes the connection for
+        // prefetch_size too). The SDK refuses prefetch(n, true) before sending, so only raw clients get here.
         if (q.global) {
-          throw new ChannelError(
+          throw new ConnectionError(
             Code.NOT_IMPLEMENTED,
             'channel-wide (global) prefetch is not supported on replicated queues; use per-consumer prefetch (global=false)',
           );
         }
         if (q.prefetchSize)
-          throw new ChannelError(Code.NOT_IMPLEMENTED, 'prefetch_size is not supported; use prefetch_count');
+          throw new ConnectionError(
+            Code.NOT_IMPLEMENTED,
+            'prefetch_size is not supported; use prefetch_count',
+          );
         this.prefetch = q.prefetchCount;
         this.reply({ channel: this.number, method: 'basicQosOk', basicQosOk: {} });
         return undefined;
