@@ -15,7 +15,8 @@ import {
 } from './messaging-helpers.ts';
 
 // Message TTL, queue expiry and length limits against a real `styx server`, with RabbitMQ's
-// meaning (Styx drops what expires or overflows, since dead-letter exchanges are not wired yet).
+// meaning. These queues have no dead-letter exchange, so what expires or overflows is dropped (counted);
+// dead-lettering itself is tested in dead-lettering.test.ts.
 // TTLs here are short; waits poll with a generous bound, so a slow machine is slower, not flaky.
 const { connect } = useBroker();
 

@@ -33,15 +33,11 @@ import { canAccess, canUseVhost } from '../metadata/permissions.ts';
 import { queueConfigFromArguments, validateExpiration } from '../metadata/queue-arguments.ts';
 import type { BodyStore } from '../queue/body-store.ts';
 import { InMemoryBodyStore } from '../queue/body-store.ts';
-import type { OwnerSink } from '../queue/queue-actor.ts';
+import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
+import { showsDeliveryCount, withDeliveryCount } from '../queue/delivery-count-header.ts';
+import type { OwnerSink, QueueActorSinks } from '../queue/queue-actor.ts';
 import { QueueActor } from '../queue/queue-actor.ts';
-import type {
-  QueueApplyResult,
-  QueueCommand,
-  QueueConfig,
-  RemovalReason,
-  StoredMessage,
-} from '../queue/types.ts';
+import type { QueueApplyResult, QueueCommand, QueueConfig, StoredMessage } from '../queue/types.ts';
 import { route } from '../router/route.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
 import { durableQueueLog } from '../storage/durable-queue-log.ts';
@@ -108,10 +104,10 @@ export class Broker {
   private readonly proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   private memoryTimer: NodeJS.Timeout | undefined;
   private memoryBlocked = false;
-  private readonly sinks = {
+  private readonly sinks: QueueActorSinks = {
     resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
-    onDeadLetter: (queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void =>
-      this.onDeadLetter(queue, reason, messages),
+    routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>
+      this.routeDeadLetter(vhost, exchange, routingKeys, headers),
     onQueueExpired: (queue: QueueActor): void => this.onQueueExpired(queue),
   };
 
@@ -273,6 +269,7 @@ export class Broker {
       internal: m.internal,
       arguments: m.arguments ?? { entries: [] },
     });
+    this.wakeDeadLetters(session.vhost);
   }
 
   async deleteExchange(session: Session, name: string, ifUnused: boolean): Promise<void> {
@@ -300,6 +297,7 @@ export class Broker {
       arguments: args ?? { entries: [] },
       connectionId: session.connectionId,
     });
+    this.wakeDeadLetters(session.vhost);
   }
 
   async unbind(
@@ -349,6 +347,13 @@ export class Broker {
     if (!parsed.ok) throw new ChannelError(parsed.code, parsed.text);
     const existing = this.metadata.queue(vhost, name);
     if (existing !== undefined) this.checkExclusive(session, name);
+    else if (parsed.config.deadLetterExchange !== undefined) {
+      // RabbitMQ checks these when it creates a queue with `x-dead-letter-exchange` in its
+      // arguments: read on the queue, write on the DLX (its copies are publishes there). A DLX
+      // given by a policy is not checked (the policy's author is trusted, as in RabbitMQ).
+      this.checkPermission(session, 'read', 'queue', name);
+      this.checkPermission(session, 'write', 'exchange', parsed.config.deadLetterExchange);
+    }
     const reply = await this.runMeta({
       type: 'declareQueue',
       vhost,
@@ -364,6 +369,8 @@ export class Broker {
     if (reply.created === true || actor === undefined) {
       const record = this.metadata.queue(vhost, name) as QueueRecord;
       actor = await this.startActor(record, this.effectiveConfig(record).config);
+      // The default exchange routes to it now: a hand-off to '' may have somewhere to go.
+      this.wakeDeadLetters(vhost);
     } else {
       actor.touch().catch(() => undefined);
     }
@@ -387,6 +394,7 @@ export class Broker {
       clock: this.clock,
       logger: this.logger.child({ queue: record.name, vhost: record.vhost }),
       sinks: this.sinks,
+      deliveryCountHeader: showsDeliveryCount(record.arguments),
     });
     let byName = this.actors.get(record.vhost);
     if (byName === undefined) {
@@ -493,12 +501,39 @@ export class Broker {
       .catch((err: unknown) => this.logger.warn({ err, queue: queue.name }, 'internal queue delete failed'));
   }
 
-  private onDeadLetter(queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void {
-    // Dead-letter exchanges are not wired yet: the messages are dropped, and never silently.
-    this.logger.debug(
-      { queue: queue.name, vhost: queue.vhost, reason, count: messages.length },
-      'messages dropped',
-    );
+  /**
+   * Where a dead-lettered copy goes (the queue actors' sink): the router's answer for the DLX;
+   * `no-exchange`; or `unavailable` when a queue it routes to has no running actor yet (recovery
+   * starts actors one by one, a declare records the queue before its actor opens): the hand-off
+   * then waits rather than reach only some of its targets. The copy's keys are complete (routing
+   * key or DLK, CC, BCC): nothing is derived from its headers but a headers exchange's match.
+   */
+  private routeDeadLetter(
+    vhost: string,
+    exchange: string,
+    routingKeys: readonly string[],
+    headers: FieldTable | undefined,
+  ): DeadLetterRoute {
+    if (this.metadata.exchange(vhost, exchange) === undefined) return 'no-exchange';
+    const names = route(this.metadata, vhost, exchange, routingKeys, headers);
+    const byName = this.actors.get(vhost);
+    const targets: QueueActor[] = [];
+    for (const name of names) {
+      const actor = byName?.get(name);
+      if (actor === undefined) return 'unavailable';
+      targets.push(actor);
+    }
+    return targets;
+  }
+
+  /**
+   * A new exchange, binding or queue may give waiting dead-letter hand-offs somewhere to go: wake
+   * every queue of `vhost` that has some (they otherwise retry within 5 s).
+   */
+  private wakeDeadLetters(vhost: string): void {
+    const byName = this.actors.get(vhost);
+    if (byName === undefined) return;
+    for (const actor of byName.values()) if (actor.hasPendingDeadLetters()) actor.wakeDeadLetters();
   }
 
   // ------------------------------------------------------------------------------ publishing
@@ -528,9 +563,14 @@ export class Broker {
     throw new ChannelError(result.code, result.text);
   }
 
-  /** The properties a consumer sees for a stored message. */
-  deliveryProperties(_queue: QueueActor, message: StoredMessage, _deliveryCount: number): BasicProperties {
-    return message.properties;
+  /**
+   * The properties a consumer sees for a stored message: with `x-delivery-count` (how many times it
+   * came back before this delivery) when the queue was declared `x-queue-type: quorum`.
+   */
+  deliveryProperties(queue: QueueActor, message: StoredMessage, deliveryCount: number): BasicProperties {
+    return queue.deliveryCountHeader
+      ? withDeliveryCount(message.properties, deliveryCount)
+      : message.properties;
   }
 
   generateName(prefix: string): string {
@@ -599,6 +639,8 @@ export class Broker {
     const byName = this.actors.get(vhost);
     if (byName === undefined) return;
     await Promise.allSettled(Array.from(byName.values(), (actor) => this.reconcileConfig(actor)));
+    // A new dead-letter exchange may be routable at once.
+    this.wakeDeadLetters(vhost);
   }
 
   /** Propose `setConfig` when the queue's effective config differs from the last one proposed. */

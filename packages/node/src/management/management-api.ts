@@ -483,6 +483,7 @@ export class ManagementApi {
         config: running?.config() ?? this.broker.effectiveConfig(q).config,
         policy: this.metadata.policyFor(q.vhost, 'queue', q.name),
         removalTotals: running?.removalTotals(),
+        deadLetterTotals: running?.deadLetterTotals(),
       },
       this.broker.nodeName,
     );

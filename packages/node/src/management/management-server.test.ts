@@ -491,7 +491,15 @@ describe('queues, exchanges and bindings', () => {
       dead_letter_routing_key: null,
       dead_letter_strategy: 'at-least-once',
       messages_dead_letter_pending: 0,
-      dead_lettered: { rejected: 0, expired: 0, maxlen: 1, delivery_limit: 0 },
+      message_bytes_dead_letter_pending: 0,
+      // No DLX: the message dropped by x-max-length left the queue, but was not dead-lettered.
+      removed: { rejected: 0, expired: 0, maxlen: 1, delivery_limit: 0 },
+      dead_lettered: { rejected: 0, expired: 0, maxlen: 0, delivery_limit: 0 },
+      dead_letter_dropped: {
+        no_dlx: { rejected: 0, expired: 0, maxlen: 1, delivery_limit: 0 },
+        cycle: { rejected: 0, expired: 0, maxlen: 0, delivery_limit: 0 },
+        at_most_once: { rejected: 0, expired: 0, maxlen: 0, delivery_limit: 0 },
+      },
     });
     expect((await api('GET', '/api/queues/%2F/missing')).status).toBe(404);
   });

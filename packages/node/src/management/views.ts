@@ -17,7 +17,7 @@ import type {
   QueueRecord,
   UserRecord,
 } from '../metadata/types.ts';
-import type { QueueConfig, QueueCounts, RemovalTotals } from '../queue/types.ts';
+import type { DeadLetterTotals, QueueConfig, QueueCounts, RemovalTotals } from '../queue/types.ts';
 
 /** A JSON value as the API sends it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -103,6 +103,17 @@ export interface QueueLiveState {
   readonly config: QueueConfig;
   readonly policy: PolicyRecord | undefined;
   readonly removalTotals: RemovalTotals | undefined;
+  /** Dead-letter outcomes per reason; undefined when the actor is not running here. */
+  readonly deadLetterTotals: DeadLetterTotals | undefined;
+}
+
+function totalsJson(t: RemovalTotals | undefined): Json {
+  return {
+    rejected: t?.rejected ?? 0,
+    expired: t?.expired ?? 0,
+    maxlen: t?.maxlen ?? 0,
+    delivery_limit: t?.delivery_limit ?? 0,
+  };
 }
 
 function configJson(c: QueueConfig): Json {
@@ -121,7 +132,7 @@ function configJson(c: QueueConfig): Json {
 
 export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): Json {
   const counts = live.counts;
-  const totals = live.removalTotals;
+  const dl = live.deadLetterTotals;
   return {
     name: q.name,
     vhost: q.vhost,
@@ -143,13 +154,16 @@ export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): J
     dead_letter_exchange: live.config.deadLetterExchange ?? null,
     dead_letter_routing_key: live.config.deadLetterRoutingKey ?? null,
     dead_letter_strategy: live.config.deadLetterStrategy,
-    // The at-least-once hand-off is not wired yet: nothing is ever pending.
-    messages_dead_letter_pending: 0,
-    dead_lettered: {
-      rejected: totals?.rejected ?? 0,
-      expired: totals?.expired ?? 0,
-      maxlen: totals?.maxlen ?? 0,
-      delivery_limit: totals?.delivery_limit ?? 0,
+    // Waiting for an at-least-once hand-off: not ready, never delivered, not in `messages`.
+    messages_dead_letter_pending: counts?.deadLetterPending ?? 0,
+    message_bytes_dead_letter_pending: counts?.deadLetterPendingBytes ?? 0,
+    // Left the queue without an ack, per reason (dead-lettered or dropped).
+    removed: totalsJson(live.removalTotals),
+    dead_lettered: totalsJson(dl?.deadLettered),
+    dead_letter_dropped: {
+      no_dlx: totalsJson(dl?.droppedNoDlx),
+      cycle: totalsJson(dl?.droppedCycle),
+      at_most_once: totalsJson(dl?.droppedAtMostOnce),
     },
   };
 }

@@ -1,164 +1,32 @@
-import type { ReplicatedLog, Role, RoleChange, StateMachine } from '@styx/raft';
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { InMemoryBodyStore } from './body-store.ts';
-import type { OwnerSink, QueueActorSinks, QueueLogger } from './queue-actor.ts';
-import { QueueActor } from './queue-actor.ts';
+import type { Delivery } from './queue-actor-test-support.ts';
+import {
+  deathOf,
+  enqueueCommand,
+  FakeTarget,
+  GROUP,
+  makeActor,
+  OWNER,
+  RecordingSinks,
+  ScriptedLog,
+} from './queue-actor-test-support.ts';
 import { queueConfig, storedMessage, T0 } from './queue-test-harness.ts';
-import type {
-  OwnerId,
-  QueueApplyResult,
-  QueueCommand,
-  QueueConfig,
-  RemovalReason,
-  StoredMessage,
-} from './types.ts';
+import type { QueueCommand, QueueConfig } from './types.ts';
 
-const GROUP = 'vh/q/1';
-const OWNER = 'conn-1/1';
+/** Dead-letters at-most-once to exchange 'dlx', which routes everything to queue 'dlq'. */
+const AT_MOST_ONCE: Partial<QueueConfig> = { deadLetterExchange: 'dlx', deadLetterStrategy: 'at-most-once' };
 
-const silent: QueueLogger = {
-  child: () => silent,
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: () => {},
-};
-
-interface Delivery {
-  readonly tag: string;
-  readonly id: number;
-  readonly redelivered: boolean;
-  readonly deliveryCount: number;
-  readonly message: StoredMessage;
-}
-
-/** An owner that records what it receives. */
-class RecordingOwner implements OwnerSink {
-  readonly deliveries: Delivery[] = [];
-  readonly cancelled: string[] = [];
-  deliver(
-    _queue: QueueActor,
-    tag: string,
-    id: number,
-    redelivered: boolean,
-    deliveryCount: number,
-    message: StoredMessage,
-  ): void {
-    this.deliveries.push({ tag, id, redelivered, deliveryCount, message });
-  }
-  consumerCancelled(_queue: QueueActor, tag: string): void {
-    this.cancelled.push(tag);
-  }
-}
-
-/** Sinks with a table of live owners and records of dead-letters and expiries. */
-class RecordingSinks implements QueueActorSinks {
-  readonly owners = new Map<OwnerId, RecordingOwner>();
-  readonly deadLetters: { reason: RemovalReason; messages: readonly StoredMessage[] }[] = [];
-  expiredCalls = 0;
-  owner(id: OwnerId): RecordingOwner {
-    const owner = new RecordingOwner();
-    this.owners.set(id, owner);
-    return owner;
-  }
-  resolveOwner(owner: OwnerId): OwnerSink | undefined {
-    return this.owners.get(owner);
-  }
-  onDeadLetter(_queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void {
-    this.deadLetters.push({ reason, messages });
-  }
-  onQueueExpired(): void {
-    this.expiredCalls++;
-  }
-}
-
-/**
- * A log whose role the test sets and whose entries it can append as if replicated from another
- * leader; it records every proposal. Proposals are applied one microtask later.
- */
-class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult> {
-  readonly groupId = GROUP;
-  role: Role;
-  readonly proposed: QueueCommand[] = [];
-  private machine: StateMachine<QueueCommand, QueueApplyResult> | undefined;
-  private readonly listeners = new Set<(change: RoleChange) => void>();
-  private readonly history: QueueCommand[];
-  private index = 0;
-  closed = false;
-
-  /** `history`: committed entries replayed by open(). */
-  constructor(role: Role, history: QueueCommand[] = []) {
-    this.role = role;
-    this.history = history;
-  }
-
-  async open(machine: StateMachine<QueueCommand, QueueApplyResult>): Promise<void> {
-    this.machine = machine;
-    for (const command of this.history) this.append(command);
-    this.emit();
-  }
-
-  propose(command: QueueCommand): Promise<QueueApplyResult> {
-    if (this.closed) return Promise.reject(Object.assign(new Error('closed'), { code: 'LOG_CLOSED' }));
-    if (this.role !== 'leader')
-      return Promise.reject(Object.assign(new Error('follower'), { code: 'NOT_LEADER' }));
-    this.proposed.push(command);
-    return Promise.resolve().then(() => this.append(command));
-  }
-
-  /** Apply an entry as committed (from this leader or a remote one). */
-  append(command: QueueCommand): QueueApplyResult {
-    if (this.machine === undefined) throw new Error('not open');
-    return this.machine.apply(command, { index: ++this.index, term: 1, ts: Date.now() });
-  }
-
-  setRole(role: Role): void {
-    this.role = role;
-    this.emit();
-  }
-
-  onRole(listener: (change: RoleChange) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  async compact(): Promise<void> {}
-
-  async close(): Promise<void> {
-    this.closed = true;
-  }
-
-  async destroy(): Promise<void> {
-    this.closed = true;
-  }
-
-  private emit(): void {
-    for (const listener of this.listeners) listener({ role: this.role, term: 1, leader: undefined });
-  }
-}
-
-function makeActor(
-  log: ReplicatedLog<QueueCommand, QueueApplyResult>,
-  config: Partial<QueueConfig> = {},
-): { actor: QueueActor; sinks: RecordingSinks; store: InMemoryBodyStore } {
+function withDlq(): { sinks: RecordingSinks; dlq: FakeTarget } {
   const sinks = new RecordingSinks();
-  const store = new InMemoryBodyStore();
-  const actor = new QueueActor({
-    vhost: '/',
-    name: 'q',
-    groupId: GROUP,
-    log,
-    bodyStore: store,
-    config: queueConfig(config),
-    logger: silent,
-    sinks,
-  });
-  return { actor, sinks, store };
+  const dlq = new FakeTarget('dlq');
+  sinks.exchange('dlx', dlq);
+  return { sinks, dlq };
 }
 
-function enqueueCommand(message: StoredMessage, ttl?: number): QueueCommand {
-  return { type: 'enqueue', size: message.body.byteLength, ttl, message };
+/** Each copy the target kept: its newest x-death reason and its body. */
+function deadLetterLog(dlq: FakeTarget): [string | undefined, Uint8Array][] {
+  return dlq.kept.map((m) => [deathOf(m).reason, m.body]);
 }
 
 beforeEach(() => {
@@ -171,7 +39,8 @@ afterEach(() => {
 
 describe('QueueActor on an in-memory log', () => {
   it('delivers stored bodies to the owner and deletes them once acked', async () => {
-    const { actor, sinks, store } = makeActor(new InMemoryLog(GROUP));
+    const { sinks: routing, dlq } = withDlq();
+    const { actor, sinks, store } = makeActor(new InMemoryLog(GROUP), AT_MOST_ONCE, {}, routing);
     await actor.open();
     const owner = sinks.owner(OWNER);
     const m1 = storedMessage(3);
@@ -184,12 +53,20 @@ describe('QueueActor on an in-memory log', () => {
       ['ctag', m1],
       ['ctag', m2],
     ]);
-    expect(actor.counts()).toEqual({ ready: 0, unacked: 2, readyBytes: 0, consumers: 1 });
+    expect(actor.counts()).toEqual({
+      ready: 0,
+      unacked: 2,
+      readyBytes: 0,
+      consumers: 1,
+      deadLetterPending: 0,
+      deadLetterPendingBytes: 0,
+    });
     await actor.settle(OWNER, [owner.deliveries[0]?.id ?? 0]);
     expect(store.size(GROUP)).toBe(1);
     await actor.discard(OWNER, [owner.deliveries[1]?.id ?? 0]);
     expect(store.size(GROUP)).toBe(0);
-    expect(sinks.deadLetters).toEqual([{ reason: 'rejected', messages: [m2] }]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(deadLetterLog(dlq)).toEqual([['rejected', m2.body]]);
   });
 
   it('redelivers returned messages with their delivery count', async () => {
@@ -220,19 +97,27 @@ describe('QueueActor on an in-memory log', () => {
   });
 
   it('fires its timer at the deadline and dead-letters the expired messages', async () => {
-    const { actor, sinks, store } = makeActor(new InMemoryLog(GROUP), { messageTtl: 1000 });
+    const { sinks, dlq } = withDlq();
+    const { actor, store } = makeActor(
+      new InMemoryLog(GROUP),
+      { ...AT_MOST_ONCE, messageTtl: 1000 },
+      {},
+      sinks,
+    );
     await actor.open();
     const m1 = storedMessage(1);
     const m2 = storedMessage(2);
     await actor.enqueue(m1, 100);
     await actor.enqueue(m2, undefined);
     await vi.advanceTimersByTimeAsync(99);
-    expect(sinks.deadLetters).toEqual([]);
+    expect(dlq.received).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
-    expect(sinks.deadLetters).toEqual([{ reason: 'expired', messages: [m1] }]);
+    expect(deadLetterLog(dlq)).toEqual([['expired', m1.body]]);
     await vi.advanceTimersByTimeAsync(900);
-    expect(sinks.deadLetters).toHaveLength(2);
-    expect(sinks.deadLetters[1]).toEqual({ reason: 'expired', messages: [m2] });
+    expect(deadLetterLog(dlq)).toEqual([
+      ['expired', m1.body],
+      ['expired', m2.body],
+    ]);
     expect(actor.counts().ready).toBe(0);
     expect(store.size(GROUP)).toBe(0);
   });
@@ -248,16 +133,20 @@ describe('QueueActor on an in-memory log', () => {
     expect(sinks.expiredCalls).toBe(1);
   });
 
-  it('hands a message refused by reject-publish-dlx to the dead-letter hook', async () => {
-    const { actor, sinks, store } = makeActor(new InMemoryLog(GROUP), {
-      maxLength: 1,
-      overflow: 'reject-publish-dlx',
-    });
+  it('dead-letters a message refused by reject-publish-dlx (at-most-once)', async () => {
+    const { sinks, dlq } = withDlq();
+    const { actor, store } = makeActor(
+      new InMemoryLog(GROUP),
+      { ...AT_MOST_ONCE, maxLength: 1, overflow: 'reject-publish-dlx' },
+      {},
+      sinks,
+    );
     await actor.open();
     await actor.enqueue(storedMessage(), undefined);
     const refused = storedMessage(7);
     expect(await actor.enqueue(refused, undefined)).toEqual({ type: 'rejected', reason: 'maxlen' });
-    expect(sinks.deadLetters).toEqual([{ reason: 'maxlen', messages: [refused] }]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(deadLetterLog(dlq)).toEqual([['maxlen', refused.body]]);
     expect(store.size(GROUP)).toBe(1);
   });
 
@@ -267,7 +156,7 @@ describe('QueueActor on an in-memory log', () => {
     await actor.consume('gone/1', 'ctag', 0, false, false);
     await actor.enqueue(storedMessage(), undefined);
     await vi.advanceTimersByTimeAsync(0);
-    expect(actor.counts()).toEqual({ ready: 1, unacked: 0, readyBytes: 10, consumers: 0 });
+    expect(actor.counts()).toMatchObject({ ready: 1, unacked: 0, readyBytes: 10, consumers: 0 });
   });
 
   it('names the queue when a consume is refused for exclusivity', async () => {
@@ -321,11 +210,12 @@ describe('QueueActor roles and timers', () => {
 
   it('re-derives its duties on becoming leader: timer, redeliveries, vanished owners', async () => {
     const log = new ScriptedLog('follower');
-    const { actor, sinks } = makeActor(log);
+    const { sinks: routing, dlq } = withDlq();
+    const { actor, sinks } = makeActor(log, {}, {}, routing);
     const owner = sinks.owner(OWNER);
     await actor.open();
     const m1 = storedMessage(1);
-    log.append({ type: 'setConfig', config: queueConfig({ messageTtl: 500 }) });
+    log.append({ type: 'setConfig', config: queueConfig({ ...AT_MOST_ONCE, messageTtl: 500 }) });
     log.append({ type: 'consume', owner: OWNER, tag: 'ctag', prefetch: 1, noAck: false, exclusive: false });
     log.append(enqueueCommand(m1));
     log.append({ type: 'consume', owner: 'gone/1', tag: 'g', prefetch: 1, noAck: false, exclusive: false });
@@ -343,7 +233,7 @@ describe('QueueActor roles and timers', () => {
 
     await vi.advanceTimersByTimeAsync(500);
     expect(log.proposed.map((c) => c.type)).toEqual(['ownerDown', 'expire']);
-    expect(sinks.deadLetters.map((d) => [d.reason, d.messages.length])).toEqual([['expired', 2]]);
+    expect(dlq.kept.map((m) => deathOf(m).reason)).toEqual(['expired', 'expired']);
   });
 
   it('stops its timer when it loses leadership', async () => {

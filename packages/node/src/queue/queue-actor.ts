@@ -5,6 +5,12 @@
  * leader only it executes effects: deliveries to owners (channels), dead-letters, the queue's
  * single expiry timer, `x-expires`.
  *
+ * Dead-lettering (leader only): at-most-once copies are published from the effect, fire and forget
+ * (`AtMostOnceDeadLetters`); at-least-once hand-offs are driven by `AtLeastOnceHandOffs`, which
+ * proposes `deadLetterSettled` once every target confirmed. Both route through the node's
+ * `routeDeadLetter` sink and count and log what they drop. The actor is itself a
+ * `DeadLetterTarget`: other queues hand their copies to `enqueue` with a hand-off id.
+ *
  * Effects run synchronously inside the apply, before the proposer's promise resolves: bodies are
  * still in the store while they run, and a delivery can reach a channel before that channel's
  * `consume()` resolves (the channel holds it until consume-ok is out).
@@ -12,16 +18,25 @@
  * Leadership: when this replica becomes leader it re-derives its duties from the state — re-arms
  * the timer, re-announces a pending `x-expires`, proposes `ownerDown` for owners that no longer
  * exist here and re-delivers outstanding deliveries to those that do (the previous leader may have
- * died before sending them; an owner must ignore a delivery of an id it already holds).
+ * died before sending them; an owner must ignore a delivery of an id it already holds), and resumes
+ * the hand-off of every pending dead-letter at once.
  */
 
+import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
 import { systemClock } from '@styx/raft';
+import { AggregatedLog, DEFAULT_AGGREGATION_INTERVAL_MS } from './aggregated-log.ts';
+import { AtLeastOnceHandOffs } from './at-least-once-hand-offs.ts';
+import { AtMostOnceDeadLetters } from './at-most-once-dead-letters.ts';
 import type { BodyStore } from './body-store.ts';
+import { DeadLetterDrops } from './dead-letter-drops.ts';
+import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
+import type { QueueLogger } from './queue-logger.ts';
 import type { ConsumerInfo } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
 import type {
+  DeadLetterTotals,
   OwnerId,
   QueueApplyResult,
   QueueCommand,
@@ -34,14 +49,7 @@ import type {
   StoredMessage,
 } from './types.ts';
 
-/** The subset of a pino logger the actor uses. */
-export interface QueueLogger {
-  child(bindings: Record<string, unknown>): QueueLogger;
-  debug(obj: unknown, msg?: string): void;
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-}
+export type { QueueLogger } from './queue-logger.ts';
 
 /** A channel as its queues see it. */
 export interface OwnerSink {
@@ -65,10 +73,25 @@ export interface OwnerSink {
 export interface QueueActorSinks {
   /** The live owner (channel) with this id, or undefined if it is gone. */
   resolveOwner(owner: OwnerId): OwnerSink | undefined;
-  /** Messages removed without an ack (their bodies are deleted after this returns). */
-  onDeadLetter(queue: QueueActor, reason: RemovalReason, messages: readonly StoredMessage[]): void;
+  /**
+   * The queues a dead-lettered copy published to `exchange` (the DLX) on `routingKeys` reaches, or
+   * `no-exchange`. Called synchronously, on the leader, possibly inside an apply: a pure lookup.
+   */
+  routeDeadLetter: RouteDeadLetter;
   /** `x-expires` elapsed: delete the queue. Called again by a new leader until it is deleted. */
   onQueueExpired(queue: QueueActor): void;
+}
+
+/** Bounds and timings of dead-lettering; every field has a documented default. */
+export interface DeadLetteringOptions {
+  /** The pending cap (default `DEFAULT_PENDING_LIMITS`: 100 000 messages or 128 MiB). */
+  readonly pendingLimits?: PendingLimits;
+  /** Hand-off ids remembered for dedupe (default `DEFAULT_DEDUPE_LIMITS`). */
+  readonly dedupeLimits?: DedupeLimits;
+  /** Retry back-off (capped at 5 s) and confirm timeout (default `DEFAULT_HAND_OFF_OPTIONS`). */
+  readonly handOff?: HandOffSchedulerOptions;
+  /** Shortest time between two summed log lines of drops or waiting hand-offs, ms (default 5000). */
+  readonly logIntervalMs?: number;
 }
 
 export interface QueueActorOptions {
@@ -84,6 +107,13 @@ export interface QueueActorOptions {
   readonly clock?: Clock;
   readonly logger: QueueLogger;
   readonly sinks: QueueActorSinks;
+  readonly deadLettering?: DeadLetteringOptions;
+  /**
+   * Whether deliveries carry `x-delivery-count` (RabbitMQ quorum queues do, classic ones do not;
+   * see `showsDeliveryCount`); default false. The node reads it when it builds a delivery's
+   * properties.
+   */
+  readonly deliveryCountHeader?: boolean;
 }
 
 /** What `QueueActor.get` returns for a message. */
@@ -113,10 +143,12 @@ const PURGE_COMMAND: QueueCommand = Object.freeze({ type: 'purge' });
 
 type ActorState = 'new' | 'open' | 'closed';
 
-export class QueueActor {
+export class QueueActor implements DeadLetterTarget {
   readonly vhost: string;
   readonly name: string;
   readonly groupId: string;
+  /** See `QueueActorOptions.deliveryCountHeader`. */
+  readonly deliveryCountHeader: boolean;
   private readonly log: ReplicatedLog<QueueCommand, QueueApplyResult>;
   private readonly bodyStore: BodyStore;
   private readonly initialConfig: QueueConfig;
@@ -139,6 +171,13 @@ export class QueueActor {
   /** When the armed timer fires (<= deadline: an early fire re-arms, never proposes early). */
   private timerAt = 0;
 
+  private readonly deadLettering: DeadLetteringOptions;
+  private readonly drops: DeadLetterDrops;
+  private readonly waitingLog: AggregatedLog;
+  private readonly atMostOnce: AtMostOnceDeadLetters;
+  /** The at-least-once hand-offs of the current leadership; undefined while not leading. */
+  private handOffs: AtLeastOnceHandOffs | undefined = undefined;
+
   constructor(options: QueueActorOptions) {
     this.vhost = options.vhost;
     this.name = options.name;
@@ -149,7 +188,34 @@ export class QueueActor {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger;
     this.sinks = options.sinks;
-    this.machine = new QueueMachine(options.config);
+    this.deliveryCountHeader = options.deliveryCountHeader ?? false;
+    this.deadLettering = options.deadLettering ?? {};
+    const logIntervalMs = this.deadLettering.logIntervalMs ?? DEFAULT_AGGREGATION_INTERVAL_MS;
+    this.drops = new DeadLetterDrops(
+      new AggregatedLog(this.logger, 'info', 'dead-lettered copies dropped', this.clock, logIntervalMs),
+    );
+    this.waitingLog = new AggregatedLog(
+      this.logger,
+      'warn',
+      'dead-letter hand-offs waiting (at-least-once: kept and retried)',
+      this.clock,
+      logIntervalMs,
+    );
+    this.atMostOnce = new AtMostOnceDeadLetters({
+      vhost: this.vhost,
+      queue: this.name,
+      route: this.sinks.routeDeadLetter,
+      drops: this.drops,
+      logger: this.logger,
+    });
+    this.machine = new QueueMachine(options.config, {
+      ...(this.deadLettering.pendingLimits === undefined
+        ? {}
+        : { pendingLimits: this.deadLettering.pendingLimits }),
+      ...(this.deadLettering.dedupeLimits === undefined
+        ? {}
+        : { dedupeLimits: this.deadLettering.dedupeLimits }),
+    });
     this.driven = {
       apply: (command, meta) => this.applyEntry(command, meta),
       snapshot: () => this.machine.snapshot(),
@@ -190,6 +256,15 @@ export class QueueActor {
    */
   async delete(): Promise<number> {
     const count = this.machine.readyCount();
+    const { deadLetterPending } = this.machine.counts();
+    if (deadLetterPending > 0) {
+      // Deleting a queue deletes its messages, those waiting for their hand-off included (as in
+      // RabbitMQ); never silently.
+      this.logger.warn(
+        { deadLetterPending },
+        'queue deleted with messages waiting for their dead-letter hand-off: they are dropped',
+      );
+    }
     for (const consumer of this.machine.consumers()) {
       try {
         this.sinks.resolveOwner(consumer.owner)?.consumerCancelled(this, consumer.tag);
@@ -207,15 +282,24 @@ export class QueueActor {
     this.state = 'closed';
     this.leading = false;
     this.stopTimer();
+    this.stopHandOffs();
+    this.drops.close();
+    this.waitingLog.close();
     this.unsubscribeRole?.();
     this.unsubscribeRole = undefined;
   }
 
   // ------------------------------------------------------------------------------ commands
 
-  /** Enqueue a routed message; `ttl` is its validated `expiration` in ms. Resolves `ok` or `rejected`. */
-  enqueue(message: StoredMessage, ttl: number | undefined): Promise<QueueReply> {
-    return this.log.propose({ type: 'enqueue', size: message.body.byteLength, ttl, message }).then(replyOf);
+  /**
+   * Enqueue a routed message; `ttl` is its validated `expiration` in ms. Resolves `ok` or
+   * `rejected`; with a `handOff` id (a dead-lettered copy from another queue), `duplicate` when
+   * this queue already has it.
+   */
+  enqueue(message: StoredMessage, ttl: number | undefined, handOff?: HandOffId): Promise<QueueReply> {
+    return this.log
+      .propose({ type: 'enqueue', size: message.body.byteLength, ttl, message, handOff })
+      .then(replyOf);
   }
 
   /** Attach a consumer; resolves `ok` or `locked` (exclusivity). `prefetch` 0 = unlimited. */
@@ -285,6 +369,30 @@ export class QueueActor {
     return this.machine.removalTotals();
   }
 
+  /** What became of removed messages, per reason (see `DeadLetterTotals`). */
+  deadLetterTotals(): DeadLetterTotals {
+    const machine = this.machine.deadLetterTotals();
+    return {
+      deadLettered: machine.deadLettered,
+      droppedNoDlx: machine.droppedNoDlx,
+      droppedCycle: this.drops.cycleTotals(),
+      droppedAtMostOnce: this.drops.atMostOnceTotals(),
+    };
+  }
+
+  /** Whether messages wait for their at-least-once dead-letter hand-off. */
+  hasPendingDeadLetters(): boolean {
+    return this.machine.counts().deadLetterPending > 0;
+  }
+
+  /**
+   * An exchange or binding appeared in this queue's vhost: retry every waiting hand-off now
+   * instead of after its back-off. A no-op unless leading with hand-offs waiting.
+   */
+  wakeDeadLetters(): void {
+    this.handOffs?.wake();
+  }
+
   consumers(): ConsumerInfo[] {
     return this.machine.consumers();
   }
@@ -301,10 +409,20 @@ export class QueueActor {
     let returned: QueueApplyResult = result;
     if (command.type === 'enqueue') {
       // Stored even if it left again within this apply (TTL 0, drop-head): effects may read it.
-      if (reply.type === 'ok') this.bodyStore.put(this.groupId, meta.index, command.message);
+      // A refused publish that reject-publish-dlx holds pending at-least-once is stored too, under
+      // its entry's index (its id as a pending dead-letter).
+      if (
+        reply.type === 'ok' ||
+        (reply.type === 'rejected' && this.machine.isPendingDeadLetter(meta.index))
+      ) {
+        this.bodyStore.put(this.groupId, meta.index, command.message);
+      }
     } else if (reply.type === 'got') {
       const got: GotApplyResult = { ...result, message: this.bodyStore.get(this.groupId, reply.id) };
       returned = got;
+    } else if (command.type === 'deadLetterSettled') {
+      // `removed` lists the ids this entry actually settled.
+      this.handOffs?.settledApplied(command.ids, result.removed);
     }
     if (result.effects.length > 0 && this.state === 'open' && this.log.role === 'leader') {
       this.runEffects(result.effects);
@@ -322,10 +440,18 @@ export class QueueActor {
             this.deliver(effect.owner, effect.tag, effect.id, effect.redelivered, effect.deliveryCount);
             break;
           case 'deadLetter':
-            this.deadLetter(effect.reason, effect.ids);
+            this.deadLetter(effect.reason, effect.ids, effect.deadLetteredAt);
             break;
           case 'deadLetterRejected':
-            this.sinks.onDeadLetter(this, effect.reason, [effect.message]);
+            this.atMostOnce.publish(
+              [effect.message],
+              effect.reason,
+              effect.deadLetteredAt,
+              this.machine.currentConfig(),
+            );
+            break;
+          case 'deadLetterHandOff':
+            this.handOffs?.track(effect.ids);
             break;
           case 'timer':
             this.setDeadline(effect.at);
@@ -364,14 +490,15 @@ export class QueueActor {
     sink.deliver(this, tag, id, redelivered, deliveryCount, message);
   }
 
-  private deadLetter(reason: RemovalReason, ids: readonly number[]): void {
+  /** At-most-once: publish the copies now, while the bodies are still stored. */
+  private deadLetter(reason: RemovalReason, ids: readonly number[], deadLetteredAt: number): void {
     const messages: StoredMessage[] = [];
     for (const id of ids) {
       const message = this.bodyStore.get(this.groupId, id);
       if (message === undefined) this.logger.error({ id, reason }, 'body missing for a removed message');
       else messages.push(message);
     }
-    this.sinks.onDeadLetter(this, reason, messages);
+    this.atMostOnce.publish(messages, reason, deadLetteredAt, this.machine.currentConfig());
   }
 
   /** A delivery's owner is gone: return its messages (once per owner while the proposal is in flight). */
@@ -400,14 +527,38 @@ export class QueueActor {
     } else {
       this.leading = false;
       this.stopTimer();
+      this.stopHandOffs();
     }
   };
+
+  private stopHandOffs(): void {
+    this.handOffs?.stop();
+    this.handOffs = undefined;
+  }
 
   /** Re-derive the leader's duties from the state. */
   private takeLeadership(): void {
     this.leading = true;
     this.stopTimer();
     this.setDeadline(this.machine.nextDeadline());
+    this.stopHandOffs();
+    this.handOffs = new AtLeastOnceHandOffs({
+      vhost: this.vhost,
+      queue: this.name,
+      groupId: this.groupId,
+      machine: this.machine,
+      bodyStore: this.bodyStore,
+      route: this.sinks.routeDeadLetter,
+      proposeSettled: (ids) => this.log.propose({ type: 'deadLetterSettled', ids }),
+      clock: this.clock,
+      logger: this.logger,
+      drops: this.drops,
+      waitingLog: this.waitingLog,
+      ...(this.deadLettering.handOff === undefined ? {} : { scheduler: this.deadLettering.handOff }),
+    });
+    // Every pending message is due now: the previous leader's attempts are unknown here, and a
+    // repeat is harmless (the targets dedupe by hand-off id).
+    this.handOffs.resumeAll();
     if (this.machine.isQueueExpired()) {
       try {
         this.sinks.onQueueExpired(this);

@@ -2,11 +2,14 @@
  * Seeded random command sequences against the queue machine: the incremental counts equal a full
  * recount after every step (the harness checks it on each apply), and a machine restored from a
  * snapshot taken at any point, then fed the rest of the log, behaves exactly as the full replay.
+ * The sequences include both dead-letter strategies, settles of pending hand-offs (and of ids
+ * that are not pending), hand-off enqueues sent again, and a small pending cap that is reached.
  */
 
 import type { EntryMeta } from '@styx/raft';
 import { describe, expect, it } from 'vitest';
 import { QueueSnapshotError } from './errors.ts';
+import type { QueueMachineOptions } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
 import { MachineHarness, queueConfig, storedMessage } from './queue-test-harness.ts';
 import type { OverflowMode, QueueApplyResult, QueueCommand, QueueConfig } from './types.ts';
@@ -38,6 +41,13 @@ class Rng {
 const OWNERS = ['conn-a/1', 'conn-a/2', 'conn-b/1'];
 const TAGS = ['t1', 't2'];
 const OVERFLOWS: readonly OverflowMode[] = ['drop-head', 'reject-publish', 'reject-publish-dlx'];
+const STRATEGIES: readonly QueueConfig['deadLetterStrategy'][] = ['at-most-once', 'at-least-once'];
+/** Small enough that random runs fill it; the same for every machine of a run. */
+const OPTIONS: QueueMachineOptions = {
+  pendingLimits: { maxMessages: 6, maxBytes: 400 },
+  dedupeLimits: { maxIdsPerSource: 4, maxSources: 2 },
+};
+const SOURCES = ['src-a', 'src-b', 'src-c'];
 
 function maybe<T>(rng: Rng, p: number, value: () => T): T | undefined {
   return rng.chance(p) ? value() : undefined;
@@ -52,6 +62,7 @@ function randomConfig(rng: Rng): QueueConfig {
     overflow: rng.pick(OVERFLOWS),
     deliveryLimit: maybe(rng, 0.4, () => rng.int(4)),
     deadLetterExchange: maybe(rng, 0.5, () => 'dlx'),
+    deadLetterStrategy: rng.pick(STRATEGIES),
   });
 }
 
@@ -78,6 +89,20 @@ class Holdings {
     if (command.type === 'get' && !command.noAck && result.reply.type === 'got') {
       this.add(command.owner, result.reply.id);
     }
+    for (const effect of result.effects) {
+      if (effect.type === 'deadLetterHandOff') this.pending.push(...effect.ids);
+    }
+  }
+  /** Ids that became pending (some may be settled already: settling them again is a no-op). */
+  readonly pending: number[] = [];
+  pickPending(rng: Rng): number[] {
+    const picked: number[] = [];
+    const count = 1 + rng.int(3);
+    for (let i = 0; i < count && this.pending.length > 0; i++) {
+      picked.push(this.pending.splice(rng.int(this.pending.length), 1)[0] as number);
+    }
+    if (rng.chance(0.1)) picked.push(1 + rng.int(1000));
+    return picked;
   }
   pickIds(rng: Rng, owner: string): number[] {
     const ids = this.held.get(owner) ?? [];
@@ -107,7 +132,11 @@ function randomCommand(rng: Rng, holdings: Holdings): QueueCommand {
   if (roll < 30) {
     const size = rng.int(100);
     const ttl = rng.chance(0.6) ? undefined : rng.chance(0.2) ? 0 : rng.int(150);
-    return { type: 'enqueue', size, ttl, message: storedMessage(size) };
+    // Some are hand-offs, with ids drawn from a small range so repeats (duplicates) happen.
+    const handOff = rng.chance(0.25)
+      ? { source: rng.pick(SOURCES), messageId: rng.int(12), horizon: rng.int(6) }
+      : undefined;
+    return { type: 'enqueue', size, ttl, message: storedMessage(size), handOff };
   }
   if (roll < 38) {
     return {
@@ -127,7 +156,8 @@ function randomCommand(rng: Rng, holdings: Holdings): QueueCommand {
   if (roll < 88) return { type: 'expire' };
   if (roll < 89) return { type: 'purge' };
   if (roll < 93) return { type: 'ownerDown', owner };
-  if (roll < 96) return { type: 'touch' };
+  if (roll < 95) return { type: 'touch' };
+  if (roll < 98) return { type: 'deadLetterSettled', ids: holdings.pickPending(rng) };
   return { type: 'setConfig', config: randomConfig(rng) };
 }
 
@@ -135,7 +165,7 @@ function randomCommand(rng: Rng, holdings: Holdings): QueueCommand {
 function referenceRun(seed: number, length: number): Run {
   const rng = new Rng(seed);
   const initialConfig = randomConfig(rng);
-  const h = new MachineHarness(initialConfig);
+  const h = new MachineHarness(initialConfig, undefined, OPTIONS);
   const holdings = new Holdings();
   const steps: Step[] = [];
   const snapshots: Uint8Array[] = [h.machine.snapshot()];
@@ -168,7 +198,8 @@ describe('QueueMachine random command sequences', () => {
         for (const effect of step.result.effects) {
           seen.add(effect.type === 'deadLetter' ? `deadLetter:${effect.reason}` : effect.type);
         }
-        seen.add(`reply:${step.result.reply.type}`);
+        const { reply } = step.result;
+        seen.add(reply.type === 'rejected' ? `reply:rejected:${reply.reason}` : `reply:${reply.type}`);
       }
     }
     expect([...seen].sort()).toEqual(
@@ -179,14 +210,17 @@ describe('QueueMachine random command sequences', () => {
         'deadLetter:maxlen',
         'deadLetter:rejected',
         'deadLetterRejected',
+        'deadLetterHandOff',
         'deliver',
         'queueExpired',
+        'reply:duplicate',
         'reply:empty',
         'reply:got',
         'reply:locked',
         'reply:ok',
         'reply:purged',
-        'reply:rejected',
+        'reply:rejected:maxlen',
+        'reply:rejected:dead-letter-backlog',
         'timer',
       ].sort(),
     );
@@ -198,13 +232,13 @@ describe('QueueMachine random command sequences', () => {
     const cuts = [0, LENGTH, rng.int(LENGTH + 1), rng.int(LENGTH + 1), rng.int(LENGTH + 1)];
     for (const cut of cuts) {
       // Replaying the prefix on a fresh machine gives the same snapshot bytes (determinism).
-      const replayed = new QueueMachine(run.initialConfig);
+      const replayed = new QueueMachine(run.initialConfig, OPTIONS);
       for (const step of run.steps.slice(0, cut)) replayed.apply(step.command, step.meta);
       const snapshot = replayed.snapshot();
       expect(snapshot).toEqual(run.snapshots[cut]);
 
       // A machine built with another config, restored from it, continues identically.
-      const restored = new QueueMachine();
+      const restored = new QueueMachine(undefined, OPTIONS);
       const cutMeta = cut === 0 ? { index: 0, term: 1, ts: 0 } : (run.steps[cut - 1] as Step).meta;
       restored.restore(snapshot, cutMeta);
       expect(restored.snapshot()).toEqual(snapshot);

@@ -4,6 +4,7 @@ import {
   deadLettered,
   deliveredIds,
   deliveries,
+  HARNESS_CONFIG,
   MachineHarness,
   queueConfig,
   storedMessage,
@@ -21,7 +22,14 @@ describe('QueueMachine delivery', () => {
     const result = h.consume(A, 'c1');
     expect(deliveredIds(result)).toEqual(ids);
     expect(deliveries(result).every((d) => d.owner === A && d.tag === 'c1' && !d.redelivered)).toBe(true);
-    expect(h.machine.counts()).toEqual({ ready: 0, unacked: 3, readyBytes: 0, consumers: 1 });
+    expect(h.machine.counts()).toEqual({
+      ready: 0,
+      unacked: 3,
+      readyBytes: 0,
+      consumers: 1,
+      deadLetterPending: 0,
+      deadLetterPendingBytes: 0,
+    });
   });
 
   it('gives message ids equal to the enqueue log index', () => {
@@ -82,7 +90,14 @@ describe('QueueMachine delivery', () => {
     expect(deliveredIds(first)).toEqual([2]);
     expect(first.removed).toEqual([2]);
     expect(deliveredIds(second)).toEqual([3]);
-    expect(h.machine.counts()).toEqual({ ready: 0, unacked: 0, readyBytes: 0, consumers: 1 });
+    expect(h.machine.counts()).toEqual({
+      ready: 0,
+      unacked: 0,
+      readyBytes: 0,
+      consumers: 1,
+      deadLetterPending: 0,
+      deadLetterPendingBytes: 0,
+    });
   });
 
   it('stops delivering to a cancelled consumer but keeps its unacked messages with the owner', () => {
@@ -366,7 +381,9 @@ describe('QueueMachine length limits', () => {
     const message = storedMessage(5, 'refused');
     const refused = h.apply({ type: 'enqueue', size: 5, ttl: undefined, message });
     expect(refused.reply.type).toBe('rejected');
-    expect(refused.effects).toEqual([{ type: 'deadLetterRejected', index: 2, reason: 'maxlen', message }]);
+    expect(refused.effects).toEqual([
+      { type: 'deadLetterRejected', index: 2, reason: 'maxlen', message, deadLetteredAt: T0 },
+    ]);
     expect(refused.removed).toEqual([]);
     expect(h.machine.removalTotals().maxlen).toBe(1);
   });
@@ -447,7 +464,14 @@ describe('QueueMachine ownerDown, purge, setConfig', () => {
     h.enqueueMany(2);
     const result = h.apply({ type: 'ownerDown', owner: A });
     expect(deadLettered(result, 'delivery_limit')).toEqual([2, 3]);
-    expect(h.machine.counts()).toEqual({ ready: 0, unacked: 0, readyBytes: 0, consumers: 0 });
+    expect(h.machine.counts()).toEqual({
+      ready: 0,
+      unacked: 0,
+      readyBytes: 0,
+      consumers: 0,
+      deadLetterPending: 0,
+      deadLetterPendingBytes: 0,
+    });
   });
 
   it('purge removes ready messages only, without dead-lettering', () => {
@@ -465,7 +489,7 @@ describe('QueueMachine ownerDown, purge, setConfig', () => {
   it('setConfig applies a lower max length at once', () => {
     const h = new MachineHarness();
     h.enqueueMany(5);
-    const result = h.apply({ type: 'setConfig', config: queueConfig({ maxLength: 2 }) });
+    const result = h.apply({ type: 'setConfig', config: { ...HARNESS_CONFIG, maxLength: 2 } });
     expect(deadLettered(result, 'maxlen')).toEqual([1, 2, 3]);
     expect(h.machine.counts().ready).toBe(2);
   });
@@ -476,7 +500,7 @@ describe('QueueMachine ownerDown, purge, setConfig', () => {
     h.advance(100);
     h.enqueue();
     h.advance(50);
-    const result = h.apply({ type: 'setConfig', config: queueConfig({ messageTtl: 120 }) });
+    const result = h.apply({ type: 'setConfig', config: { ...HARNESS_CONFIG, messageTtl: 120 } });
     expect(deadLettered(result, 'expired')).toEqual([1]);
     expect(timerOf(result)).toBe(T0 + 220);
     const cleared = h.apply({ type: 'setConfig', config: queueConfig() });
@@ -505,7 +529,9 @@ describe('QueueMachine results', () => {
     h.consume(A, 'a1');
     h.enqueueMany(3);
     const result = h.apply({ type: 'discard', owner: A, ids: [2, 3, 4] });
-    expect(result.effects).toEqual([{ type: 'deadLetter', ids: [2, 3, 4], reason: 'rejected' }]);
+    expect(result.effects).toEqual([
+      { type: 'deadLetter', ids: [2, 3, 4], reason: 'rejected', deadLetteredAt: T0 },
+    ]);
   });
 
   it('starts from the config it is given', () => {

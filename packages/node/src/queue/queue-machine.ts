@@ -15,15 +15,36 @@
  * - `waiting`: the consumers that have credit, in round-robin order. Invariant after every apply:
  *   no ready message while a consumer waits (all that can be delivered has been).
  *
+ * - `pending`: messages dead-lettered at-least-once and waiting for their hand-off (`@styx/dlx`'s
+ *   PendingDeadLetters): neither ready nor unacked, never delivered, bodies kept in the body store
+ *   until `deadLetterSettled`. While it is full, publishes are refused (back-pressure).
+ * - `dedupe`: per source queue incarnation, the hand-off ids already enqueued here, so a copy sent
+ *   again after a lost confirm is dropped (DedupeWatermarks).
+ *
+ * Dead-lettering a removed message (reject/nack without requeue, TTL, drop-head or
+ * reject-publish-dlx overflow, delivery limit) depends on the config in force:
+ * - no dead-letter exchange: dropped, counted in `droppedNoDlx`;
+ * - at-least-once: into `pending`, with the entry's ts as its dead-letter time, and a
+ *   `deadLetterHandOff` effect for the leader; counted in `deadLettered` when it settles;
+ * - at-most-once: a `deadLetter` effect (the leader publishes the copies without confirms, reading
+ *   the bodies before they are deleted), counted in `deadLettered` at once.
+ *
  * Every apply runs: expire due messages → the command → deliver → expire due messages (a TTL-0
  * message that no waiting consumer took) → drop-head length limits → dead-letter effects (one per
- * reason) → timer effect if the earliest deadline changed.
+ * reason, then one hand-off effect) → timer effect if the earliest deadline changed.
  *
  * Costs: enqueue, settle, deliver O(1) plus O(log n) for messages with an expiry; expiring k
  * messages O(k log n). No allocation per apply beyond the result (a shared result when nothing
  * happened, shared empty arrays when no effects or no removals).
  */
 
+import type { DedupeLimits, PendingDeadLetter, PendingLimits } from '@styx/dlx';
+import {
+  DEFAULT_DEDUPE_LIMITS,
+  DEFAULT_PENDING_LIMITS,
+  DedupeWatermarks,
+  PendingDeadLetters,
+} from '@styx/dlx';
 import type { EntryMeta, StateMachine } from '@styx/raft';
 import { QueueSnapshotError } from './errors.ts';
 import { ExpiryHeap } from './expiry-heap.ts';
@@ -58,6 +79,25 @@ export interface ConsumerInfo {
   readonly unacked: number;
 }
 
+/**
+ * Bounds of the machine's dead-letter state. Every replica of a queue must use the same values
+ * (they decide replies), so they are fixed per node build, not per replica.
+ */
+export interface QueueMachineOptions {
+  /** The pending cap (messages and body bytes) past which publishes are refused. */
+  readonly pendingLimits?: PendingLimits;
+  /** How many hand-off ids, per source and in all, this queue remembers to drop duplicates. */
+  readonly dedupeLimits?: DedupeLimits;
+}
+
+/** The dead-letter counters the machine keeps (replicated); see `DeadLetterTotals`. */
+export interface MachineDeadLetterTotals {
+  readonly deadLettered: RemovalTotals;
+  readonly droppedNoDlx: RemovalTotals;
+  /** Hand-offs this queue received again and dropped as duplicates. */
+  readonly duplicatesDropped: number;
+}
+
 /** An unacked message delivered through a consumer that is still attached. */
 export interface OutstandingDelivery {
   readonly tag: string;
@@ -70,6 +110,8 @@ const NO_IDS: readonly number[] = Object.freeze([]);
 const REPLY_OK: QueueReply = Object.freeze({ type: 'ok' });
 const REPLY_EMPTY: QueueReply = Object.freeze({ type: 'empty' });
 const REPLY_REJECTED: QueueReply = Object.freeze({ type: 'rejected', reason: 'maxlen' });
+const REPLY_BACKLOG: QueueReply = Object.freeze({ type: 'rejected', reason: 'dead-letter-backlog' });
+const REPLY_DUPLICATE: QueueReply = Object.freeze({ type: 'duplicate' });
 const REPLY_LOCKED_BY_EXCLUSIVE: QueueReply = Object.freeze({
   type: 'locked',
   text: 'queue has an exclusive consumer',
@@ -90,7 +132,12 @@ const DEAD_LETTER_STRATEGIES: readonly QueueConfig['deadLetterStrategy'][] = [
   'at-most-once',
   'at-least-once',
 ];
-const SNAPSHOT_VERSION = 1;
+/**
+ * 2 appends the dead-letter state (pending, dedupe, counters); version 1 snapshots (taken before
+ * dead-lettering existed) still restore, with that state empty.
+ */
+const SNAPSHOT_VERSION = 2;
+const SNAPSHOT_VERSION_1 = 1;
 
 export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult> {
   private config: QueueConfig;
@@ -114,12 +161,18 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   private armedDeadline: number | undefined = undefined;
   /** `x-expires` fired: the node is deleting the queue. Sticky. */
   private queueExpired = false;
-  private readonly totals: Record<RemovalReason, number> = {
-    rejected: 0,
-    delivery_limit: 0,
-    expired: 0,
-    maxlen: 0,
-  };
+  private readonly totals: Record<RemovalReason, number> = zeroTotals();
+  /** See `DeadLetterTotals.deadLettered`. */
+  private readonly deadLettered: Record<RemovalReason, number> = zeroTotals();
+  /** See `DeadLetterTotals.droppedNoDlx`. */
+  private readonly droppedNoDlx: Record<RemovalReason, number> = zeroTotals();
+  private duplicatesDropped = 0;
+  private readonly pendingLimits: PendingLimits;
+  private readonly dedupeLimits: DedupeLimits;
+  /** Messages waiting for their at-least-once hand-off. Replaced by restore. */
+  private pending: PendingDeadLetters;
+  /** Hand-offs received, per source. Replaced by restore. */
+  private dedupe: DedupeWatermarks;
   private appliedIndex = 0;
 
   // Scratch state of the apply in progress; reset by `finish`.
@@ -132,13 +185,19 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     expired: undefined,
     maxlen: undefined,
   };
+  /** Ids that became pending in this apply (the hand-off effect). */
+  private handOffIds: number[] | undefined = undefined;
 
   /**
    * `config` is the configuration until the log says otherwise. The actor makes a fresh group's
    * first entry a `setConfig`, so replays never depend on the config a replica was built with.
    */
-  constructor(config: QueueConfig = DEFAULT_QUEUE_CONFIG) {
+  constructor(config: QueueConfig = DEFAULT_QUEUE_CONFIG, options: QueueMachineOptions = {}) {
     this.config = config;
+    this.pendingLimits = options.pendingLimits ?? DEFAULT_PENDING_LIMITS;
+    this.dedupeLimits = options.dedupeLimits ?? DEFAULT_DEDUPE_LIMITS;
+    this.pending = new PendingDeadLetters(this.pendingLimits);
+    this.dedupe = new DedupeWatermarks(this.dedupeLimits);
   }
 
   // ------------------------------------------------------------------------------ apply
@@ -187,6 +246,9 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       case 'setConfig':
         this.setConfig(command.config);
         break;
+      case 'deadLetterSettled':
+        this.settleDeadLetters(command.ids);
+        break;
     }
     this.deliverReady();
     this.expireDue();
@@ -194,14 +256,27 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     return this.finish(reply);
   }
 
+  /**
+   * Order of the checks: the pending cap, then overflow, then the hand-off dedupe. A copy refused
+   * for either cap is not recorded as seen, so its retry is enqueued once there is room; a
+   * duplicate refused for a cap is merely confirmed later. A hand-off refused by
+   * `reject-publish-dlx` is not dead-lettered here: it stays pending at its source, which retries
+   * (back-pressure along the chain instead of a copy per attempt).
+   */
   private enqueue(command: EnqueueCommand, index: number): QueueReply {
+    if (this.pending.isFull()) return REPLY_BACKLOG;
     const { overflow } = this.config;
+    const { handOff } = command;
     if (overflow !== 'drop-head' && this.wouldOverflow(command.size)) {
-      if (overflow === 'reject-publish-dlx') {
-        this.totals.maxlen++;
-        this.pushEffect({ type: 'deadLetterRejected', index, reason: 'maxlen', message: command.message });
-      }
+      if (overflow === 'reject-publish-dlx' && handOff === undefined) this.deadLetterRefused(command, index);
       return REPLY_REJECTED;
+    }
+    if (
+      handOff !== undefined &&
+      this.dedupe.accept(handOff.source, handOff.messageId, handOff.horizon) === 'duplicate'
+    ) {
+      this.duplicatesDropped++;
+      return REPLY_DUPLICATE;
     }
     const entry = new MessageEntry(index, command.size, this.now, command.ttl, 0);
     this.entries.set(index, entry);
@@ -359,6 +434,37 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     this.config = config;
     // Length limits and the timer are re-evaluated at the end of every apply.
     if (config.messageTtl !== previousTtl) this.reindexExpiry();
+    if (
+      this.pending.count > 0 &&
+      (config.deadLetterExchange === undefined || config.deadLetterStrategy !== 'at-least-once')
+    ) {
+      this.releasePending();
+    }
+  }
+
+  /**
+   * The config no longer hands off at-least-once: what is pending follows the new config at once —
+   * published at-most-once (x-death time: this entry's ts), or dropped (counted) without a DLX.
+   * RabbitMQ deletes them in both cases; Styx loses nothing it can still send. A change of DLX or
+   * DLK alone keeps them pending: each attempt routes with the config in force.
+   */
+  private releasePending(): void {
+    const released = [...this.pending.values()];
+    for (const entry of released) {
+      this.pending.settle(entry.id);
+      this.pushRemoved(entry.id);
+      if (this.config.deadLetterExchange === undefined) this.droppedNoDlx[entry.reason]++;
+      else this.publishAtMostOnce(entry.id, entry.reason);
+    }
+  }
+
+  private settleDeadLetters(ids: readonly number[]): void {
+    for (let i = 0; i < ids.length; i++) {
+      const entry = this.pending.settle(ids[i] as number);
+      if (entry === undefined) continue;
+      this.deadLettered[entry.reason]++;
+      this.pushRemoved(entry.id);
+    }
   }
 
   /** Recompute every ready message's expiry and rebuild the heap: O(n), on a TTL change only. */
@@ -439,8 +545,12 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       const ids = this.dead[reason];
       if (ids !== undefined) {
         this.dead[reason] = undefined;
-        this.pushEffect({ type: 'deadLetter', ids, reason });
+        this.pushEffect({ type: 'deadLetter', ids, reason, deadLetteredAt: this.now });
       }
+    }
+    if (this.handOffIds !== undefined) {
+      this.pushEffect({ type: 'deadLetterHandOff', ids: this.handOffIds });
+      this.handOffIds = undefined;
     }
     const deadline = this.nextDeadline();
     if (deadline !== this.armedDeadline) {
@@ -534,11 +644,58 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   /** Forget `entry` (already out of every list) as removed without an ack, for `reason`. */
   private removeDead(entry: MessageEntry, reason: RemovalReason): void {
     this.entries.delete(entry.id);
-    this.pushRemoved(entry.id);
     this.totals[reason]++;
+    const { deadLetterExchange, deadLetterStrategy } = this.config;
+    if (deadLetterExchange === undefined) {
+      this.droppedNoDlx[reason]++;
+      this.pushRemoved(entry.id);
+    } else if (deadLetterStrategy === 'at-least-once') {
+      // The body stays until the hand-off settles.
+      this.addPending(entry.id, reason, entry.size);
+    } else {
+      this.pushRemoved(entry.id);
+      this.publishAtMostOnce(entry.id, reason);
+    }
+  }
+
+  /**
+   * A publish refused by `reject-publish-dlx` overflow, dead-lettered with reason `maxlen` like a
+   * removed message. At-least-once it is held pending under the refused entry's log index (never
+   * the id of a queued message), its body stored under that index by the actor (see
+   * `isPendingDeadLetter`); the publisher still gets a nack, as in RabbitMQ.
+   */
+  private deadLetterRefused(command: EnqueueCommand, index: number): void {
+    this.totals.maxlen++;
+    const { deadLetterExchange, deadLetterStrategy } = this.config;
+    if (deadLetterExchange === undefined) {
+      this.droppedNoDlx.maxlen++;
+    } else if (deadLetterStrategy === 'at-least-once') {
+      this.addPending(index, 'maxlen', command.size);
+    } else {
+      this.deadLettered.maxlen++;
+      this.pushEffect({
+        type: 'deadLetterRejected',
+        index,
+        reason: 'maxlen',
+        message: command.message,
+        deadLetteredAt: this.now,
+      });
+    }
+  }
+
+  private addPending(id: number, reason: RemovalReason, size: number): void {
+    const entry: PendingDeadLetter = { id, reason, size, deadLetteredAt: this.now };
+    this.pending.add(entry);
+    if (this.handOffIds === undefined) this.handOffIds = [id];
+    else this.handOffIds.push(id);
+  }
+
+  /** Queue `id` (already listed in `removed`) for this apply's at-most-once effect of `reason`. */
+  private publishAtMostOnce(id: number, reason: RemovalReason): void {
+    this.deadLettered[reason]++;
     const ids = this.dead[reason];
-    if (ids === undefined) this.dead[reason] = [entry.id];
-    else ids.push(entry.id);
+    if (ids === undefined) this.dead[reason] = [id];
+    else ids.push(id);
   }
 
   private unackedOf(owner: Owner, id: number): MessageEntry | undefined {
@@ -604,6 +761,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       unacked: this.unackedTotal,
       readyBytes: this.readyBytes,
       consumers: this.consumerTotal,
+      deadLetterPending: this.pending.count,
+      deadLetterPendingBytes: this.pending.bytes,
     };
   }
 
@@ -622,6 +781,55 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   /** Messages removed without an ack since the queue was created, per reason. */
   removalTotals(): RemovalTotals {
     return { ...this.totals };
+  }
+
+  /** The replicated dead-letter counters. */
+  deadLetterTotals(): MachineDeadLetterTotals {
+    return {
+      deadLettered: { ...this.deadLettered },
+      droppedNoDlx: { ...this.droppedNoDlx },
+      duplicatesDropped: this.duplicatesDropped,
+    };
+  }
+
+  /** A message waiting for its dead-letter hand-off, or undefined. */
+  pendingDeadLetter(id: number): PendingDeadLetter | undefined {
+    return this.pending.get(id);
+  }
+
+  /**
+   * True when `id` waits for its hand-off. The actor asks after a refused enqueue: a message
+   * `reject-publish-dlx` holds pending needs its body stored under the entry's index.
+   */
+  isPendingDeadLetter(id: number): boolean {
+    return this.pending.has(id);
+  }
+
+  /** Every message waiting for its hand-off, in the order they became pending (a new leader resumes them). */
+  pendingDeadLetters(): IterableIterator<PendingDeadLetter> {
+    return this.pending.values();
+  }
+
+  /**
+   * The lowest message id this queue may still dead-letter: the smallest id held, queued or
+   * pending (undefined when it holds nothing). Every hand-off carries it as its dedupe horizon: the
+   * promise that no smaller id will ever be sent again. It never decreases (ids leave, and new ones
+   * are larger than any before), so a value read earlier is still a valid, weaker promise.
+   *
+   * `entries` is kept in id order (enqueues insert ascending ids, restore re-inserts sorted), so
+   * its first key is the smallest; reaching it skips the Map slots deleted at its head since the
+   * Map last compacted itself, up to O(n): callers read it at most once per batch, or cache it.
+   */
+  lowestLiveId(): number | undefined {
+    const queued = this.entries.keys().next().value;
+    const pending = this.pending.lowestId();
+    if (queued === undefined) return pending;
+    return pending === undefined || queued < pending ? queued : pending;
+  }
+
+  /** The dedupe state, for tests and diagnostics. */
+  dedupeState(): DedupeWatermarks {
+    return this.dedupe;
   }
 
   /** `x-expires` has fired: the queue is to be deleted (re-announced by a new leader). */
@@ -710,7 +918,19 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     }
     if (ready + unacked !== this.entries.size) throw new Error('message index out of step');
     if (ready > 0 && this.waiting.length > 0) throw new Error('ready messages left while a consumer waits');
-    return { ready, unacked, readyBytes, consumers };
+    let deadLetterPending = 0;
+    let deadLetterPendingBytes = 0;
+    for (const entry of this.pending.values()) {
+      deadLetterPending++;
+      deadLetterPendingBytes += entry.size;
+      if (this.entries.has(entry.id)) throw new Error(`pending message ${entry.id} also queued`);
+    }
+    let previous = -1;
+    for (const id of this.entries.keys()) {
+      if (id <= previous) throw new Error('message index out of id order');
+      previous = id;
+    }
+    return { ready, unacked, readyBytes, consumers, deadLetterPending, deadLetterPendingBytes };
   }
 
   // ------------------------------------------------------------------------------ snapshots
@@ -755,13 +975,76 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       w.varint(list.length);
       for (let entry = list.head; entry !== undefined; entry = entry.next) writeEntry(w, entry);
     }
+    this.writeDeadLetterState(w);
     return w.finish();
+  }
+
+  /**
+   * Version 2's tail: counters (dead-lettered, dropped without DLX, per reason; duplicates), the
+   * pending messages in order (id, reason, size, time), then the dedupe sources least recently used
+   * first (source, watermark + 1, ids above it ascending).
+   */
+  private writeDeadLetterState(w: ByteWriter): void {
+    for (const reason of REMOVAL_REASONS) w.varint(this.deadLettered[reason]);
+    for (const reason of REMOVAL_REASONS) w.varint(this.droppedNoDlx[reason]);
+    w.varint(this.duplicatesDropped);
+    w.varint(this.pending.count);
+    for (const entry of this.pending.values()) {
+      w.varint(entry.id);
+      w.u8(indexIn(REMOVAL_REASONS, entry.reason));
+      w.varint(entry.size);
+      w.f64(entry.deadLetteredAt);
+    }
+    const { sources } = this.dedupe.toSnapshot();
+    w.varint(sources.length);
+    for (const source of sources) {
+      w.string(source.source);
+      w.varint(source.watermark + 1);
+      w.varint(source.above.length);
+      for (const id of source.above) w.varint(id);
+    }
+  }
+
+  private readDeadLetterState(r: ByteReader): void {
+    for (const reason of REMOVAL_REASONS) this.deadLettered[reason] = r.varint();
+    for (const reason of REMOVAL_REASONS) this.droppedNoDlx[reason] = r.varint();
+    this.duplicatesDropped = r.varint();
+    const pendingCount = r.varint();
+    for (let i = 0; i < pendingCount; i++) {
+      const id = r.varint();
+      const reason = valueAt(REMOVAL_REASONS, r.u8());
+      const entry: PendingDeadLetter = { id, reason, size: r.varint(), deadLetteredAt: r.f64() };
+      if (this.pending.has(id) || this.entries.has(id)) throw new QueueSnapshotError(`pending ${id} twice`);
+      try {
+        this.pending.add(entry);
+      } catch (err) {
+        throw new QueueSnapshotError(`pending ${id}: ${(err as Error).message}`);
+      }
+    }
+    const sourceCount = r.varint();
+    const sources: { source: string; watermark: number; above: number[] }[] = [];
+    for (let i = 0; i < sourceCount; i++) {
+      const source = r.string();
+      const watermark = r.varint() - 1;
+      const aboveCount = r.varint();
+      if (aboveCount > r.remaining) throw new QueueSnapshotError(`dedupe id count ${aboveCount}`);
+      const above: number[] = new Array(aboveCount);
+      for (let j = 0; j < aboveCount; j++) above[j] = r.varint();
+      sources.push({ source, watermark, above });
+    }
+    try {
+      this.dedupe = DedupeWatermarks.fromSnapshot({ version: 1, sources }, this.dedupeLimits);
+    } catch (err) {
+      throw new QueueSnapshotError(`dedupe state: ${(err as Error).message}`);
+    }
   }
 
   restore(snapshot: Uint8Array, meta: EntryMeta): void {
     const r = new ByteReader(snapshot);
     const version = r.u8();
-    if (version !== SNAPSHOT_VERSION) throw new QueueSnapshotError(`unknown version ${version}`);
+    if (version !== SNAPSHOT_VERSION && version !== SNAPSHOT_VERSION_1) {
+      throw new QueueSnapshotError(`unknown version ${version}`);
+    }
     this.reset();
     this.config = readConfig(r);
     this.lastUsed = r.optF64();
@@ -806,6 +1089,11 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       const count = r.varint();
       for (let i = 0; i < count; i++) this.makeReady(this.readNewEntry(r), place);
     }
+    // Entries were read by place; `lowestLiveId` needs them in id order.
+    const inIdOrder = [...this.entries.values()].sort(byId);
+    this.entries.clear();
+    for (const entry of inIdOrder) this.entries.set(entry.id, entry);
+    if (version === SNAPSHOT_VERSION) this.readDeadLetterState(r);
     r.end();
     this.appliedIndex = meta.index;
   }
@@ -828,7 +1116,18 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     this.exclusiveConsumer = undefined;
     this.readyBytes = 0;
     this.unackedTotal = 0;
+    for (const reason of REMOVAL_REASONS) {
+      this.deadLettered[reason] = 0;
+      this.droppedNoDlx[reason] = 0;
+    }
+    this.duplicatesDropped = 0;
+    this.pending = new PendingDeadLetters(this.pendingLimits);
+    this.dedupe = new DedupeWatermarks(this.dedupeLimits);
   }
+}
+
+function zeroTotals(): Record<RemovalReason, number> {
+  return { rejected: 0, delivery_limit: 0, expired: 0, maxlen: 0 };
 }
 
 function byId(a: MessageEntry, b: MessageEntry): number {

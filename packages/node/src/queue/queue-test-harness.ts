@@ -4,7 +4,9 @@
  * apply that the incremental counts equal a full recount.
  */
 
+import type { HandOffId } from '@styx/dlx';
 import type { EntryMeta } from '@styx/raft';
+import type { QueueMachineOptions } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
 import type {
   OwnerId,
@@ -31,6 +33,12 @@ export function queueConfig(overrides: Partial<QueueConfig> = {}): QueueConfig {
   return { ...DEFAULT_QUEUE_CONFIG, ...overrides };
 }
 
+/**
+ * The harness's default: dead-letters at-most-once to 'dlx', so every removal shows as a
+ * `deadLetter` effect of its reason. Tests of the no-DLX and at-least-once paths override it.
+ */
+export const HARNESS_CONFIG: QueueConfig = queueConfig({ deadLetterExchange: 'dlx' });
+
 export interface ConsumeOptions {
   readonly prefetch?: number;
   readonly noAck?: boolean;
@@ -42,8 +50,8 @@ export class MachineHarness {
   index = 0;
   ts: number;
 
-  constructor(config: Partial<QueueConfig> = {}, startTs = T0) {
-    this.machine = new QueueMachine(queueConfig(config));
+  constructor(config: Partial<QueueConfig> = {}, startTs = T0, options: QueueMachineOptions = {}) {
+    this.machine = new QueueMachine({ ...HARNESS_CONFIG, ...config }, options);
     this.ts = startTs;
   }
 
@@ -69,8 +77,8 @@ export class MachineHarness {
   }
 
   /** Enqueue a message of `size` bytes; its id is the returned result's index (`this.index`). */
-  enqueue(size = 10, ttl?: number): QueueApplyResult {
-    return this.apply({ type: 'enqueue', size, ttl, message: storedMessage(size) });
+  enqueue(size = 10, ttl?: number, handOff?: HandOffId): QueueApplyResult {
+    return this.apply({ type: 'enqueue', size, ttl, message: storedMessage(size), handOff });
   }
 
   /** Enqueue `count` messages and return their ids. */
@@ -110,6 +118,13 @@ export function deadLettered(result: QueueApplyResult, reason?: RemovalReason): 
     if (effect.type === 'deadLetter' && (reason === undefined || effect.reason === reason))
       ids.push(...effect.ids);
   }
+  return ids;
+}
+
+/** Ids that became pending (at-least-once) in this apply. */
+export function handedOff(result: QueueApplyResult): number[] {
+  const ids: number[] = [];
+  for (const effect of result.effects) if (effect.type === 'deadLetterHandOff') ids.push(...effect.ids);
   return ids;
 }
 

@@ -95,6 +95,11 @@ export class ByteReader {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
+  /** Bytes not read yet. */
+  get remaining(): number {
+    return this.bytes.length - this.offset;
+  }
+
   /** Throws unless every byte was read. */
   end(): void {
     if (this.offset !== this.bytes.length) {

@@ -8,6 +8,7 @@
  * from the body store on every replica).
  */
 import type { BasicProperties } from '@styx/client/wire';
+import type { HandOffId } from '@styx/dlx';
 
 /** Overflow behaviour when a length limit is reached (RabbitMQ's `x-overflow`). */
 export type OverflowMode = 'drop-head' | 'reject-publish' | 'reject-publish-dlx';
@@ -65,12 +66,17 @@ export interface StoredMessage {
 export type OwnerId = string;
 
 export type QueueCommand =
-  /** A published message. `ttl` is the per-message `expiration` in ms (already validated). */
+  /**
+   * A published message. `ttl` is the per-message `expiration` in ms (already validated).
+   * `handOff` is set on a dead-lettered copy sent at-least-once by another queue: its stable id,
+   * by which this queue recognises (and drops) the same copy sent again after a lost confirm.
+   */
   | {
       readonly type: 'enqueue';
       readonly size: number;
       readonly ttl: number | undefined;
       readonly message: StoredMessage;
+      readonly handOff?: HandOffId | undefined;
     }
   /** Attach a consumer. `prefetch` 0 = unlimited. */
   | {
@@ -99,7 +105,12 @@ export type QueueCommand =
   /** A declare, passive declare or other use that resets the `x-expires` clock. */
   | { readonly type: 'touch' }
   /** New effective configuration (argument or policy change). */
-  | { readonly type: 'setConfig'; readonly config: QueueConfig };
+  | { readonly type: 'setConfig'; readonly config: QueueConfig }
+  /**
+   * Every target confirmed the dead-lettered copies of these pending messages (or a cycle dropped
+   * them): forget them and delete their bodies. Ids not pending are ignored (idempotent).
+   */
+  | { readonly type: 'deadLetterSettled'; readonly ids: readonly number[] };
 
 /** Why a message left the queue without being acked. */
 export type RemovalReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
@@ -115,23 +126,36 @@ export type QueueEffect =
       readonly deliveryCount: number;
     }
   /**
-   * Messages removed without an ack: dropped, or dead-lettered once DLX support lands. The ids'
-   * bodies are still in the body store while this effect runs; `removed` lists them too.
+   * At-most-once dead-lettering: publish copies of these removed messages to the DLX now, without
+   * waiting for confirms. The ids' bodies are still in the body store while this effect runs;
+   * `removed` lists them too, so they are deleted right after. `deadLetteredAt` is the committed
+   * entry's ts (ms): the copies' x-death time.
    */
-  | { readonly type: 'deadLetter'; readonly ids: readonly number[]; readonly reason: RemovalReason }
+  | {
+      readonly type: 'deadLetter';
+      readonly ids: readonly number[];
+      readonly reason: RemovalReason;
+      readonly deadLetteredAt: number;
+    }
   /**
-   * A publish refused by `reject-publish-dlx` overflow, to be dead-lettered with reason `maxlen`
-   * (the publisher gets a nack). It never entered the queue: it has no message id and no body in
-   * the body store, so the effect carries the message itself and nothing is listed in `removed`.
-   * `index` is the log index of the refused enqueue: unique within the group (never the id of a
-   * queued message), so it can serve as the stable id of a dead-letter hand-off.
+   * At-most-once dead-lettering of a publish refused by `reject-publish-dlx` overflow (reason
+   * `maxlen`; the publisher gets a nack). It never entered the queue: it has no body in the body
+   * store, so the effect carries the message itself and nothing is listed in `removed`.
+   * `index` is the log index of the refused enqueue (unique within the group).
    */
   | {
       readonly type: 'deadLetterRejected';
       readonly index: number;
       readonly reason: 'maxlen';
       readonly message: StoredMessage;
+      readonly deadLetteredAt: number;
     }
+  /**
+   * At-least-once dead-lettering: these messages became pending (see `PendingDeadLetters`); the
+   * leader hands each off to the DLX's queues, confirm-backed, then proposes `deadLetterSettled`.
+   * Their bodies stay in the body store until then.
+   */
+  | { readonly type: 'deadLetterHandOff'; readonly ids: readonly number[] }
   /** Arm the queue's single timer for `at` (ms since the epoch), replacing any earlier one. */
   | { readonly type: 'timer'; readonly at: number }
   /** Disarm the queue's timer. */
@@ -141,10 +165,23 @@ export type QueueEffect =
   /** `x-expires` elapsed with the queue unused: the node deletes the queue. */
   | { readonly type: 'queueExpired' };
 
+/**
+ * Why an enqueue was refused (the publisher gets a nack):
+ * - `maxlen`: `reject-publish` / `reject-publish-dlx` overflow;
+ * - `dead-letter-backlog`: too many messages wait for their dead-letter hand-off (the pending cap):
+ *   back-pressure, so a missing or unreachable DLX cannot make the queue grow without bound.
+ */
+export type RejectReason = 'maxlen' | 'dead-letter-backlog';
+
 export type QueueReply =
   | { readonly type: 'ok' }
-  /** enqueue refused by `reject-publish` / `reject-publish-dlx` overflow. */
-  | { readonly type: 'rejected'; readonly reason: 'maxlen' }
+  /** enqueue refused: nothing was enqueued. */
+  | { readonly type: 'rejected'; readonly reason: RejectReason }
+  /**
+   * enqueue of a hand-off this queue already has (same source and message id): nothing enqueued;
+   * for the source it confirms the hand-off like `ok`.
+   */
+  | { readonly type: 'duplicate' }
   | {
       readonly type: 'got';
       readonly id: number;
@@ -168,10 +205,36 @@ export interface QueueApplyResult {
 /** Messages that left the queue without an ack, per reason, since the queue was created. */
 export type RemovalTotals = Readonly<Record<RemovalReason, number>>;
 
+/**
+ * What became of messages removed without an ack, per reason, since the queue was created. The
+ * first two are replicated state (every replica agrees, they survive restarts); the last two are
+ * counted by the leader that routed the copies, since it started leading.
+ */
+export interface DeadLetterTotals {
+  /**
+   * Left through dead-lettering: at-most-once, when the copies were published; at-least-once, when
+   * the hand-off settled (every target confirmed, or a cycle dropped the copy).
+   */
+  readonly deadLettered: RemovalTotals;
+  /** Dropped because the queue had no dead-letter exchange. */
+  readonly droppedNoDlx: RemovalTotals;
+  /** Copies not delivered to a target queue because they would close a dead-letter cycle (per target). */
+  readonly droppedCycle: RemovalTotals;
+  /**
+   * At-most-once copies lost: the DLX was missing or routed nowhere (per message), or a target
+   * refused the copy (per target).
+   */
+  readonly droppedAtMostOnce: RemovalTotals;
+}
+
 /** Counts kept incrementally by the machine, for declare-ok, get-ok and management. */
 export interface QueueCounts {
   readonly ready: number;
   readonly unacked: number;
   readonly readyBytes: number;
   readonly consumers: number;
+  /** Messages waiting for their at-least-once dead-letter hand-off (neither ready nor unacked). */
+  readonly deadLetterPending: number;
+  /** Body bytes of those messages. */
+  readonly deadLetterPendingBytes: number;
 }

@@ -89,7 +89,7 @@ async function survivors(dir: string): Promise<Survivor[]> {
     logger: silent,
     sinks: {
       resolveOwner: (owner) => (owner === 'reader/1' ? reader : undefined),
-      onDeadLetter() {},
+      routeDeadLetter: () => 'no-exchange',
       onQueueExpired() {},
     },
   });

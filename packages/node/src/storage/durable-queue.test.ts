@@ -45,7 +45,9 @@ class Sinks implements QueueActorSinks {
   resolveOwner(owner: OwnerId): OwnerSink | undefined {
     return this.owners.get(owner);
   }
-  onDeadLetter(): void {}
+  routeDeadLetter(): 'no-exchange' {
+    return 'no-exchange';
+  }
   onQueueExpired(): void {}
 }
 

@@ -36,6 +36,20 @@ const SAMPLES: { readonly [K in QueueCommand['type']]: readonly Variant<K>[] } =
       ttl: Number.MAX_SAFE_INTEGER,
       message: sampleMessage(1, { exchange: 'ëx', routingKey: 'ŕk'.repeat(200) }),
     },
+    {
+      type: 'enqueue',
+      size: 4,
+      ttl: undefined,
+      message: sampleMessage(4, { properties: richProperties() }),
+      handOff: { source: '/ëq/7f3a', messageId: 2 ** 40, horizon: 17 },
+    },
+    {
+      type: 'enqueue',
+      size: 0,
+      ttl: 250,
+      message: sampleMessage(0),
+      handOff: { source: '', messageId: 0, horizon: 0 },
+    },
   ],
   consume: [
     { type: 'consume', owner: 'c1/1', tag: 'amq.ctag-1', prefetch: 0, noAck: false, exclusive: true },
@@ -56,6 +70,10 @@ const SAMPLES: { readonly [K in QueueCommand['type']]: readonly Variant<K>[] } =
   purge: [{ type: 'purge' }],
   ownerDown: [{ type: 'ownerDown', owner: 'c9/1' }],
   touch: [{ type: 'touch' }],
+  deadLetterSettled: [
+    { type: 'deadLetterSettled', ids: [] },
+    { type: 'deadLetterSettled', ids: [3, 1, 2 ** 33] },
+  ],
   setConfig: [
     { type: 'setConfig', config: DEFAULT_QUEUE_CONFIG },
     {
@@ -100,9 +118,10 @@ describe('queueCommandCodec', () => {
     for (const command of SAMPLES.enqueue) {
       const decoded = roundTrip(command);
       if (decoded.type !== 'enqueue') throw new Error(`decoded a ${decoded.type}`);
-      expect(Object.keys(decoded).sort()).toStrictEqual(['message', 'size', 'ttl', 'type']);
+      expect(Object.keys(decoded).sort()).toStrictEqual(['handOff', 'message', 'size', 'ttl', 'type']);
       expect(decoded.size).toBe(command.size);
       expect(decoded.ttl).toBe(command.ttl);
+      expect(decoded.handOff).toStrictEqual(command.handOff);
       expectSameMessage(decoded.message, command.message);
     }
   });

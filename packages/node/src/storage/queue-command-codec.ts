@@ -9,6 +9,8 @@
  *   [u8 0] (undefined), [u8 1][varint] (a safe non-negative integer, the usual case) or
  *   [u8 2][f64]. The message encoding is written straight into the entry (one buffer, the body
  *   copied once) and remembered, so the body store stores the same bytes when the entry is applied.
+ *   An enqueue carrying a dead-letter hand-off id has tag 14 and the id first:
+ *   [varint n][source UTF-8][varint messageId][varint horizon], then the same fields as tag 1.
  * - Every other variant is a row of `VARIANTS`: its tag and its fields in order, each with a kind
  *   (below). Adding a variant is one row; the `satisfies` clause makes the build fail while a
  *   variant of `QueueCommand` has no row, or a row names a field the variant lacks.
@@ -16,6 +18,7 @@
  * Decoded commands have every field of their variant as an own property (an optional field that
  * was undefined is present and undefined), so live apply and replay see the same objects.
  */
+import type { HandOffId } from '@styx/dlx';
 import type { CommandCodec } from '@styx/raft';
 import type { QueueCommand, QueueConfig } from '../queue/types.ts';
 import { ByteCursor, checkVarint, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
@@ -76,6 +79,8 @@ interface VariantSpec<T> {
 }
 
 const ENQUEUE_TAG = 1;
+/** An enqueue with a hand-off id (a dead-lettered copy sent at-least-once). */
+const ENQUEUE_HAND_OFF_TAG = 14;
 
 /** Every variant but enqueue, by type. Tags are persisted: append new rows with new tags. */
 const VARIANTS = {
@@ -129,6 +134,7 @@ const VARIANTS = {
   ownerDown: { tag: 10, fields: [['owner', 'string']] },
   touch: { tag: 11, fields: [] },
   setConfig: { tag: 12, fields: [['config', 'config']] },
+  deadLetterSettled: { tag: 13, fields: [['ids', 'ids']] },
 } as const satisfies { readonly [K in GenericType]: VariantSpec<Variant<K>> };
 
 /** The fields of a QueueConfig, in the order they are written. Enums are written as strings. */
@@ -159,7 +165,7 @@ const ROWS_BY_TYPE = new Map<string, Row>();
 const ROWS_BY_TAG: (Row | undefined)[] = [];
 for (const [type, spec] of Object.entries(VARIANTS) as [GenericType, VariantSpec<unknown>][]) {
   const row: Row = { type, tag: spec.tag, fields: spec.fields as Row['fields'] };
-  if (row.tag === ENQUEUE_TAG || ROWS_BY_TAG[row.tag] !== undefined)
+  if (row.tag === ENQUEUE_TAG || row.tag === ENQUEUE_HAND_OFF_TAG || ROWS_BY_TAG[row.tag] !== undefined)
     throw new Error(`queue command tag ${row.tag} reused`);
   ROWS_BY_TYPE.set(type, row);
   ROWS_BY_TAG[row.tag] = row;
@@ -181,15 +187,32 @@ const TTL_VARINT = 1;
 const TTL_FLOAT = 2;
 
 function encodeEnqueue(command: EnqueueCommand): Uint8Array {
-  const { size, ttl, message } = command;
+  const { size, ttl, message, handOff } = command;
   checkVarint(size, 'enqueue size');
   const ttlIsVarint = ttl !== undefined && Number.isSafeInteger(ttl) && ttl >= 0;
   const ttlSize = ttl === undefined ? 1 : ttlIsVarint ? 1 + varintSize(ttl) : 9;
   const measured = measureStoredMessage(message);
-  const headerSize = 1 + varintSize(size) + ttlSize;
+  let handOffSize = 0;
+  let sourceSize = 0;
+  if (handOff !== undefined) {
+    checkVarint(handOff.messageId, 'hand-off messageId');
+    checkVarint(handOff.horizon, 'hand-off horizon');
+    sourceSize = utf8Size(handOff.source);
+    handOffSize =
+      varintSize(sourceSize) + sourceSize + varintSize(handOff.messageId) + varintSize(handOff.horizon);
+  }
+  const headerSize = 1 + handOffSize + varintSize(size) + ttlSize;
   const buf = Buffer.allocUnsafe(headerSize + measured.size);
-  buf[0] = ENQUEUE_TAG;
-  let pos = writeVarint(buf, 1, size);
+  let pos = 1;
+  if (handOff === undefined) {
+    buf[0] = ENQUEUE_TAG;
+  } else {
+    buf[0] = ENQUEUE_HAND_OFF_TAG;
+    pos = writeString(buf, pos, handOff.source, sourceSize);
+    pos = writeVarint(buf, pos, handOff.messageId);
+    pos = writeVarint(buf, pos, handOff.horizon);
+  }
+  pos = writeVarint(buf, pos, size);
   if (ttl === undefined) {
     buf[pos++] = TTL_UNDEFINED;
   } else if (ttlIsVarint) {
@@ -204,7 +227,7 @@ function encodeEnqueue(command: EnqueueCommand): Uint8Array {
   return buf;
 }
 
-function decodeEnqueue(r: ByteCursor): EnqueueCommand {
+function decodeEnqueue(r: ByteCursor, handOff: HandOffId | undefined): EnqueueCommand {
   const size = r.varint();
   const ttlKind = r.u8();
   let ttl: number | undefined;
@@ -213,7 +236,7 @@ function decodeEnqueue(r: ByteCursor): EnqueueCommand {
   else if (ttlKind !== TTL_UNDEFINED)
     throw new StoredBytesCorruptedError('enqueue entry', `bad ttl kind ${ttlKind}`);
   const message = decodeStoredMessage(r.rest(), 'enqueue entry');
-  return { type: 'enqueue', size, ttl, message };
+  return { type: 'enqueue', size, ttl, message, handOff };
 }
 
 // ---------------------------------------------------------------------------------- generic rows
@@ -342,7 +365,11 @@ export const queueCommandCodec: CommandCodec<QueueCommand> = {
   decode(bytes: Uint8Array): QueueCommand {
     const r = new ByteCursor(bytes, 'queue command');
     const tag = r.u8();
-    if (tag === ENQUEUE_TAG) return decodeEnqueue(r);
+    if (tag === ENQUEUE_TAG) return decodeEnqueue(r, undefined);
+    if (tag === ENQUEUE_HAND_OFF_TAG) {
+      const handOff: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
+      return decodeEnqueue(r, handOff);
+    }
     const row = ROWS_BY_TAG[tag];
     if (row === undefined) throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
     const command: Record<string, unknown> = { type: row.type };

@@ -53,7 +53,7 @@ const consumer: OwnerSink = {
 };
 const sinks: QueueActorSinks = {
   resolveOwner: (id) => (id === owner ? consumer : undefined),
-  onDeadLetter() {},
+  routeDeadLetter: () => 'no-exchange',
   onQueueExpired() {},
 };
 

@@ -1,0 +1,377 @@
+import { tableGet } from '@styx/client/wire';
+import { readXDeath, X_DEATH_HEADER } from '@styx/dlx';
+import { InMemoryLog } from '@styx/raft';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { DeadLetteringOptions } from './queue-actor.ts';
+import type { ActorUnderTest } from './queue-actor-test-support.ts';
+import {
+  deathOf,
+  enqueueCommand,
+  FakeTarget,
+  GROUP,
+  makeActor,
+  OWNER,
+  RecordingSinks,
+  ScriptedLog,
+} from './queue-actor-test-support.ts';
+import { queueConfig, storedMessage, T0 } from './queue-test-harness.ts';
+import type { QueueConfig, RemovalTotals } from './types.ts';
+
+const ALO: Partial<QueueConfig> = { deadLetterExchange: 'dlx', deadLetterStrategy: 'at-least-once' };
+const AMO: Partial<QueueConfig> = { deadLetterExchange: 'dlx', deadLetterStrategy: 'at-most-once' };
+const ZERO: RemovalTotals = { rejected: 0, delivery_limit: 0, expired: 0, maxlen: 0 };
+/** Fast retries and a short confirm timeout, so the tests step through them. */
+const FAST: DeadLetteringOptions = {
+  handOff: {
+    backoff: { initialDelayMs: 100, maxDelayMs: 5_000, jitterRatio: 0, jitterSeed: 0 },
+    confirmTimeoutMs: 1_000,
+  },
+  logIntervalMs: 1_000,
+};
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** An open leader actor on an in-memory log with a consumer attached (prefetch 0). */
+async function leaderWithConsumer(
+  config: Partial<QueueConfig>,
+  sinks: RecordingSinks,
+  options: DeadLetteringOptions = FAST,
+): Promise<ActorUnderTest & { ids: () => number[] }> {
+  const under = makeActor(new InMemoryLog(GROUP), config, options, sinks);
+  await under.actor.open();
+  const owner = sinks.owner(OWNER);
+  await under.actor.consume(OWNER, 'ctag', 0, false, false);
+  return { ...under, ids: () => owner.deliveries.map((d) => d.id) };
+}
+
+/** Enqueue `n` messages (bodies 'm1'..), reject them all; returns their ids. */
+async function rejectSome(under: ActorUnderTest & { ids: () => number[] }, n: number): Promise<number[]> {
+  for (let i = 1; i <= n; i++) await under.actor.enqueue(storedMessage(i, `rk${i}`), undefined);
+  const ids = under.ids().slice(-n);
+  await under.actor.discard(OWNER, ids);
+  return ids;
+}
+
+function settledCommands(log: ScriptedLog): number[][] {
+  return log.proposed.flatMap((c) => (c.type === 'deadLetterSettled' ? [[...c.ids]] : []));
+}
+
+describe('at-least-once hand-offs', () => {
+  it('enqueues the copy at the target with a stable hand-off id, then settles and forgets it', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    sinks.exchange('dlx', dlq);
+    const under = await leaderWithConsumer({ ...ALO, deadLetterRoutingKey: 'dead' }, sinks);
+    const [id] = await rejectSome(under, 1);
+    // Pending until the hand-off settles: body kept, not ready.
+    expect(under.actor.counts()).toMatchObject({ ready: 0, unacked: 0, deadLetterPending: 1 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(dlq.received).toHaveLength(1);
+    const { message, handOff } = dlq.received[0] as (typeof dlq.received)[number];
+    expect(handOff).toEqual({ source: GROUP, messageId: id, horizon: id });
+    expect(message.exchange).toBe('dlx');
+    expect(message.routingKey).toBe('dead');
+    expect(sinks.routed).toEqual([{ exchange: 'dlx', routingKeys: ['dead'] }]);
+    expect(readXDeath(tableGet(message.properties.headers, X_DEATH_HEADER))).toEqual([
+      {
+        queue: 'q',
+        reason: 'rejected',
+        count: 1,
+        timeSeconds: Math.floor(T0 / 1000),
+        exchange: 'ex',
+        routingKeys: ['rk1'],
+        originalExpiration: undefined,
+      },
+    ]);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+    expect(under.store.size(GROUP)).toBe(0);
+    expect(under.actor.deadLetterTotals().deadLettered).toEqual({ ...ZERO, rejected: 1 });
+  });
+
+  it('settles a batch of confirms with one deadLetterSettled', async () => {
+    const sinks = new RecordingSinks();
+    sinks.exchange('dlx', new FakeTarget('dlq'));
+    const log = new ScriptedLog('leader');
+    const under = makeActor(log, ALO, FAST, sinks);
+    await under.actor.open();
+    sinks.owner(OWNER);
+    await under.actor.consume(OWNER, 'c', 0, false, false);
+    for (let i = 0; i < 5; i++) await under.actor.enqueue(storedMessage(), undefined);
+    await under.actor.discard(OWNER, [3, 4, 5, 6, 7]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(settledCommands(log)).toEqual([[3, 4, 5, 6, 7]]);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('resends an identical copy with the same id when a confirm is lost; the target drops the repeat', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    dlq.script.push('hang');
+    sinks.exchange('dlx', dlq);
+    const under = await leaderWithConsumer(ALO, sinks);
+    await rejectSome(under, 1);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(dlq.received).toHaveLength(1);
+    expect(under.actor.counts().deadLetterPending).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(dlq.received).toHaveLength(2);
+    const [first, second] = dlq.received;
+    expect(second?.handOff).toEqual(first?.handOff);
+    expect(second?.message.properties).toEqual(first?.message.properties);
+    expect(dlq.kept).toHaveLength(1);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('counts a confirm that arrives late, after the retry started', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    dlq.script.push('defer', 'defer');
+    sinks.exchange('dlx', dlq);
+    const under = await leaderWithConsumer(ALO, sinks);
+    await rejectSome(under, 1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(dlq.received).toHaveLength(2);
+    dlq.release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+    expect(dlq.kept).toHaveLength(1);
+  });
+
+  it('retries a refused or unreachable target with back-off, and only the targets that have not confirmed', async () => {
+    const sinks = new RecordingSinks();
+    const a = new FakeTarget('a');
+    const b = new FakeTarget('b');
+    b.script.push({ type: 'rejected', reason: 'maxlen' }, 'fail');
+    sinks.exchange('dlx', a, b);
+    const under = await leaderWithConsumer(ALO, sinks);
+    await rejectSome(under, 1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect([a.received.length, b.received.length]).toEqual([1, 1]);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(b.received).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    // Attempt 2: only b; it is unreachable this time, back-off 200 ms.
+    expect([a.received.length, b.received.length]).toEqual([1, 2]);
+    expect(under.actor.counts().deadLetterPending).toBe(1);
+    await vi.advanceTimersByTimeAsync(200);
+    expect([a.received.length, b.received.length]).toEqual([1, 3]);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+    expect([a.kept.length, b.kept.length]).toEqual([1, 1]);
+  });
+
+  it('keeps a message whose DLX is missing, retries within 5 s, and sends at once when woken', async () => {
+    const sinks = new RecordingSinks();
+    const under = await leaderWithConsumer(ALO, sinks);
+    await rejectSome(under, 1);
+    // 100, 200, 400, ... ms, capped at 5 s: after a minute it is retried every 5 s.
+    await vi.advanceTimersByTimeAsync(60_000);
+    const attempts = sinks.routed.length;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(sinks.routed.length).toBe(attempts + 1);
+    expect(under.actor.counts().deadLetterPending).toBe(1);
+    expect(
+      under.logger.lines.some(
+        (l) => l.level === 'warn' && JSON.stringify(l.obj).includes("no exchange 'dlx'"),
+      ),
+    ).toBe(true);
+
+    await vi.advanceTimersByTimeAsync(1_000);
+    const dlq = new FakeTarget('dlq');
+    sinks.exchange('dlx', dlq);
+    under.actor.wakeDeadLetters();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(dlq.kept).toHaveLength(1);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('waits while a target queue is not running yet, then reaches every target', async () => {
+    const sinks = new RecordingSinks();
+    sinks.exchanges.set('dlx', 'unavailable');
+    const under = await leaderWithConsumer(ALO, sinks);
+    await rejectSome(under, 1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(under.actor.counts().deadLetterPending).toBe(1);
+    expect(
+      under.logger.lines.some((l) =>
+        JSON.stringify(l.obj).includes("target queues of 'dlx' not running yet"),
+      ),
+    ).toBe(true);
+    const [a, b] = [new FakeTarget('a'), new FakeTarget('b')];
+    sinks.exchange('dlx', a, b);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect([a.kept.length, b.kept.length]).toEqual([1, 1]);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('treats an exchange with nothing bound as unroutable: kept, not lost', async () => {
+    const sinks = new RecordingSinks();
+    sinks.exchange('dlx');
+    const under = await leaderWithConsumer(ALO, sinks);
+    await rejectSome(under, 1);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(under.actor.counts().deadLetterPending).toBe(1);
+    expect(under.logger.lines.some((l) => JSON.stringify(l.obj).includes("nothing bound to 'dlx'"))).toBe(
+      true,
+    );
+  });
+
+  it('drops the copy at a target that closes a cycle, delivers it to the others, counts it once settled', async () => {
+    const sinks = new RecordingSinks();
+    const other = new FakeTarget('other');
+    sinks.exchange('dlx', other, under_q());
+    const under = await leaderWithConsumer({ ...ALO, messageTtl: 10 }, sinks);
+    await under.actor.cancel(OWNER, 'ctag');
+    await under.actor.enqueue(storedMessage(), undefined);
+    await vi.advanceTimersByTimeAsync(10);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(other.kept.map((m) => deathOf(m).reason)).toEqual(['expired']);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+    expect(under.actor.deadLetterTotals().droppedCycle).toEqual({ ...ZERO, expired: 1 });
+    // The queue itself never got the copy.
+    expect(under.actor.counts().ready).toBe(0);
+
+    function under_q(): FakeTarget {
+      // A stand-in named like the source queue: the copy's x-death names 'q', so it is a cycle.
+      return new FakeTarget('q');
+    }
+  });
+
+  it('holds a refused reject-publish-dlx publish pending with its body, then forgets it', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    dlq.script.push('hang');
+    sinks.exchange('dlx', dlq);
+    const under = makeActor(
+      new InMemoryLog(GROUP),
+      { ...ALO, maxLength: 1, overflow: 'reject-publish-dlx' },
+      FAST,
+      sinks,
+    );
+    await under.actor.open();
+    await under.actor.enqueue(storedMessage(), undefined);
+    const refused = storedMessage(9, 'refused');
+    expect(await under.actor.enqueue(refused, undefined)).toEqual({ type: 'rejected', reason: 'maxlen' });
+    expect(under.store.size(GROUP)).toBe(2);
+    expect(under.actor.counts()).toMatchObject({ ready: 1, deadLetterPending: 1, deadLetterPendingBytes: 9 });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(dlq.kept.map((m) => [m.routingKey, deathOf(m).reason])).toEqual([['refused', 'maxlen']]);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+    expect(under.store.size(GROUP)).toBe(1);
+  });
+
+  it('nacks publishes while the pending cap is reached', async () => {
+    const sinks = new RecordingSinks();
+    const under = await leaderWithConsumer(ALO, sinks, {
+      ...FAST,
+      pendingLimits: { maxMessages: 2, maxBytes: 1_000_000 },
+    });
+    await rejectSome(under, 2);
+    expect(await under.actor.enqueue(storedMessage(), undefined)).toEqual({
+      type: 'rejected',
+      reason: 'dead-letter-backlog',
+    });
+    sinks.exchange('dlx', new FakeTarget('dlq'));
+    under.actor.wakeDeadLetters();
+    await vi.advanceTimersByTimeAsync(0);
+    expect((await under.actor.enqueue(storedMessage(), undefined)).type).toBe('ok');
+  });
+});
+
+describe('at-least-once hand-offs across leader changes', () => {
+  it('a new leader resumes every pending message at once; the target drops what it already has', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    sinks.exchange('dlx', dlq);
+    const log = new ScriptedLog('follower');
+    const under = makeActor(log, {}, FAST, sinks);
+    await under.actor.open();
+    log.append({ type: 'setConfig', config: queueConfig(ALO) });
+    log.append({ type: 'consume', owner: OWNER, tag: 'c', prefetch: 0, noAck: false, exclusive: false });
+    log.append(enqueueCommand(storedMessage(1)));
+    log.append(enqueueCommand(storedMessage(2)));
+    log.append({ type: 'discard', owner: OWNER, ids: [3, 4] });
+    // Followers execute no effects: nothing sent.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(dlq.received).toEqual([]);
+    // The previous leader had handed message 3 off before it died (its settle was never committed).
+    await dlq.enqueue(storedMessage(1), undefined, { source: GROUP, messageId: 3, horizon: 3 });
+    sinks.owner(OWNER);
+    log.setRole('leader');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(dlq.received.map((r) => r.handOff?.messageId)).toEqual([3, 3, 4]);
+    expect(dlq.kept).toHaveLength(2);
+    expect(settledCommands(log)).toEqual([[3, 4]]);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('stops on losing leadership: late confirms and timers propose nothing', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    dlq.script.push('defer');
+    sinks.exchange('dlx', dlq);
+    const log = new ScriptedLog('leader');
+    const under = makeActor(log, ALO, FAST, sinks);
+    await under.actor.open();
+    sinks.owner(OWNER);
+    await under.actor.consume(OWNER, 'c', 0, false, false);
+    await under.actor.enqueue(storedMessage(), undefined);
+    await under.actor.discard(OWNER, [3]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(dlq.received).toHaveLength(1);
+    log.setRole('follower');
+    dlq.release();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(settledCommands(log)).toEqual([]);
+    expect(dlq.received).toHaveLength(1);
+    expect(under.actor.counts().deadLetterPending).toBe(1);
+  });
+});
+
+describe('at-most-once dead-lettering', () => {
+  it('publishes without waiting, and counts and logs every copy that goes nowhere', async () => {
+    const sinks = new RecordingSinks();
+    const under = await leaderWithConsumer(AMO, sinks);
+    await rejectSome(under, 2);
+    await vi.advanceTimersByTimeAsync(0);
+    // No exchange: gone, counted, logged once for both.
+    expect(under.actor.deadLetterTotals().droppedAtMostOnce).toEqual({ ...ZERO, rejected: 2 });
+    expect(under.actor.deadLetterTotals().deadLettered).toEqual({ ...ZERO, rejected: 2 });
+    const infos = under.logger.lines.filter((l) => l.msg === 'dead-lettered copies dropped');
+    expect(infos).toHaveLength(1);
+    expect(infos[0]?.obj).toEqual({ counts: { "no-exchange 'dlx'/rejected": 1 } });
+    await vi.advanceTimersByTimeAsync(1_000);
+    const summed = under.logger.lines.filter((l) => l.msg === 'dead-lettered copies dropped');
+    expect(summed.map((l) => l.obj)).toEqual([
+      { counts: { "no-exchange 'dlx'/rejected": 1 } },
+      { counts: { "no-exchange 'dlx'/rejected": 1 } },
+    ]);
+
+    // Refused by its target: counted too.
+    const full = new FakeTarget('full');
+    full.script.push({ type: 'rejected', reason: 'maxlen' });
+    sinks.exchange('dlx', full);
+    await rejectSome(under, 1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(under.actor.deadLetterTotals().droppedAtMostOnce).toEqual({ ...ZERO, rejected: 3 });
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('drops a copy that closes a fully automatic cycle, counted', async () => {
+    const sinks = new RecordingSinks();
+    const self = new FakeTarget('q');
+    sinks.exchange('dlx', self);
+    const under = makeActor(new InMemoryLog(GROUP), { ...AMO, messageTtl: 5 }, FAST, sinks);
+    await under.actor.open();
+    await under.actor.enqueue(storedMessage(), undefined);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(self.received).toEqual([]);
+    expect(under.actor.deadLetterTotals().droppedCycle).toEqual({ ...ZERO, expired: 1 });
+    expect(under.actor.deadLetterTotals().droppedAtMostOnce).toEqual(ZERO);
+  });
+});
