@@ -1,0 +1,43 @@
+/** A broker process under test, started by the bench and stopped by it. */
+
+/** The brokers the bench compares. */
+export const TARGETS = ['styx', 'rabbitmq'] as const;
+export type Target = (typeof TARGETS)[number];
+
+/** Display names, for tables and charts. */
+export const TARGET_LABELS: Readonly<Record<Target, string>> = { styx: 'Styx', rabbitmq: 'RabbitMQ' };
+
+export interface BrokerUnderTest {
+  readonly target: Target;
+  /** Where clients connect (ws:// for Styx, amqp:// for RabbitMQ). */
+  readonly url: string;
+  /** The OS process of the node clients connect to (beam.smp for RabbitMQ), for memory readings. */
+  readonly pid: number;
+  /** Every node's OS process (one per cluster node), whose CPU times add up to the broker's. */
+  readonly pids: readonly number[];
+  readonly version: string;
+  /** False once the process has exited. */
+  alive(): boolean;
+  /** The last lines the broker logged, to explain a failure. */
+  recentLogs(): string[];
+  /** Stop the broker and remove its data; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The bench cannot launch a cluster of this broker (yet): its cluster cases are skipped. */
+export class ClusterUnsupportedError extends Error {
+  readonly code = 'BENCH_CLUSTER_UNSUPPORTED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ClusterUnsupportedError';
+  }
+}
+
+/** The broker could not be started (not installed, did not boot in time, ...). */
+export class BrokerStartError extends Error {
+  readonly code = 'BENCH_BROKER_START';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'BrokerStartError';
+  }
+}

@@ -1,0 +1,73 @@
+/** b. Consume and ack with prefetch 1,000: msgs/s. */
+import type { Scenario } from './scenario.ts';
+import { perSecond } from './scenario.ts';
+import { ArrivalRecorder } from './support/arrivals.ts';
+import { nowMs } from './support/clock.ts';
+import { startConsumer } from './support/consumer.ts';
+import { publishWithConfirms } from './support/publisher.ts';
+import { waitUntil } from './support/wait.ts';
+
+/** Unacked messages a consumer may hold (the issue's prefetch 1,000). */
+export const CONSUME_PREFETCH = 1000;
+
+export const consumeAck: Scenario = {
+  id: 'b',
+  name: 'consume',
+  title: 'Consume and ack, prefetch 1,000',
+  cases: (sizes) => [
+    {
+      id: 'b.consume',
+      scenario: 'b',
+      title: 'consume + ack',
+      params: { messages: sizes.consume, prefetch: CONSUME_PREFETCH },
+      requires: [],
+      async run(ctx) {
+        const n = sizes.consume;
+        const queue = await ctx.declareQueue('q');
+        const pub = await ctx.connect();
+        // The queue is filled first (not measured), then drained by one consumer.
+        ctx.status(`filling ${n} messages`);
+        await publishWithConfirms(await pub.createConfirmChannel(), {
+          exchange: '',
+          routingKey: queue,
+          count: n,
+          window: 1000,
+        });
+        const arrivals = new ArrivalRecorder(n);
+        const conn = await ctx.connect();
+        const startMs = nowMs();
+        await startConsumer(conn, queue, CONSUME_PREFETCH, (msg, ch) => {
+          arrivals.record(msg.content);
+          ch.ack(msg);
+        });
+        await waitUntil(() => arrivals.complete, {
+          what: 'messages consumed',
+          progress: () => arrivals.unique,
+          expected: n,
+          stallMs: ctx.stallTimeoutMs,
+          onPoll: () => ctx.status(`${arrivals.unique}/${n} consumed`),
+        });
+        return {
+          metrics: [
+            {
+              key: 'throughput',
+              label: 'consumed',
+              unit: 'msg/s',
+              value: perSecond(n, arrivals.lastMs - startMs),
+              better: 'higher',
+            },
+            {
+              key: 'first-delivery',
+              label: 'first delivery after consume',
+              unit: 'ms',
+              value: arrivals.firstMs - startMs,
+              better: 'lower',
+            },
+          ],
+          histograms: [],
+          notes: arrivals.notes(),
+        };
+      },
+    },
+  ],
+};

@@ -1,0 +1,63 @@
+/**
+ * How big each case is. Full mode follows the issue (100k messages, 1M for memory, 60 s for the long
+ * TTL); quick mode shrinks every case so `pnpm bench --target both` takes about three minutes on
+ * the 2-core reference machine, and the report says so.
+ */
+
+export type Mode = 'quick' | 'full';
+
+export interface Sizes {
+  readonly mode: Mode;
+  /** a: messages published with confirms. */
+  readonly publish: number;
+  /** b: messages consumed and acked. */
+  readonly consume: number;
+  /** c burst: messages held, then expired at once. */
+  readonly burst: number;
+  /** c stream at full speed: messages published. */
+  readonly stream: number;
+  /** c stream paced: how long each paced run publishes at most, s (messages = min(stream, pace × this)). */
+  readonly pacedSeconds: number;
+  /** d: messages rejected into the dead-letter exchange. */
+  readonly reject: number;
+  /** e: the long message's TTL, ms (the issue's 60 s). */
+  readonly longTtlMs: number;
+  /** f: messages queued for the memory reading. */
+  readonly memory: number;
+}
+
+export const FULL_SIZES: Sizes = {
+  mode: 'full',
+  publish: 100_000,
+  consume: 100_000,
+  burst: 100_000,
+  stream: 100_000,
+  pacedSeconds: 50,
+  reject: 100_000,
+  longTtlMs: 60_000,
+  memory: 1_000_000,
+};
+
+export const QUICK_SIZES: Sizes = {
+  mode: 'quick',
+  publish: 30_000,
+  consume: 30_000,
+  burst: 10_000,
+  stream: 20_000,
+  pacedSeconds: 4,
+  reject: 10_000,
+  longTtlMs: 5_000,
+  memory: 100_000,
+};
+
+/** `sizes` with every message count set to `messages` (a developer's override). */
+export function withMessageCount(sizes: Sizes, messages: number): Sizes {
+  return {
+    ...sizes,
+    publish: messages,
+    consume: messages,
+    burst: messages,
+    stream: messages,
+    reject: messages,
+  };
+}
