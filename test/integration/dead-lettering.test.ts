@@ -22,7 +22,7 @@ import {
 // Dead-lettering end to end against a real `styx server`: one test per rule of RabbitMQ's guide
 // (shared/seeds/001, named after the rule), the three Java scenarios of shared/seeds/003 written with
 // @styx/client, a message dead-lettered twice checked against the headers RabbitMQ 3.10 produced
-// (shared/fixtures/rabbitmq-3.10-x-death.json: structure, order, types and counts), cycles, a
+// (test/fixtures/rabbitmq-3.10-x-death.json: structure, order, types and counts), cycles, a
 // missing DLX under both strategies, and the permission rule. Where Styx deliberately differs from
 // RabbitMQ (a missing DLX never loses a message silently), the test says so.
 
@@ -518,7 +518,7 @@ interface Sample {
   after_second_dead_letter: Stage;
 }
 
-const FIXTURE = new URL('../../../shared/fixtures/rabbitmq-3.10-x-death.json', import.meta.url);
+const FIXTURE = new URL('../fixtures/rabbitmq-3.10-x-death.json', import.meta.url);
 const fixture = JSON.parse(readFileSync(FIXTURE, 'utf8')) as { samples: Record<string, Sample> };
 
 /** A wire field value as the fixture writes it: {t: AMQP type letter, v}. */

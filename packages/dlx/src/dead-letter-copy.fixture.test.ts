@@ -10,7 +10,7 @@ import { tableFromTyped, typedTable } from './test-support.ts';
 // What RabbitMQ 3.10.8 really produced for: publish (default exchange, rk xd.q1.K) → xd.q1.K
 // [reject, requeue=false] → xd.dlx1 (fanout, no DLK) → xd.q2.K [x-message-ttl expired] → xd.dlx2
 // (direct, DLK to-q3) → xd.q3.K; for K = quorum and classic, with and without `expiration`.
-const FIXTURE = new URL('../../../../shared/fixtures/rabbitmq-3.10-x-death.json', import.meta.url);
+const FIXTURE = new URL('../../../test/fixtures/rabbitmq-3.10-x-death.json', import.meta.url);
 
 interface Stage {
   routing_key: string;
@@ -91,7 +91,7 @@ function expectStage(copy: DeadLetteredCopy, stage: Stage): void {
   expect(new TextDecoder().decode(copy.body)).toBe(stage.body);
 }
 
-describe('dead-lettering twice, as RabbitMQ 3.10 does (shared/fixtures/rabbitmq-3.10-x-death.json)', () => {
+describe('dead-lettering twice, as RabbitMQ 3.10 does (test/fixtures/rabbitmq-3.10-x-death.json)', () => {
   it('covers the four samples', () => {
     expect(Object.keys(fixture.samples).sort()).toEqual([
       'classic',

@@ -2,7 +2,7 @@
  * The `x-death` header: the history of a message's dead-letterings, newest first, one table per
  * {queue, reason}. This module computes the next value of that header for one more dead-lettering,
  * with the field types, field order and counts RabbitMQ 3.10 produces (checked against the captured
- * fixture in `shared/fixtures/rabbitmq-3.10-x-death.json`).
+ * fixture in `test/fixtures/rabbitmq-3.10-x-death.json`).
  *
  * Field types: `count` is a signed 64-bit integer ('l'), `time` an AMQP timestamp in seconds ('T'),
  * `queue`, `reason`, `exchange` and `original-expiration` long strings ('S'), `routing-keys` an

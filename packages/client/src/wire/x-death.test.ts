@@ -5,9 +5,9 @@ import { fieldTableToJs } from './field-js.ts';
 import { fieldValueKind, tableGet } from './field-table.ts';
 import type { FieldTable, FieldValue } from './types.ts';
 
-// Headers captured from RabbitMQ 3.10.8 (see shared/fixtures/README.md): for each stage the typed
+// Headers captured from RabbitMQ 3.10.8 (see test/fixtures/README.md): for each stage the typed
 // wire view (tag letters) and what amqplib decoded.
-const FIXTURE = new URL('../../../../../shared/fixtures/rabbitmq-3.10-x-death.json', import.meta.url);
+const FIXTURE = new URL('../../../../test/fixtures/rabbitmq-3.10-x-death.json', import.meta.url);
 
 interface TypedWire {
   t: string;
