@@ -1,0 +1,79 @@
+/**
+ * TEST-ONLY switches that re-enable the classic Raft bugs of engineering.md §1.6, one flag per bug
+ * (two for the bugs that have two halves). The mutation gate turns each one on and shows that the
+ * simulator or a scripted scenario catches it. They are not part of `RaftConfig`: only code that
+ * passes a `Mutations` object to the `RaftCore` constructor explicitly can turn one on, and nothing
+ * outside the tests does. Every flag is off in `NO_MUTATIONS`.
+ */
+export interface Mutations {
+  /** #1: votes and append acknowledgements leave before the state they promise is persisted. */
+  readonly replyBeforePersist: boolean;
+  /** #2: the leader commits an earlier term's entry by counting its replicas. */
+  readonly commitOldTermByCounting: boolean;
+  /** #3: an append truncates the log after its last entry even when everything matched. */
+  readonly truncateOnEveryAppend: boolean;
+  /**
+   * #4: a follower commits past what the message proved: to min(leaderCommit, its own last index)
+   * on an append, and to the leader's full commit index on a heartbeat (the leader no longer caps
+   * it at the follower's match).
+   */
+  readonly commitPastProven: boolean;
+  /** #5: messages from lower terms are processed as if they were current. */
+  readonly acceptStaleTerm: boolean;
+  /** #6a: a voter grants a second vote in a term it already voted in. */
+  readonly voteTwice: boolean;
+  /** #6b: a voter grants its vote without checking the candidate's log is up to date. */
+  readonly voteIgnoresLog: boolean;
+  /** #7: a candidate counts granted responses instead of voters, so a duplicate counts twice. */
+  readonly countDuplicateVotes: boolean;
+  /** #8: a won pre-vote is taken as a won election: the pre-candidate leads without a real vote. */
+  readonly preVoteElects: boolean;
+  /** #9: a leader that no longer hears from a quorum never steps down. */
+  readonly checkQuorumNeverStepsDown: boolean;
+  /** #10a: the leader answers a read index without a heartbeat round confirming it still leads. */
+  readonly readIndexWithoutQuorum: boolean;
+  /** #10b: a new leader answers read indexes before it has committed an entry of its term. */
+  readonly readIndexBeforeTermCommit: boolean;
+  /** #11: a membership change may be proposed while the previous one is still unapplied. */
+  readonly concurrentConfChanges: boolean;
+  /** #12: a snapshot at or below the commit index is installed anyway (commit goes back). */
+  readonly installStaleSnapshot: boolean;
+  /** #13: `advance` marks entries stable without checking they were not replaced meanwhile (ABA). */
+  readonly stableToIgnoresTerm: boolean;
+  /** #14: every election timeout is exactly `electionTicks` (no random jitter). */
+  readonly fixedElectionTimeout: boolean;
+  /** #15: the inflight message/byte bounds and the uncommitted bytes bound are ignored. */
+  readonly unboundedQueues: boolean;
+}
+
+export type MutationName = keyof Mutations;
+
+export const NO_MUTATIONS: Mutations = Object.freeze({
+  replyBeforePersist: false,
+  commitOldTermByCounting: false,
+  truncateOnEveryAppend: false,
+  commitPastProven: false,
+  acceptStaleTerm: false,
+  voteTwice: false,
+  voteIgnoresLog: false,
+  countDuplicateVotes: false,
+  preVoteElects: false,
+  checkQuorumNeverStepsDown: false,
+  readIndexWithoutQuorum: false,
+  readIndexBeforeTermCommit: false,
+  concurrentConfChanges: false,
+  installStaleSnapshot: false,
+  stableToIgnoresTerm: false,
+  fixedElectionTimeout: false,
+  unboundedQueues: false,
+});
+
+/** Every mutation name, in §1.6 order. */
+export const MUTATION_NAMES: readonly MutationName[] = Object.freeze(
+  Object.keys(NO_MUTATIONS) as MutationName[],
+);
+
+/** The mutations object with only `name` turned on. */
+export function onlyMutation(name: MutationName): Mutations {
+  return Object.freeze({ ...NO_MUTATIONS, [name]: true });
+}

@@ -1,0 +1,437 @@
+import { describe, expect, it } from 'vitest';
+import { ConfChangeTransition, ConfChangeType } from './conf-change.ts';
+import { DropReason, ProposalDroppedError, RaftConfigError, UnexpectedMessageError } from './errors.ts';
+import { MemoryRaftStorage } from './memory-raft-storage.ts';
+import { RaftCore } from './raft-core.ts';
+import { ScriptedCluster } from './sim/scripted-cluster.ts';
+import type { Message, RaftConfig } from './types.ts';
+import { EMPTY_CONF_STATE, MessageType, message, RaftRole } from './types.ts';
+
+const QUIET: Omit<RaftConfig, 'id' | 'applied'> = {
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  preVote: false,
+  checkQuorum: false,
+};
+
+function cluster(voters: string[], raft: Omit<RaftConfig, 'id' | 'applied'> = QUIET): ScriptedCluster {
+  return new ScriptedCluster({ voters, raft });
+}
+
+function expectClean(c: ScriptedCluster): void {
+  expect(c.violations).toEqual([]);
+}
+
+const fixedRandom = { nextInt: () => 0 };
+
+describe('RaftCore: elections', () => {
+  it('elects a leader that commits a no-op of its term on every replica', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    const term = c.core('a').term;
+    for (const id of ['a', 'b', 'c']) {
+      expect(c.core(id).commitIndex).toBe(2);
+      expect(c.core(id).termAt(2)).toBe(term);
+      expect(c.core(id).lead).toBe('a');
+    }
+    expectClean(c);
+  });
+
+  it('elects someone on its own once election timeouts pass (randomized, seeded)', () => {
+    const c = cluster(['a', 'b', 'c']);
+    for (let i = 0; i < 100 && c.leader() === undefined; i++) {
+      c.tickAll();
+      c.stabilize();
+    }
+    expect(c.leader()).toBeDefined();
+    expectClean(c);
+  });
+
+  it('pre-vote: a node cut off and timing out does not raise its term, and rejoins quietly', () => {
+    const c = cluster(['a', 'b', 'c'], { ...QUIET, preVote: true, checkQuorum: true });
+    c.elect('a');
+    c.stabilize();
+    const term = c.core('a').term;
+    c.isolate('c');
+    for (let i = 0; i < 60; i++) {
+      c.tick('c');
+      c.stabilize();
+    }
+    expect(c.core('c').term).toBe(term);
+    expect(c.core('c').role).not.toBe(RaftRole.Leader);
+    c.heal();
+    c.tickAll(3);
+    c.stabilize();
+    expect(c.core('a').role).toBe(RaftRole.Leader);
+    expect(c.core('a').term).toBe(term);
+    expectClean(c);
+  });
+
+  it('check-quorum: followers that hear from a leader ignore vote requests from a disruptive node', () => {
+    const c = cluster(['a', 'b', 'c'], { ...QUIET, checkQuorum: true });
+    c.elect('a');
+    c.stabilize();
+    const term = c.core('a').term;
+    // c campaigns without pre-vote: its higher term would depose a, but b and a are in lease.
+    c.campaign('c');
+    c.stabilize();
+    expect(c.core('b').term).toBe(term);
+    expect(c.core('a').role).toBe(RaftRole.Leader);
+    expectClean(c);
+  });
+
+  it('check-quorum: an isolated leader steps down within an election timeout', () => {
+    const c = cluster(['a', 'b', 'c'], { ...QUIET, checkQuorum: true });
+    c.elect('a');
+    c.stabilize();
+    c.isolate('a');
+    for (let i = 0; i < 20; i++) c.tick('a');
+    expect(c.core('a').role).toBe(RaftRole.Follower);
+  });
+});
+
+describe('RaftCore: Ready', () => {
+  it('releases votes and append acknowledgements only in persistedMessages', () => {
+    const storage = MemoryRaftStorage.bootstrap({ ...EMPTY_CONF_STATE, voters: ['a', 'b'] });
+    const b = new RaftCore({ id: 'b', ...QUIET }, storage, fixedRandom);
+    b.step(message(MessageType.Vote, 'a', 'b', 5, { index: 1, logTerm: 1 }));
+    const rd = b.ready();
+    expect(rd.messages).toEqual([]);
+    expect(rd.persistedMessages.map((m) => [m.type, m.reject])).toEqual([[MessageType.VoteResp, false]]);
+    expect(rd.hardState).toEqual({ term: 5, vote: 'a', commit: 1 });
+    expect(rd.mustSync).toBe(true);
+    expect(b.hasReady()).toBe(false); // outstanding until advance()
+    storage.persist(rd);
+    b.advance();
+    b.step(
+      message(MessageType.App, 'a', 'b', 5, {
+        index: 1,
+        logTerm: 1,
+        commit: 1,
+        entries: [{ term: 5, index: 2, type: 0, data: new Uint8Array() }],
+      }),
+    );
+    const rd2 = b.ready();
+    expect(rd2.entries.map((e) => e.index)).toEqual([2]);
+    expect(rd2.persistedMessages.map((m) => [m.type, m.index])).toEqual([[MessageType.AppResp, 2]]);
+  });
+
+  it('batches proposals made between two Readys into one append per follower', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    const leader = c.core('a');
+    for (let i = 0; i < 5; i++) leader.propose(new Uint8Array(0));
+    const rd = leader.ready();
+    const appends = rd.messages.filter((m) => m.type === MessageType.App);
+    expect(appends.map((m) => m.to).sort()).toEqual(['b', 'c']);
+    expect(appends.every((m) => m.entries.length === 5)).toBe(true);
+    expect(rd.entries).toHaveLength(5);
+  });
+
+  it('pipelines appends to a follower in replicate state, within the inflight window', () => {
+    const c = cluster(['a', 'b', 'c'], { ...QUIET, maxSizePerMsg: 1, maxInflightMsgs: 3 });
+    c.elect('a');
+    c.stabilize();
+    for (let i = 0; i < 10; i++) c.put('a', 1, i);
+    c.flushSyncs();
+    const toB = c.inflight.filter((f) => f.message.type === MessageType.App && f.message.to === 'b');
+    expect(toB).toHaveLength(3);
+    c.stabilize();
+    expect(c.core('b').commitIndex).toBe(c.core('a').lastIndex);
+    expectClean(c);
+  });
+
+  it('step() refuses messages addressed to another node or from itself', () => {
+    const core = new RaftCore(
+      { id: 'a' },
+      MemoryRaftStorage.bootstrap({ ...EMPTY_CONF_STATE, voters: ['a'] }),
+      fixedRandom,
+    );
+    expect(() => core.step(message(MessageType.App, 'b', 'c', 1))).toThrow(UnexpectedMessageError);
+    expect(() => core.step(message(MessageType.App, 'a', 'a', 1))).toThrow(UnexpectedMessageError);
+  });
+
+  it('validates its configuration', () => {
+    const storage = new MemoryRaftStorage();
+    expect(
+      () => new RaftCore({ id: 'a', electionTicks: 1, heartbeatTicks: 1 }, storage, fixedRandom),
+    ).toThrow(RaftConfigError);
+    expect(() => new RaftCore({ id: 'a', maxInflightMsgs: 0 }, storage, fixedRandom)).toThrow(
+      RaftConfigError,
+    );
+    expect(() => new RaftCore({ id: '' }, storage, fixedRandom)).toThrow(RaftConfigError);
+  });
+});
+
+describe('RaftCore: proposals', () => {
+  it('drops proposals on a follower with the leader as a hint', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    const error = (() => {
+      try {
+        c.core('b').propose(new Uint8Array([1]));
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(ProposalDroppedError);
+    expect((error as ProposalDroppedError).reason).toBe(DropReason.NotLeader);
+    expect((error as ProposalDroppedError).leader).toBe('a');
+  });
+
+  it('drops proposals past the uncommitted bytes bound', () => {
+    const c = cluster(['a', 'b', 'c'], { ...QUIET, maxUncommittedEntriesBytes: 64 });
+    c.elect('a');
+    c.stabilize();
+    c.isolate('a');
+    c.put('a', 1, 1, 30);
+    c.put('a', 1, 2, 10);
+    expect(() => c.put('a', 1, 3, 30)).toThrow(ProposalDroppedError);
+    c.heal();
+    c.tick('a');
+    c.stabilize();
+    expect(() => c.put('a', 1, 4, 30)).not.toThrow();
+  });
+
+  it('allows one membership change at a time', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.addNode('d');
+    c.proposeConfChange('a', {
+      transition: ConfChangeTransition.Auto,
+      changes: [{ type: ConfChangeType.AddLearner, nodeId: 'd' }],
+    });
+    expect(() =>
+      c.proposeConfChange('a', {
+        transition: ConfChangeTransition.Auto,
+        changes: [{ type: ConfChangeType.AddVoter, nodeId: 'd' }],
+      }),
+    ).toThrow(ProposalDroppedError);
+    c.stabilize();
+    c.proposeConfChange('a', {
+      transition: ConfChangeTransition.Auto,
+      changes: [{ type: ConfChangeType.AddVoter, nodeId: 'd' }],
+    });
+    c.stabilize();
+    expect(c.core('a').confState().voters).toEqual(['a', 'b', 'c', 'd']);
+    expectClean(c);
+  });
+});
+
+describe('RaftCore: leadership transfer', () => {
+  it('hands leadership to an up-to-date voter, refusing proposals meanwhile', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.transferLeader('a', 'c');
+    expect(() => c.core('a').propose(new Uint8Array([1]))).toThrow(ProposalDroppedError);
+    c.stabilize();
+    expect(c.leader()).toBe('c');
+    expectClean(c);
+  });
+
+  it('catches a lagging target up before handing over', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.cut('a', 'c');
+    for (let i = 0; i < 5; i++) c.put('a', 1, i);
+    c.stabilize();
+    c.heal();
+    c.transferLeader('a', 'c');
+    for (let i = 0; i < 5; i++) {
+      c.tick('a');
+      c.stabilize();
+    }
+    expect(c.leader()).toBe('c');
+    expect(c.core('c').commitIndex).toBeGreaterThanOrEqual(7);
+    expectClean(c);
+  });
+
+  it('a follower forwards the request to the leader', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.transferLeader('b', 'b');
+    c.stabilize();
+    expect(c.leader()).toBe('b');
+  });
+});
+
+describe('RaftCore: ReadIndex', () => {
+  it('answers on the leader after a heartbeat quorum, and through a follower', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.put('a', 1, 5);
+    c.stabilize();
+    const onLeader = c.get('a', 1);
+    const onFollower = c.get('c', 1);
+    expect(c.result(onLeader)).toBeUndefined();
+    c.stabilize();
+    expect(c.result(onLeader)).toBe(5);
+    expect(c.result(onFollower)).toBe(5);
+    expect(c.checkHistory()).toBe(true);
+  });
+
+  it('a leader cut off from its quorum never answers', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.isolate('a');
+    const read = c.get('a', 1);
+    c.stabilize();
+    c.tick('a', 3);
+    c.stabilize();
+    expect(c.result(read)).toBeUndefined();
+  });
+
+  it('a new leader answers only once an entry of its term is committed', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.campaign('b');
+    c.flushSyncs();
+    c.deliver((m) => m.type === MessageType.Vote || m.type === MessageType.VoteResp);
+    c.flushSyncs();
+    c.deliver((m) => m.type === MessageType.Vote || m.type === MessageType.VoteResp);
+    c.flushSyncs();
+    expect(c.core('b').role).toBe(RaftRole.Leader);
+    c.drop((m) => m.type === MessageType.App);
+    const read = c.get('b', 1);
+    c.deliver((m) => m.type === MessageType.Heartbeat);
+    c.deliver((m) => m.type === MessageType.HeartbeatResp);
+    expect(c.result(read)).toBeUndefined();
+    c.tick('b');
+    c.stabilize();
+    expect(c.result(read)).toBe(0);
+  });
+});
+
+describe('RaftCore: snapshots', () => {
+  it('streams a compacted log to a lagging follower in bounded chunks', () => {
+    const c = new ScriptedCluster({
+      voters: ['a', 'b', 'c'],
+      raft: { ...QUIET, snapshotChunkBytes: 32, maxSnapshotChunksInflight: 2 },
+      compactEvery: 5,
+    });
+    c.elect('a');
+    c.stabilize();
+    c.cut('a', 'c');
+    for (let i = 0; i < 20; i++) c.put('a', i % 4, 100 + i, 24);
+    c.stabilize();
+    expect(c.node('a').durable.firstIndex()).toBeGreaterThan(3);
+    c.heal();
+    const chunks: Message[] = [];
+    for (let round = 0; round < 200; round++) {
+      c.tick('a');
+      for (const f of c.inflight) if (f.message.type === MessageType.Snap) chunks.push(f.message);
+      expect(c.inflight.filter((f) => f.message.type === MessageType.Snap).length).toBeLessThanOrEqual(2);
+      c.flushSyncs();
+      c.deliver();
+      if (c.core('c').commitIndex === c.core('a').commitIndex) break;
+    }
+    c.stabilize();
+    expect(chunks.length).toBeGreaterThan(2);
+    expect(chunks.every((m) => (m.snapshot?.data.byteLength ?? 0) <= 32)).toBe(true);
+    expect(c.core('c').commitIndex).toBe(c.core('a').commitIndex);
+    expect(c.stats.snapshotsInstalled).toBeGreaterThan(0);
+    expect(c.node('c').kv.get(3)).toBe(c.node('a').kv.get(3));
+    expectClean(c);
+  });
+});
+
+describe('RaftCore: membership', () => {
+  it('adds a learner that catches up, promotes it, and replaces a voter through joint consensus', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.put('a', 1, 1);
+    c.stabilize();
+    c.addNode('d');
+    c.proposeConfChange('a', {
+      transition: ConfChangeTransition.Auto,
+      changes: [{ type: ConfChangeType.AddLearner, nodeId: 'd' }],
+    });
+    c.stabilize();
+    c.tick('a');
+    c.stabilize();
+    expect(c.core('d').commitIndex).toBe(c.core('a').commitIndex);
+    expect(c.node('d').kv.get(1)).toBe(1);
+    c.proposeConfChange('a', {
+      transition: ConfChangeTransition.Auto,
+      changes: [
+        { type: ConfChangeType.AddVoter, nodeId: 'd' },
+        { type: ConfChangeType.RemoveNode, nodeId: 'b' },
+      ],
+    });
+    c.stabilize();
+    c.tick('a');
+    c.stabilize();
+    // Entered the joint config and left it automatically.
+    const cs = c.core('a').confState();
+    expect(cs.votersOutgoing).toEqual([]);
+    expect(cs.voters).toEqual(['a', 'c', 'd']);
+    expectClean(c);
+  });
+
+  it('a removed leader steps down', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.proposeConfChange('a', {
+      transition: ConfChangeTransition.Auto,
+      changes: [{ type: ConfChangeType.RemoveNode, nodeId: 'a' }],
+    });
+    c.stabilize();
+    expect(c.core('a').role).toBe(RaftRole.Follower);
+    for (let i = 0; i < 40 && c.leader() === undefined; i++) {
+      c.tickAll();
+      c.stabilize();
+    }
+    expect(['b', 'c']).toContain(c.leader());
+    expectClean(c);
+  });
+});
+
+describe('RaftCore: restart', () => {
+  it('restarts from its storage alone and replays what it had committed', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    for (let i = 0; i < 5; i++) c.put('a', i, 10 + i);
+    c.stabilize();
+    c.crash('b');
+    c.restart('b');
+    c.stabilize();
+    expect(c.node('b').kv.get(4)).toBe(14);
+    c.tick('a');
+    c.stabilize();
+    expect(c.core('b').commitIndex).toBe(c.core('a').commitIndex);
+    expectClean(c);
+  });
+
+  it('a crash before the fsync loses the unsynced entries but breaks no promise', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.elect('a');
+    c.stabilize();
+    c.holdSync('b');
+    c.holdSync('c');
+    c.put('a', 1, 7);
+    c.stabilize();
+    const last = c.core('a').lastIndex;
+    expect(c.core('a').commitIndex).toBeLessThan(last);
+    c.crash('b');
+    c.releaseSync('b');
+    c.restart('b');
+    expect(c.node('b').durable.lastIndex()).toBeLessThan(last);
+    c.releaseSync('c');
+    c.stabilize();
+    c.tick('a');
+    c.stabilize();
+    expect(c.core('a').commitIndex).toBe(last);
+    expectClean(c);
+  });
+});
