@@ -28,7 +28,9 @@ export async function startStyx(nodes = 1): Promise<BrokerUnderTest> {
       `the bench cannot launch a ${nodes}-node Styx cluster yet (no cluster CLI)`,
     );
   const dataDir = await mkdtemp(join(tmpdir(), 'styx-bench-'));
-  const args = [CLI, 'server', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0'];
+  // STYX_BENCH_NODE_ARGS: extra node flags for the broker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
+  const nodeArgs = (process.env.STYX_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const args = [...nodeArgs, CLI, 'server', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0'];
   args.push('--log-format', 'json', '--log-level', 'info');
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];

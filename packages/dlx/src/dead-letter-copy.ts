@@ -24,6 +24,7 @@
  * hand-off time, so a retried hand-off sends an identical copy.
  */
 import type { BasicProperties, FieldEntry, FieldValue } from '@styx/client/wire';
+import { BASIC_PROPERTY_NAMES } from '@styx/client/wire';
 import type { DeadLetterReason } from './dead-letter-reason.ts';
 import { isDeadLetterReason } from './dead-letter-reason.ts';
 import { DeadLetterInputError } from './errors.ts';
@@ -84,30 +85,7 @@ export interface DeadLetteredCopy extends DeadLetterMessage {
   readonly bcc: readonly string[] | undefined;
 }
 
-/**
- * Every BasicProperties member; the copy keeps each one that is set except `expiration`. Listed (not
- * spread) because a decoded wire message must not be enumerated; the Record type makes the compiler
- * fail here if the schema gains a property.
- */
-const PROPERTY_NAMES: Record<keyof BasicProperties, true> = {
-  contentType: true,
-  contentEncoding: true,
-  headers: true,
-  deliveryMode: true,
-  priority: true,
-  correlationId: true,
-  replyTo: true,
-  expiration: true,
-  messageId: true,
-  timestamp: true,
-  type: true,
-  userId: true,
-  appId: true,
-  clusterId: true,
-};
-const KEPT_PROPERTIES = (Object.keys(PROPERTY_NAMES) as (keyof BasicProperties)[]).filter(
-  (name) => name !== 'expiration' && name !== 'headers',
-);
+const KEPT_PROPERTIES = BASIC_PROPERTY_NAMES.filter((name) => name !== 'expiration' && name !== 'headers');
 
 /** Builds the dead-lettered copy of `input.message`. Throws DeadLetterInputError on bad input. */
 export function deadLetterCopy(input: DeadLetterInput): DeadLetteredCopy {

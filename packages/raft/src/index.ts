@@ -27,7 +27,8 @@ export type {
 export type { SingleVoterLogOptions } from './single-voter-log.ts';
 export { SingleVoterLog, SingleVoterLogFactory } from './single-voter-log.ts';
 export type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from './storage/log-storage.ts';
-export { LogStore } from './storage/log-store.ts';
+export type { LogStoreOptions } from './storage/log-store.ts';
+export { DEFAULT_MAX_BATCHES_IN_FLIGHT, LogStore } from './storage/log-store.ts';
 export type { ManualSyncLogStorageOptions } from './storage/manual-sync-log-storage.ts';
 export { ManualSyncLogStorage } from './storage/manual-sync-log-storage.ts';
 export { MemoryLogStorage } from './storage/memory-log-storage.ts';

@@ -121,7 +121,7 @@ describe('SingleVoterLog with a storage double that withholds the sync', () => {
     await nextTurn();
     const second = log.propose({ add: 2 }).then((r) => resolved.push(r.index));
     await nextTurn();
-    expect(storage.pendingSyncs).toBe(1); // the second batch is not handed over while the first syncs
+    expect(storage.pendingSyncs).toBe(2); // pipelined: the second batch is written while the first syncs
     storage.releaseSync();
     await first;
     for (let i = 0; i < 5; i++) await nextTurn();
@@ -147,6 +147,22 @@ describe('SingleVoterLog with a storage double that withholds the sync', () => {
     expect(machine.appliedIndexes).toEqual([]);
     await expect(log.propose({ add: 3 })).rejects.toBeInstanceOf(LogFailedError);
     expect(storage.durable.lastIndex('g')).toBe(0);
+  });
+
+  it('neither applies nor confirms a later batch that synced when an earlier batch failed', async () => {
+    const { log, machine } = await openLog();
+    const first = log.propose({ add: 1 });
+    await nextTurn();
+    const second = log.propose({ add: 2 });
+    await nextTurn();
+    expect(storage.pendingSyncs).toBe(2);
+    storage.releaseNewestSync(); // batch 2's sync completes first ...
+    for (let i = 0; i < 5; i++) await nextTurn();
+    expect(machine.appliedIndexes).toEqual([]); // ... but it waits for batch 1
+    storage.failSync(new Error('EIO')); // batch 1 fails: batch 2's proposal fails with it
+    await expect(first).rejects.toBeInstanceOf(LogFailedError);
+    await expect(second).rejects.toBeInstanceOf(LogFailedError);
+    expect(machine.appliedIndexes).toEqual([]);
   });
 
   it('a failed sync fails every group waiting on that batch', async () => {

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { batchEntrySize, decodeBatch, encodeBatch, encodeFrame, frame, joinEncodedFrames } from './codec.ts';
+import {
+  batchEntrySize,
+  decodeBatch,
+  decodeProperties,
+  encodeBatch,
+  encodeFrame,
+  encodeProperties,
+  frame,
+  joinEncodedFrames,
+} from './codec.ts';
 import { fieldValueEquals, fieldValueKind, fieldValuePayload, requireFieldValueKind } from './field-table.ts';
 import type { BasicProperties, FieldTable, FieldValue, Frame, MethodMap, MethodName } from './types.ts';
 import { METHOD_NAMES } from './types.ts';
@@ -297,6 +306,43 @@ describe('encodeBatch/decodeBatch', () => {
 
   it('accepts an empty batch', () => {
     expect(decodeBatch(encodeBatch([]))).toEqual([]);
+  });
+});
+
+describe('encodeProperties/decodeProperties', () => {
+  it('gives exactly the bytes a publish frame carries as its properties, and decodes them back', () => {
+    const properties: BasicProperties = { contentType: 'text/plain', priority: 0, headers: EVERY_TYPE };
+    const bytes = encodeProperties(properties);
+    const publish = encodeFrame(
+      frame(0, 'basicPublish', {
+        exchange: '',
+        routingKey: '',
+        mandatory: false,
+        immediate: false,
+        properties,
+        body: new Uint8Array(0),
+      }),
+    );
+    // Frame{basic_publish (56) {properties (5)}}: the properties field's content ends the frame.
+    expect(Array.from(publish.subarray(publish.length - bytes.length))).toEqual(Array.from(bytes));
+    const decoded = decodeProperties(bytes);
+    expect(decoded.contentType).toBe('text/plain');
+    expect(decoded.priority).toBe(0);
+    expect(decoded.expiration).toBeNull();
+    expect(typedTable(decoded.headers as FieldTable)).toEqual(typedTable(EVERY_TYPE));
+  });
+
+  it('throws WireError 502 on properties that do not decode', () => {
+    const error = (() => {
+      try {
+        decodeProperties(new Uint8Array([0x0a, 0x05, 0x61]));
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(WireError);
+    expect((error as WireError).code).toBe(502);
   });
 });
 

@@ -1,7 +1,7 @@
 // Batch encode/decode: the only place bytes become frames and back.
 import { createNumberReader } from './number-reader.ts';
-import { BatchType, FrameType } from './schema.ts';
-import type { Frame, FrameOf, MethodMap, MethodName } from './types.ts';
+import { BatchType, FrameType, PropertiesType } from './schema.ts';
+import type { BasicProperties, Frame, FrameOf, MethodMap, MethodName } from './types.ts';
 import { WireError } from './wire-error.ts';
 
 /**
@@ -42,6 +42,28 @@ export function decodeBatch(bytes: Uint8Array): Frame[] {
     }
   }
   return frames;
+}
+
+/**
+ * The protobuf encoding of a `BasicProperties` message on its own: the same bytes a publish or a
+ * deliver frame carries in its `properties` field. Lets a broker keep a message's properties as
+ * bytes (one encode per message) instead of re-encoding them inside every frame.
+ */
+export function encodeProperties(properties: BasicProperties): Uint8Array {
+  return PropertiesType.encode(properties).finish();
+}
+
+/**
+ * Decodes what `encodeProperties` wrote (a protobufjs message instance, like the `properties` of a
+ * decoded frame). Throws WireError 502 SYNTAX_ERROR when the bytes do not decode.
+ */
+export function decodeProperties(bytes: Uint8Array): BasicProperties {
+  try {
+    return PropertiesType.decode(createNumberReader(bytes)) as unknown as BasicProperties;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw WireError.syntax(`undecodable properties of ${bytes.length} bytes: ${reason}`, err);
+  }
 }
 
 /** Builds a frame: `frame(1, 'basicAck', { deliveryTag: 5, multiple: false })`. */

@@ -4,7 +4,16 @@
 // 64-bit fields (delivery tags, i64/u64/timestamp field values, the timestamp property) are plain
 // JS numbers, exact up to 2^53 - 1 (Number.MAX_SAFE_INTEGER); beyond that they lose precision.
 
-export { batchEntrySize, decodeBatch, encodeBatch, encodeFrame, frame, joinEncodedFrames } from './codec.ts';
+export {
+  batchEntrySize,
+  decodeBatch,
+  decodeProperties,
+  encodeBatch,
+  encodeFrame,
+  encodeProperties,
+  frame,
+  joinEncodedFrames,
+} from './codec.ts';
 export { DEFAULT_FRAME_MAX, DEFAULT_PORT, PROTOCOL_VERSION } from './constants.ts';
 export type { JsFieldTable, JsFieldValue, TypedJsValue } from './field-js.ts';
 export { fieldTableToJs, fieldValueToJs, jsToFieldTable, jsToFieldValue } from './field-js.ts';
@@ -18,6 +27,7 @@ export {
   tableGet,
   tableSet,
 } from './field-table.ts';
+export { BASIC_PROPERTY_NAMES } from './property-names.ts';
 export type { ReplyCodeValue } from './reply-codes.ts';
 export { isConnectionError, ReplyCode, replyCodeName } from './reply-codes.ts';
 export type * from './types.ts';

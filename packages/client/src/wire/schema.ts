@@ -69,3 +69,6 @@ export const BatchType: protobuf.Type = wireType('Batch');
 
 /** The Frame type: one method on one channel. */
 export const FrameType: protobuf.Type = wireType('Frame');
+
+/** The BasicProperties type: a message's properties, as publish and deliver frames carry them. */
+export const PropertiesType: protobuf.Type = wireType('BasicProperties');

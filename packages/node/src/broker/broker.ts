@@ -104,6 +104,11 @@ export class Broker {
   private readonly proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   private memoryTimer: NodeJS.Timeout | undefined;
   private memoryBlocked = false;
+
+  /** Whether the node is over its memory budget (publishers are blocked). */
+  get isMemoryBlocked(): boolean {
+    return this.memoryBlocked;
+  }
   private readonly sinks: QueueActorSinks = {
     resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
     routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>

@@ -12,7 +12,7 @@
  * array, and for counts of 16 and more one entry; the common small counts use shared entries.
  */
 import type { BasicProperties, FieldEntry, FieldTable } from '@styx/client/wire';
-import { fieldValueKind, fieldValuePayload, tableGet } from '@styx/client/wire';
+import { BASIC_PROPERTY_NAMES, fieldValueKind, fieldValuePayload, tableGet } from '@styx/client/wire';
 import { compareKeys } from '@styx/dlx';
 
 /** The header's name. */
@@ -26,29 +26,7 @@ const SMALL_COUNT_ENTRIES: readonly FieldEntry[] = Array.from({ length: 16 }, (_
   }),
 );
 
-/**
- * Every BasicProperties member but headers. Listed, not spread: a decoded wire message must not be
- * enumerated, and the Record type makes the build fail here if the schema gains a property.
- */
-const PROPERTY_NAMES: Record<keyof BasicProperties, true> = {
-  contentType: true,
-  contentEncoding: true,
-  headers: true,
-  deliveryMode: true,
-  priority: true,
-  correlationId: true,
-  replyTo: true,
-  expiration: true,
-  messageId: true,
-  timestamp: true,
-  type: true,
-  userId: true,
-  appId: true,
-  clusterId: true,
-};
-const OTHER_PROPERTIES = (Object.keys(PROPERTY_NAMES) as (keyof BasicProperties)[]).filter(
-  (name) => name !== 'headers',
-);
+const OTHER_PROPERTIES = BASIC_PROPERTY_NAMES.filter((name) => name !== 'headers');
 
 function byKey(a: FieldEntry, b: FieldEntry): number {
   return compareKeys(a.key, b.key);

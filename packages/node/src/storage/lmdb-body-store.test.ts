@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StoredMessage } from '../queue/types.ts';
 import { groupIdBytes } from './body-keys.ts';
 import { StorageClosedError } from './errors.ts';
-import { BODY_DELETIONS_DB, DELETE_CHUNK_KEYS } from './lmdb-body-store.ts';
+import { BODY_DELETIONS_DB, DELETE_CHUNK_KEYS, LmdbBodyStore } from './lmdb-body-store.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { openNodeStorage } from './node-storage.ts';
 import { queueCommandCodec } from './queue-command-codec.ts';
@@ -176,5 +176,52 @@ describe('LmdbBodyStore', () => {
     expect(() => storage.bodyStore.put('g', 1, sampleMessage(1))).toThrow(StorageClosedError);
     expect(() => storage.bodyStore.delete('g', 1)).toThrow(StorageClosedError);
     expect(() => storage.bodyStore.deleteGroup('g')).toThrow(StorageClosedError);
+  });
+});
+
+describe('LmdbBodyStore recent bodies', () => {
+  it('answers from memory, drops what is deleted, and reads evicted bodies back from LMDB', async () => {
+    const dir = tempDir('bodies-recent');
+    const env = open({ path: dir.path, maxDbs: 4 });
+    // Room for about two 1,000-byte bodies (each counts its body plus a fixed overhead).
+    const store = new LmdbBodyStore(env, { recentBytes: 2600 });
+    try {
+      const messages = [1, 2, 3, 4].map((i) => sampleMessage(1000, { routingKey: `k${i}` }));
+      for (const [i, m] of messages.entries()) store.put('g', i + 1, m);
+      await store.flushed();
+      for (let i = 0; i < 4; i++) expectSameMessage(store.get('g', i + 1), messages[i] as StoredMessage);
+      store.delete('g', 4);
+      expect(store.get('g', 4)).toBeUndefined();
+      await store.flushed();
+      expect(store.get('g', 4)).toBeUndefined();
+      store.deleteGroup('g');
+      expect(store.get('g', 3)).toBeUndefined();
+      await store.flushed();
+      expect(store.get('g', 1)).toBeUndefined();
+    } finally {
+      await store.close();
+      await env.close();
+      dir.remove();
+    }
+  });
+
+  it('keeps a copy whose body is the stored bytes, not a view of the buffer the message arrived in', async () => {
+    const dir = tempDir('bodies-recent-copy');
+    const env = open({ path: dir.path, maxDbs: 4 });
+    const store = new LmdbBodyStore(env);
+    try {
+      const batch = new Uint8Array(64 * 1024).fill(3);
+      const message = sampleMessage(10, { body: batch.subarray(100, 110) });
+      store.put('g', 1, message);
+      await store.flushed(); // committed: answered from the recent bodies, not the pending write
+      const kept = store.get('g', 1);
+      expectSameMessage(kept, message);
+      expect(kept).not.toBe(message);
+      expect(kept?.body.buffer).not.toBe(batch.buffer);
+    } finally {
+      await store.close();
+      await env.close();
+      dir.remove();
+    }
   });
 });

@@ -27,6 +27,12 @@
  *    after `flushed`, which covers every earlier commit.
  * So when a snapshot and its truncation are durable, every body the snapshot refers to is durable.
  *
+ * Recent bodies: the messages put most recently are also kept decoded in memory (bounded by
+ * `recentBytes` and `RECENT_MAX_ENTRIES`, oldest evicted first) and dropped when deleted, so that a
+ * delivery or a dead-letter of a message that is still recent costs no LMDB read and no decode. Each
+ * kept message's body is a view of its stored encoding (exactly its bytes, not the network batch it
+ * arrived in).
+ *
  * Deleting a group removes its range in chunks (`DELETE_CHUNK_KEYS` per transaction, so a large
  * queue does not hold the event loop); a record in `body-deletions` marks the deletion as under way,
  * so a node that stops in the middle finishes it when it opens the store again.
@@ -51,6 +57,13 @@ export const BODY_DELETIONS_DB = 'body-deletions';
 export const DELETE_CHUNK_KEYS = 10_000;
 /** Group key prefixes kept encoded; beyond this the cache is cleared and refilled. */
 const PREFIX_CACHE_LIMIT = 10_000;
+/** Default bound of the recent bodies kept decoded in memory, bytes of body. */
+export const DEFAULT_RECENT_BODY_BYTES = 32 * 1024 * 1024;
+/** Most recent bodies kept (and eviction records, live or stale), entries. */
+const RECENT_MAX_ENTRIES = 65_536;
+/** Counted per kept message besides its body, bytes (the object, its strings, its map slots). */
+const RECENT_ENTRY_OVERHEAD_BYTES = 256;
+
 /** The value of a `body-deletions` record (its presence is what counts). */
 const DELETION_MARK = Buffer.from([1]);
 
@@ -69,6 +82,16 @@ interface Generation {
 
 export interface LmdbBodyStoreOptions {
   readonly logger?: StorageLogger;
+  /** Bound of the recent bodies kept decoded in memory, bytes (default `DEFAULT_RECENT_BODY_BYTES`; 0 = none). */
+  readonly recentBytes?: number;
+}
+
+/** One kept recent message, in put order; stale once its message was deleted or evicted. */
+interface RecentEntry {
+  readonly groupId: string;
+  readonly id: number;
+  readonly message: StoredMessage;
+  readonly size: number;
 }
 
 export class LmdbBodyStore implements BodyStore {
@@ -82,6 +105,13 @@ export class LmdbBodyStore implements BodyStore {
   readonly #runningDeletions = new Set<Promise<void>>();
   #failure: BodyStoreFailedError | undefined;
   #closing = false;
+  readonly #recentLimit: number;
+  /** groupId → id → the recent message kept for it. */
+  readonly #recent = new Map<string, Map<number, RecentEntry>>();
+  /** Put order, oldest at `#recentHead`; entries may be stale. */
+  #recentOrder: RecentEntry[] = [];
+  #recentHead = 0;
+  #recentBytes = 0;
 
   /**
    * The body store in `root` (the node's environment, opened with syncs on). Resumes the group
@@ -90,6 +120,7 @@ export class LmdbBodyStore implements BodyStore {
   constructor(root: RootDatabase, options: LmdbBodyStoreOptions = {}) {
     this.#root = root;
     this.#logger = options.logger ?? silentStorageLogger;
+    this.#recentLimit = options.recentBytes ?? DEFAULT_RECENT_BODY_BYTES;
     const binary = { keyEncoding: 'binary', encoding: 'binary' } as const;
     this.#bodies = root.openDB({ name: BODIES_DB, ...binary });
     this.#deletions = root.openDB({ name: BODY_DELETIONS_DB, ...binary });
@@ -108,8 +139,10 @@ export class LmdbBodyStore implements BodyStore {
   put(groupId: string, id: number, message: StoredMessage): void {
     this.#checkWritable();
     const key = bodyKey(this.#prefix(groupId), checkId(id));
-    const promise = this.#bodies.put(key, encodeStoredMessage(message));
+    const encoding = encodeStoredMessage(message);
+    const promise = this.#bodies.put(key, encoding);
     recordWrite(this.#generationOf(promise), groupId, id, message);
+    if (this.#recentLimit > 0) this.#keepRecent(groupId, id, message, encoding);
   }
 
   get(groupId: string, id: number): StoredMessage | undefined {
@@ -120,6 +153,8 @@ export class LmdbBodyStore implements BodyStore {
       if (pending !== undefined) return pending === DELETED ? undefined : pending;
       if (generation.deletedGroups?.has(groupId)) return undefined;
     }
+    const recent = this.#recent.get(groupId)?.get(id);
+    if (recent !== undefined) return recent.message;
     const value = this.#bodies.get(bodyKey(this.#prefix(groupId), checkId(id)));
     return value === undefined ? undefined : decodeStoredMessage(value, `body ${groupId}/${id}`);
   }
@@ -128,12 +163,74 @@ export class LmdbBodyStore implements BodyStore {
     this.#checkWritable();
     const promise = this.#bodies.remove(bodyKey(this.#prefix(groupId), checkId(id)));
     recordWrite(this.#generationOf(promise), groupId, id, DELETED);
+    const group = this.#recent.get(groupId);
+    const recent = group?.get(id);
+    if (recent !== undefined) {
+      group?.delete(id);
+      this.#recentBytes -= recent.size;
+    }
   }
 
   deleteGroup(groupId: string): void {
     this.#checkWritable();
     groupIdBytes(groupId);
+    const group = this.#recent.get(groupId);
+    if (group !== undefined) {
+      for (const entry of group.values()) this.#recentBytes -= entry.size;
+      this.#recent.delete(groupId);
+    }
     this.#startGroupDeletion(groupId);
+  }
+
+  /**
+   * Keep `message` decoded, as a copy whose body is a view of `encoding` (so it holds exactly the
+   * stored bytes), then evict the oldest kept messages beyond the bounds.
+   */
+  #keepRecent(groupId: string, id: number, message: StoredMessage, encoding: Uint8Array): void {
+    const bodyLength = message.body.byteLength;
+    const kept: StoredMessage = {
+      exchange: message.exchange,
+      routingKey: message.routingKey,
+      properties: message.properties,
+      body: encoding.subarray(encoding.byteLength - bodyLength),
+      bcc: message.bcc,
+    };
+    // Not remembered as `kept`'s encoding (a WeakMap entry per message): nothing re-encodes a copy
+    // read from the store on the hot path, and encodeStoredMessage would just encode it again.
+    const entry: RecentEntry = { groupId, id, message: kept, size: bodyLength + RECENT_ENTRY_OVERHEAD_BYTES };
+    let group = this.#recent.get(groupId);
+    if (group === undefined) {
+      group = new Map();
+      this.#recent.set(groupId, group);
+    }
+    const replaced = group.get(id);
+    if (replaced !== undefined) this.#recentBytes -= replaced.size;
+    group.set(id, entry);
+    this.#recentBytes += entry.size;
+    this.#recentOrder.push(entry);
+    this.#evictRecent();
+  }
+
+  #evictRecent(): void {
+    const order = this.#recentOrder;
+    while (
+      this.#recentHead < order.length &&
+      (this.#recentBytes > this.#recentLimit || order.length - this.#recentHead > RECENT_MAX_ENTRIES)
+    ) {
+      const oldest = order[this.#recentHead] as RecentEntry;
+      order[this.#recentHead] = undefined as unknown as RecentEntry; // let it be collected
+      this.#recentHead++;
+      const group = this.#recent.get(oldest.groupId);
+      if (group?.get(oldest.id) === oldest) {
+        group.delete(oldest.id);
+        this.#recentBytes -= oldest.size;
+        if (group.size === 0) this.#recent.delete(oldest.groupId);
+      }
+    }
+    if (this.#recentHead >= 1024 && this.#recentHead * 2 >= order.length) {
+      this.#recentOrder = order.slice(this.#recentHead);
+      this.#recentHead = 0;
+    }
   }
 
   /** Bodies stored for the group (committed ones, plus writes not yet committed): O(n), for tests. */

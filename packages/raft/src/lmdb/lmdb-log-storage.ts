@@ -29,6 +29,12 @@ import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } fro
  * both before resolving; that is what lets a confirm leave the node. The second wait costs one
  * microtask hop when the commit promise already implied the sync.
  *
+ * Pipelining: `LogStore` hands over the next batch while the previous one still syncs. lmdb-js runs
+ * transaction callbacks in call order, and with overlapping sync the next commit proceeds while the
+ * previous commit's fsync runs; `flushed` read after a later commit covers it and every earlier one.
+ * A batch whose callback threw marks this storage failed, and every later callback throws before
+ * writing anything: no batch commits behind a lost one.
+ *
  * Atomicity: the batch runs in `childTransaction`, which lmdb-js aborts as a whole if the callback
  * throws (a plain `transaction` would commit the writes made before the throw). Child transactions
  * do not work with `useWritemap`, so the environment must not use it either.
@@ -66,6 +72,9 @@ export class LmdbLogStorage implements LogStorage {
   readonly #hardStates: Database<Uint8Array, Uint8Array>;
   readonly #snapshots: Database<Uint8Array, Uint8Array>;
   readonly #prefixes = new Map<string, Buffer>();
+  /** Why an earlier batch failed: later batches refuse to write (see "Pipelining"). */
+  #failure: unknown = undefined;
+  #failed = false;
 
   /**
    * Use the sub-databases of an environment someone else opened (the node shares one environment
@@ -92,9 +101,27 @@ export class LmdbLogStorage implements LogStorage {
     // of it is written, and the transaction callback only does LMDB operations.
     const ops: PreparedWrite[] = new Array(writes.length);
     for (let i = 0; i < writes.length; i++) ops[i] = this.#prepare(writes[i] as LogWrite);
-    await this.#root.childTransaction(() => {
-      for (const op of ops) this.#apply(op);
+    if (this.#failed) throw this.#failure;
+    const committed = this.#root.childTransaction(() => {
+      if (this.#failed) throw this.#failure;
+      try {
+        for (const op of ops) this.#apply(op);
+      } catch (error) {
+        this.#failed = true;
+        this.#failure = error;
+        throw error;
+      }
     });
+    try {
+      await committed;
+    } catch (error) {
+      // The transaction failed after its callback ran (the commit itself): fail later batches too.
+      if (!this.#failed) {
+        this.#failed = true;
+        this.#failure = error;
+      }
+      throw error;
+    }
     await this.#root.flushed;
   }
 

@@ -44,7 +44,9 @@ export interface LogStorage {
    * Apply `writes` in order, atomically, and make them durable. Resolves ONLY once the sync covering
    * them has completed: a confirm, a vote or an append-ack may be released on that resolution, so
    * resolving earlier loses acknowledged data on a crash. Rejects if the batch may not be durable.
-   * The caller has at most one batch in flight.
+   * The caller may hand over the next batch before this one resolved (`LogStore` pipelines a few):
+   * batches must be applied in call order, and once a batch failed no later batch may be applied
+   * (a later batch durable behind a lost one would leave a hole in a group's log).
    */
   write(writes: readonly LogWrite[]): Promise<void>;
 

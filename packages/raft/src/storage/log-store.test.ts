@@ -58,7 +58,8 @@ describe('LogStore group commit', () => {
     expect(storage.durable.lastIndex('a')).toBe(1);
   });
 
-  it('gathers writes made during a sync into the next batch, handed over after the first is durable', async () => {
+  it('with maxBatchesInFlight 1, gathers writes made during a sync into the next batch, handed over after the first is durable', async () => {
+    store = new LogStore(storage, { maxBatchesInFlight: 1 });
     const first = watch(store.append('a', meta(1), bytes('1')));
     await nextTurn();
     const second = watch(store.append('a', meta(2), bytes('2')));
@@ -76,6 +77,70 @@ describe('LogStore group commit', () => {
     storage.releaseSync();
     await store.sync();
     expect(second.settled && third.settled).toBe(true);
+  });
+
+  it('pipelines batches: hands the next ones over while the first syncs, up to the cap, then gathers', async () => {
+    store = new LogStore(storage, { maxBatchesInFlight: 2 });
+    const first = watch(store.append('a', meta(1), bytes('1')));
+    await nextTurn();
+    const second = watch(store.append('a', meta(2), bytes('2')));
+    await nextTurn();
+    const third = watch(store.append('a', meta(3), bytes('3')));
+    const fourth = watch(store.append('a', meta(4), bytes('4')));
+    await nextTurn();
+    expect(storage.pendingSyncs).toBe(2); // the cap: the third turn's writes wait
+    expect(storage.peekPendingSync()?.map(describeWrite)).toEqual(['a:1']);
+    storage.releaseSync();
+    await nextTurn();
+    await nextTurn();
+    expect(first.settled).toBe(true);
+    expect(second.settled || third.settled).toBe(false);
+    expect(storage.pendingSyncs).toBe(2); // the third turn's batch went over once a slot freed
+    storage.releaseSync();
+    storage.releaseSync();
+    await store.sync();
+    expect(second.settled && third.settled && fourth.settled).toBe(true);
+    expect(storage.durable.lastIndex('a')).toBe(4);
+  });
+
+  it('resolves batches in order even when the storage reports a later one durable first', async () => {
+    const first = watch(store.append('a', meta(1), bytes('1')));
+    await nextTurn();
+    const second = watch(store.append('b', meta(1), bytes('2')));
+    await nextTurn();
+    expect(storage.pendingSyncs).toBe(2);
+    storage.releaseNewestSync();
+    for (let i = 0; i < 5; i++) await nextTurn();
+    expect(second.settled).toBe(false); // its data is durable, but batch 1 is not yet
+    storage.releaseSync();
+    await store.sync();
+    expect(first).toEqual({ settled: true, error: undefined });
+    expect(second).toEqual({ settled: true, error: undefined });
+  });
+
+  it('fails a later batch the storage already reported durable when an earlier batch fails', async () => {
+    const first = store.append('a', meta(1), bytes('1'));
+    await nextTurn();
+    const second = store.append('a', meta(2), bytes('2'));
+    await nextTurn();
+    expect(storage.pendingSyncs).toBe(2);
+    storage.releaseNewestSync(); // batch 2 "committed"
+    await nextTurn();
+    storage.failSync(new Error('EIO')); // then batch 1 fails
+    await expect(first).rejects.toBeInstanceOf(LogStoreFailedError);
+    await expect(second).rejects.toBeInstanceOf(LogStoreFailedError);
+    await expect(store.append('a', meta(3), bytes('3'))).rejects.toBeInstanceOf(LogStoreFailedError);
+  });
+
+  it('fails every batch in flight when the oldest fails, even if the later ones sync afterwards', async () => {
+    const first = store.append('a', meta(1), bytes('1'));
+    await nextTurn();
+    const second = store.append('a', meta(2), bytes('2'));
+    await nextTurn();
+    storage.failSync(new Error('EIO'));
+    storage.releaseSync();
+    await expect(first).rejects.toBeInstanceOf(LogStoreFailedError);
+    await expect(second).rejects.toBeInstanceOf(LogStoreFailedError);
   });
 
   it('sync() waits for everything queued before it, and resolves at once when idle', async () => {

@@ -8,6 +8,8 @@ interface Batch {
   readonly durable: Promise<void>;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
+  /** The storage reported this batch durable; it resolves once every earlier batch has too. */
+  stored: boolean;
 }
 
 function newBatch(): Batch {
@@ -20,7 +22,7 @@ function newBatch(): Batch {
   // Writers may ignore the promise (a compaction nobody awaits); a failure still reaches the
   // writers that do wait, and must not crash the process as an unhandled rejection.
   durable.catch(() => {});
-  return { writes: [], durable, resolve, reject };
+  return { writes: [], durable, resolve, reject, stored: false };
 }
 
 /**
@@ -28,35 +30,53 @@ function newBatch(): Batch {
  * written with group commit in the manner of Ra's shared WAL.
  *
  * Every write made during one I/O turn joins one batch; at the end of the turn (setImmediate) the
- * batch goes to the storage as ONE transaction and ONE sync. While a batch is syncing, new writes
- * gather in the next batch, so the batch size follows the sync latency: the slower the disk, the
- * more each sync carries. Each write returns the promise of its batch, which resolves only after
- * the storage reports that batch durable — that is the only signal on which a confirm, a vote or an
- * append-ack may leave the node.
+ * batch goes to the storage as ONE transaction. Batches are pipelined: up to `maxBatchesInFlight`
+ * are handed to the storage before the first is durable, so the next batch's transaction is
+ * written while the previous one syncs (LMDB's overlapping sync) instead of the log store idling
+ * for a whole sync between batches. Beyond the cap, new writes gather in the next batch, so the
+ * batch size still follows the sync latency. Each write returns the promise of its batch, which
+ * resolves only after the storage reports that batch AND every earlier batch durable — that is the
+ * only signal on which a confirm, a vote or an append-ack may leave the node.
  *
  * Invariants:
- * - At most one batch is in flight; batches become durable in the order their writes were made, so
- *   a resolved batch implies every earlier one is durable.
- * - After a failed batch the store is failed: every pending and later write rejects with
- *   `LogStoreFailedError`. Accepting later writes could make batch N+1 durable after batch N was
- *   lost, leaving a hole in some group's log.
+ * - Batches are handed to the storage in the order their writes were made and resolve in that
+ *   order, whatever order the storage reports them in: a resolved batch implies every earlier one
+ *   is durable.
+ * - After a failed batch the store is failed: every batch in flight (including later batches the
+ *   storage already reported durable but that were not resolved yet), every pending and every
+ *   later write rejects with `LogStoreFailedError`. Confirming batch N+1 after batch N was lost
+ *   would acknowledge entries behind a hole in some group's log.
  *
- * Bounds: a batch is not size-capped (one turn's writes must share one transaction); the callers
- * bound it by bounding their in-flight proposals.
+ * Bounds: at most `maxBatchesInFlight` batches are in flight; a batch is not size-capped (one
+ * turn's writes must share one transaction); the callers bound it by bounding their in-flight
+ * proposals.
  */
+export interface LogStoreOptions {
+  /**
+   * Batches handed to the storage and not yet resolved, at most (default
+   * `DEFAULT_MAX_BATCHES_IN_FLIGHT`); 1 = the next batch waits for the previous one's sync.
+   */
+  readonly maxBatchesInFlight?: number;
+}
+
+/** Default pipeline depth, batches: one syncing, one being written, one gathered behind them. */
+export const DEFAULT_MAX_BATCHES_IN_FLIGHT = 3;
+
 export class LogStore {
   readonly #storage: LogStorage;
+  readonly #maxInFlight: number;
   /** Collecting writes of the current turn; undefined when nothing is queued. */
   #pending: Batch | undefined;
-  /** Handed to the storage, not yet durable. */
-  #inFlight: Batch | undefined;
+  /** Handed to the storage, not yet resolved, oldest first. */
+  #inFlight: Batch[] = [];
   #flushScheduled = false;
   #failure: LogStoreFailedError | undefined;
   #closing = false;
   #closed: Promise<void> | undefined;
 
-  constructor(storage: LogStorage) {
+  constructor(storage: LogStorage, options: LogStoreOptions = {}) {
     this.#storage = storage;
+    this.#maxInFlight = Math.max(1, options.maxBatchesInFlight ?? DEFAULT_MAX_BATCHES_IN_FLIGHT);
   }
 
   /** The error that failed the store, or undefined while it is healthy. */
@@ -97,7 +117,7 @@ export class LogStore {
   /** Resolves once every write queued before this call is durable. */
   sync(): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
-    const last = this.#pending ?? this.#inFlight;
+    const last = this.#pending ?? this.#inFlight[this.#inFlight.length - 1];
     return last ? last.durable : Promise.resolve();
   }
 
@@ -139,8 +159,8 @@ export class LogStore {
     const dropped = this.#pending;
     this.#pending = undefined;
     dropped?.reject(new LogStoreClosedError());
-    const inFlight = this.#inFlight;
-    this.#closed = (inFlight ? inFlight.durable.catch(() => {}) : Promise.resolve()).then(() =>
+    const last = this.#inFlight[this.#inFlight.length - 1];
+    this.#closed = (last ? last.durable.catch(() => {}) : Promise.resolve()).then(() =>
       this.#storage.close(),
     );
     return this.#closed;
@@ -160,8 +180,8 @@ export class LogStore {
   }
 
   #scheduleFlush(): void {
-    // With a batch in flight, its completion schedules the next flush: one sync at a time.
-    if (this.#flushScheduled || this.#inFlight !== undefined) return;
+    // With the pipeline full, the oldest batch's completion schedules the next flush.
+    if (this.#flushScheduled || this.#inFlight.length >= this.#maxInFlight) return;
     this.#flushScheduled = true;
     // setImmediate, not a microtask: the batch must take every write of this I/O turn, including
     // those made by promise continuations that run after the current one.
@@ -171,9 +191,9 @@ export class LogStore {
   readonly #flush = (): void => {
     this.#flushScheduled = false;
     const batch = this.#pending;
-    if (batch === undefined || this.#inFlight !== undefined || this.#failure) return;
+    if (batch === undefined || this.#inFlight.length >= this.#maxInFlight || this.#failure) return;
     this.#pending = undefined;
-    this.#inFlight = batch;
+    this.#inFlight.push(batch);
     let written: Promise<void>;
     try {
       written = this.#storage.write(batch.writes);
@@ -187,19 +207,27 @@ export class LogStore {
   };
 
   #onDurable(batch: Batch): void {
-    this.#inFlight = undefined;
-    batch.resolve();
+    if (this.#failure) return; // already rejected with the failure of an earlier batch
+    batch.stored = true;
+    // Resolve in order: a batch the storage reports early waits for every earlier one.
+    const inFlight = this.#inFlight;
+    let done = 0;
+    while (done < inFlight.length && (inFlight[done] as Batch).stored) done++;
+    if (done === 0) return;
+    const resolved = inFlight.splice(0, done);
+    for (const each of resolved) each.resolve();
     if (this.#pending !== undefined) this.#scheduleFlush();
   }
 
   #onFailed(cause: unknown): void {
+    if (this.#failure) return;
     const failure = new LogStoreFailedError(cause);
     this.#failure = failure;
     const inFlight = this.#inFlight;
     const pending = this.#pending;
-    this.#inFlight = undefined;
+    this.#inFlight = [];
     this.#pending = undefined;
-    inFlight?.reject(failure);
+    for (const each of inFlight) each.reject(failure);
     pending?.reject(failure);
   }
 }

@@ -63,6 +63,19 @@ export class ManualSyncLogStorage implements LogStorage {
     return true;
   }
 
+  /**
+   * Report the NEWEST withheld batch durable before the older ones (a storage whose promises settle
+   * out of order): its writes become durable and its promise resolves. Tests the log store's
+   * in-order resolution; a real LMDB never makes a later commit durable before an earlier one.
+   */
+  releaseNewestSync(): boolean {
+    const batch = this.#withheld.pop();
+    if (batch === undefined || this.#crashed) return false;
+    this.durable.applyNow(batch.writes);
+    batch.resolve();
+    return true;
+  }
+
   /** Release every withheld batch, oldest first. Returns how many were released. */
   releaseAll(): number {
     let released = 0;

@@ -56,6 +56,9 @@ const EMPTY_PROPERTIES: BasicProperties = {};
  * publish on the same channel sees the message. A synchronous method (declare, bind, consume, get,
  * …) holds back the frames after it until its reply is sent.
  */
+/** What a batch of acks/nacks proposes: settle (ack), discard (nack without requeue), return. */
+type OutcomeKind = 'settle' | 'discard' | 'return';
+
 export class Channel implements OwnerSink {
   readonly number: number;
   readonly owner: string;
@@ -71,6 +74,14 @@ export class Channel implements OwnerSink {
   private readonly consumers = new Map<string, Consumer>();
   /** Delivery tag → message; insertion order is tag order, which `multiple` acks rely on. */
   private readonly unacked = new Map<number, Unacked>();
+  /**
+   * Acks (or nacks of one kind) of this turn not yet proposed, per queue: one `settle` (`discard`,
+   * `return`) command per queue per turn instead of one per message. Proposed at the end of the turn
+   * (a microtask) and before anything else this channel proposes, so its queues see its commands in
+   * the order the client sent them.
+   */
+  private outcomes: Map<QueueActor, number[]> | undefined = undefined;
+  private outcomeKind: OutcomeKind = 'settle';
   /** Queues that may hold this channel's consumers or unacked messages (told on close). */
   private readonly queuesUsed = new Set<QueueActor>();
   /** Exchanges this channel may publish to, valid while the permission epoch is unchanged. */
@@ -152,7 +163,15 @@ export class Channel implements OwnerSink {
   private dispatch(frame: Frame): Promise<void> | undefined {
     const b = this.broker;
     const s = this.host.session;
-    switch (frame.method) {
+    const method = frame.method;
+    if (
+      this.outcomes !== undefined &&
+      method !== 'basicAck' &&
+      method !== 'basicNack' &&
+      method !== 'basicReject'
+    )
+      this.flushOutcomes();
+    switch (method) {
       case 'basicPublish':
         this.publish(frame.basicPublish);
         return undefined;
@@ -546,19 +565,45 @@ export class Channel implements OwnerSink {
   }
 
   private ack(deliveryTag: number, multiple: boolean): void {
-    for (const [queue, ids] of this.take(deliveryTag, multiple)) {
-      queue
-        .settle(this.owner, ids)
-        .catch((err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'settle failed'));
-    }
+    this.addOutcomes('settle', this.take(deliveryTag, multiple));
   }
 
   private nack(deliveryTag: number, multiple: boolean, requeue: boolean): void {
-    for (const [queue, ids] of this.take(deliveryTag, multiple)) {
-      const done = requeue ? queue.returnMessages(this.owner, ids) : queue.discard(this.owner, ids);
-      done.catch((err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'nack failed'));
+    this.addOutcomes(requeue ? 'return' : 'discard', this.take(deliveryTag, multiple));
+  }
+
+  /** Queue this turn's acks/nacks; a different kind first proposes what is queued (order kept). */
+  private addOutcomes(kind: OutcomeKind, byQueue: Map<QueueActor, number[]>): void {
+    if (this.outcomes !== undefined && this.outcomeKind !== kind) this.flushOutcomes();
+    let outcomes = this.outcomes;
+    if (outcomes === undefined) {
+      outcomes = new Map();
+      this.outcomes = outcomes;
+      this.outcomeKind = kind;
+      queueMicrotask(this.flushOutcomes);
+    }
+    for (const [queue, ids] of byQueue) {
+      const queued = outcomes.get(queue);
+      if (queued === undefined) outcomes.set(queue, ids);
+      else for (const id of ids) queued.push(id);
     }
   }
+
+  private readonly flushOutcomes = (): void => {
+    const outcomes = this.outcomes;
+    if (outcomes === undefined) return;
+    this.outcomes = undefined;
+    const kind = this.outcomeKind;
+    for (const [queue, ids] of outcomes) {
+      const done =
+        kind === 'settle'
+          ? queue.settle(this.owner, ids)
+          : kind === 'discard'
+            ? queue.discard(this.owner, ids)
+            : queue.returnMessages(this.owner, ids);
+      done.catch((err: unknown) => this.host.logger.debug({ err, queue: queue.name }, `${kind} failed`));
+    }
+  };
 
   /** basic.recover: every unacked message of this channel goes back to its queue, redelivered. */
   private async recover(): Promise<void> {
@@ -602,6 +647,7 @@ export class Channel implements OwnerSink {
 
   /** Hand every consumer and unacked message back to its queue (unacked → ready, redelivered). */
   private release(): void {
+    this.flushOutcomes(); // acks already taken go before the ownerDown that returns the rest
     this.backlog = [];
     const consumers = [...this.consumers.values()];
     this.consumers.clear();

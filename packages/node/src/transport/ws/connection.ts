@@ -42,6 +42,16 @@ let connectionCounter = 0;
 const MAX_FRAMES_BEFORE_HELLO_OK = 1000;
 
 /**
+ * Frames queued in one turn after which they are written at once, as one WebSocket message, rather
+ * than at the end of the turn. A queue may deliver a whole prefetch window (1,000 messages) in one
+ * apply: sent as one message, the client can start on none of it before the broker has encoded all
+ * of it, and its acks come back only after it has decoded all of it — broker and client then take
+ * turns idling. Written in slices, the client works on (and acks) the first slice while the broker
+ * encodes the next.
+ */
+const MAX_FRAMES_PER_MESSAGE = 128;
+
+/**
  * One client connection: the handshake, channel multiplexing, heartbeats, batched writes (every
  * frame produced in one event-loop turn goes out in one WebSocket message) and back-pressure.
  * Faults follow AMQP's scopes: a channel error closes the channel, a connection error closes the
@@ -179,7 +189,11 @@ export class Connection implements ChannelHost {
       this.send({ channel: frame.channel, method: 'channelOpenOk', channelOpenOk: {} });
       return;
     }
-    if (frame.method === 'basicPublish' && !this.publisher) this.publisher = true;
+    if (frame.method === 'basicPublish' && !this.publisher) {
+      this.publisher = true;
+      // A connection that starts publishing while the node is over its budget is blocked at once.
+      if (this.broker.isMemoryBlocked) this.setMemoryBlocked(true);
+    }
     channel.handle(frame);
   }
 
@@ -260,18 +274,24 @@ export class Connection implements ChannelHost {
 
   // ---------------------------------------------------------------------------------- outbound
 
-  /** Queue a frame; everything queued in this turn is written as one WebSocket message. */
+  /** Queue a frame; what is queued in this turn is written as one WebSocket message per `MAX_FRAMES_PER_MESSAGE` frames. */
   send(frame: Frame): void {
     if (this.state === 'closed') return;
     this.outgoing.push(frame);
+    if (this.outgoing.length >= MAX_FRAMES_PER_MESSAGE) {
+      // The scheduled flush (there is one: the queue is not empty) finds what is queued after this.
+      this.flush(false);
+      return;
+    }
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
     }
   }
 
-  private flush(): void {
-    this.flushScheduled = false;
+  /** Write what is queued; `scheduled` when called by the end-of-turn flush. */
+  private flush(scheduled = true): void {
+    if (scheduled) this.flushScheduled = false;
     if (this.outgoing.length === 0 || this.ws.readyState !== this.ws.OPEN) {
       this.outgoing = [];
       return;
