@@ -4,6 +4,13 @@
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log(
+    'Usage: node scripts/build-browser.ts\n\nBundles src/browser.ts into dist/browser/styx-client.js (ESM, for browsers).',
+  );
+  process.exit(0);
+}
+
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
 const result = await build({

@@ -19,8 +19,21 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '200000' },
     size: { type: 'string', default: '1024' },
     'per-turn': { type: 'string', default: '1000' },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (values.help) {
+  process.stdout.write(`Usage: node packages/node/scripts/body-store-bench.ts [options]
+
+Put, get and delete throughput of the LMDB body store (a temp dir, removed after).
+
+  --messages N     messages to store (default 200000)
+  --size BYTES     body size (default 1024)
+  --per-turn N     puts per event-loop turn (default 1000)
+  -h, --help       show this help
+`);
+  process.exit(0);
+}
 const messages = Number(values.messages);
 const size = Number(values.size);
 const perTurn = Number(values['per-turn']);

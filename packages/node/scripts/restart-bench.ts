@@ -41,8 +41,24 @@ const { values } = parseArgs({
     /** Only fill a queue of this length into --dir and stop (to profile restarts by hand). */
     'fill-only': { type: 'string' },
     dir: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (values.help) {
+  process.stdout.write(`Usage: node --expose-gc packages/node/scripts/restart-bench.ts [options]
+
+Restart time of durable queues against queue length and against history length.
+
+  --lengths L1,L2,...     queue lengths to fill and restart (default 10000,100000,1000000)
+  --size BYTES            body size (default 1024)
+  --histories H1,H2,...   publish+ack pairs before a restart (default 100000,1000000)
+  --backlog N             messages left queued after a history (default 100)
+  --fill-only L --dir D   only fill a queue of length L into D (to profile a restart by hand)
+  --reopen D              time one restart of D (what the script runs in a child process)
+  -h, --help              show this help
+`);
+  process.exit(0);
+}
 const GROUP = '/:bench:1';
 /** Enqueues in flight while filling (a pipelining publisher). */
 const IN_FLIGHT = 5000;
