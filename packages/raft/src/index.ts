@@ -10,6 +10,14 @@ export {
   NotLeaderError,
   ReplicatedLogError,
 } from './errors.ts';
+export { GroupAlreadyOpenError, GroupOverloadedError, PeerUnreachableError } from './group/errors.ts';
+export type { BatchFilter } from './group/in-process-transport.ts';
+export { InProcessHub, InProcessTransport } from './group/in-process-transport.ts';
+export type { RaftGroupLogOptions } from './group/raft-group-log.ts';
+export { RaftGroupLog } from './group/raft-group-log.ts';
+export type { RaftHostOptions, RaftHostStats, RaftTuning } from './group/raft-host.ts';
+export { DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_TICK_MS, RaftHost } from './group/raft-host.ts';
+export type { GroupMessage, PeerBatch, QuiesceNotice, Transport } from './group/transport.ts';
 export type { InMemoryLogOptions } from './in-memory-log.ts';
 export { InMemoryLog } from './in-memory-log.ts';
 export type { LmdbLogStorageOptions } from './lmdb/lmdb-log-storage.ts';
@@ -26,7 +34,14 @@ export type {
 } from './replicated-log.ts';
 export type { SingleVoterLogOptions } from './single-voter-log.ts';
 export { SingleVoterLog, SingleVoterLogFactory } from './single-voter-log.ts';
-export type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from './storage/log-storage.ts';
+export type {
+  AttachedWrite,
+  HardState,
+  LogStorage,
+  LogWrite,
+  StoredEntry,
+  StoredSnapshot,
+} from './storage/log-storage.ts';
 export type { LogStoreOptions } from './storage/log-store.ts';
 export { DEFAULT_MAX_BATCHES_IN_FLIGHT, LogStore } from './storage/log-store.ts';
 export type { ManualSyncLogStorageOptions } from './storage/manual-sync-log-storage.ts';

@@ -8,7 +8,7 @@ import type {
 } from '@styx/client/wire';
 import { isConnectionError } from '@styx/client/wire';
 import type { Clock, ReplicatedLog } from '@styx/raft';
-import { InMemoryLog, SingleVoterLog, systemClock } from '@styx/raft';
+import { InMemoryLog, systemClock } from '@styx/raft';
 import {
   accessRefused,
   ChannelError,
@@ -42,6 +42,7 @@ import { route } from '../router/route.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
 import { durableQueueLog } from '../storage/durable-queue-log.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
+import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
 import { isLoopbackAddress } from './loopback.ts';
 
@@ -127,14 +128,10 @@ export class Broker {
       this.storage === undefined
         ? new InMemoryLog<MetadataCommand, MetadataReply>('metadata', { clock: this.clock })
         : withCompaction(
-            new SingleVoterLog<MetadataCommand, MetadataReply>(
+            raftHostOf(this.storage).createLog<MetadataCommand, MetadataReply>(
               'metadata',
-              this.storage.logStore,
               metadataCommandCodec,
-              {
-                clock: this.clock,
-                nodeId: this.storage.nodeId,
-              },
+              { clock: this.clock },
             ),
             { policy: { maxEntries: 10_000 } },
           );

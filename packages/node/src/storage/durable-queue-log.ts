@@ -1,15 +1,16 @@
 /**
- * The log of a durable queue on this node: a single-voter log on the node's log store, with the
- * binary queue command codec and compaction by the default policy. What the node hands a
- * `QueueActor` for a durable queue (with `storage.bodyStore` as its body store).
+ * The log of a durable queue on this node: a one-voter Raft group on the node's Raft host (over the
+ * node's log store), with the binary queue command codec and compaction by the default policy.
+ * What the node hands a `QueueActor` for a durable queue (with `storage.bodyStore` as its body
+ * store). A queue written by the earlier single-voter log is migrated when it opens.
  */
 import type { Clock, ReplicatedLog } from '@styx/raft';
-import { SingleVoterLog } from '@styx/raft';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import type { CompactionPolicy } from './compaction-policy.ts';
 import { queueCommandWeight, withCompaction } from './compaction-policy.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { queueCommandCodec } from './queue-command-codec.ts';
+import { raftHostOf } from './raft-groups.ts';
 import type { StorageLogger } from './storage-logger.ts';
 
 export interface DurableQueueLogOptions {
@@ -27,14 +28,10 @@ export function durableQueueLog(
   groupId: string,
   options: DurableQueueLogOptions = {},
 ): ReplicatedLog<QueueCommand, QueueApplyResult> {
-  const log = new SingleVoterLog<QueueCommand, QueueApplyResult>(
+  const log = raftHostOf(storage).createLog<QueueCommand, QueueApplyResult>(
     groupId,
-    storage.logStore,
     queueCommandCodec,
-    {
-      nodeId: storage.nodeId,
-      ...(options.clock === undefined ? {} : { clock: options.clock }),
-    },
+    options.clock === undefined ? {} : { clock: options.clock },
   );
   return withCompaction(log, {
     weigh: queueCommandWeight,

@@ -1,9 +1,11 @@
+import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from '@styx/raft';
+import { LmdbLogStorage, LogStore } from '@styx/raft';
 import { open } from 'lmdb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StoredMessage } from '../queue/types.ts';
 import { groupIdBytes } from './body-keys.ts';
 import { StorageClosedError } from './errors.ts';
-import { BODY_DELETIONS_DB, DELETE_CHUNK_KEYS, LmdbBodyStore } from './lmdb-body-store.ts';
+import { BODIES_DB, BODY_DELETIONS_DB, DELETE_CHUNK_KEYS, LmdbBodyStore } from './lmdb-body-store.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { openNodeStorage } from './node-storage.ts';
 import { queueCommandCodec } from './queue-command-codec.ts';
@@ -220,6 +222,98 @@ describe('LmdbBodyStore recent bodies', () => {
       expect(kept?.body.buffer).not.toBe(batch.buffer);
     } finally {
       await store.close();
+      await env.close();
+      dir.remove();
+    }
+  });
+});
+
+/** A log storage on LMDB that hands a batch to LMDB only when the test releases it. */
+class HeldLmdbStorage implements LogStorage {
+  readonly #inner: LmdbLogStorage;
+  readonly held: (() => void)[] = [];
+
+  constructor(inner: LmdbLogStorage) {
+    this.#inner = inner;
+  }
+
+  write(writes: readonly LogWrite[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.held.push(() => this.#inner.write(writes).then(resolve, reject));
+    });
+  }
+
+  entries(groupId: string, fromIndex: number, toIndex?: number): Iterable<StoredEntry> {
+    return this.#inner.entries(groupId, fromIndex, toIndex);
+  }
+
+  lastIndex(groupId: string): number {
+    return this.#inner.lastIndex(groupId);
+  }
+
+  hardState(groupId: string): HardState | undefined {
+    return this.#inner.hardState(groupId);
+  }
+
+  snapshot(groupId: string): StoredSnapshot | undefined {
+    return this.#inner.snapshot(groupId);
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+}
+
+describe('LmdbBodyStore with a log store', () => {
+  it("writes bodies in the log store's batch transaction, not in commits of their own", async () => {
+    const dir = tempDir('bodies-attached');
+    const env = open({ path: dir.path });
+    const held = new HeldLmdbStorage(new LmdbLogStorage(env));
+    const logStore = new LogStore(held);
+    const bodies = new LmdbBodyStore(env, { logStore });
+    const raw = env.openDB({ name: BODIES_DB, keyEncoding: 'binary', encoding: 'binary' });
+    const committedBodies = (): number => raw.getKeysCount();
+    try {
+      const message = sampleMessage(300);
+      bodies.put('g', 1, message);
+      bodies.put('g', 2, sampleMessage(10));
+      bodies.delete('g', 2);
+      const entry = logStore.append('g', { index: 1, term: 1, ts: 1 }, new Uint8Array([7]));
+      for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+      await env.flushed;
+      // Held with the log store's batch: nothing committed, reads answered from memory.
+      expect(held.held).toHaveLength(1);
+      expect(committedBodies()).toBe(0);
+      expect(bodies.get('g', 1)).toBe(message);
+      expect(bodies.get('g', 2)).toBeUndefined();
+      held.held[0]?.();
+      await entry;
+      expect(committedBodies()).toBe(1);
+      expect(logStore.lastIndex('g')).toBe(1);
+      expectSameMessage(bodies.get('g', 1), message);
+      await bodies.flushed();
+    } finally {
+      await logStore.close();
+      await bodies.close();
+      await env.close();
+      dir.remove();
+    }
+  });
+
+  it('writes on its own once the log store is closing', async () => {
+    const dir = tempDir('bodies-fallback');
+    const env = open({ path: dir.path });
+    const logStore = new LogStore(new LmdbLogStorage(env));
+    const bodies = new LmdbBodyStore(env, { logStore });
+    try {
+      await logStore.close();
+      const message = sampleMessage(50);
+      bodies.put('g', 1, message);
+      await bodies.flushed();
+      expect(bodies.failure).toBeUndefined();
+      expectSameMessage(bodies.get('g', 1), message);
+    } finally {
+      await bodies.close();
       await env.close();
       dir.remove();
     }

@@ -3,25 +3,30 @@
  * keyed by the queue's group id (its incarnation) and the message id (see body-keys.ts), holding
  * the message's binary encoding (stored-message-codec.ts).
  *
- * Writes are lmdb-js asynchronous single operations: they go to lmdb-js's writer in call order and
- * commit in LMDB transactions shortly after (the same transactions as the log store's batches when
- * they fall in the same turn). The `BodyStore` contract is synchronous, so until a write has
+ * Writes ride in the log store's batches when the store is given the node's `LogStore` (on the same
+ * environment): the puts and deletes made while one log-store batch is being gathered form one
+ * `AttachedWrite` of that batch and are applied inside its LMDB transaction, so they commit and sync
+ * with it — one sync per I/O turn for log entries and bodies together. Without a log store (or once
+ * it failed or is closing) writes are lmdb-js asynchronous single operations, committed in
+ * transactions of their own. The `BodyStore` contract is synchronous, so until a write has
  * committed, the store answers reads of its key from memory: every write joins a "generation" (the
- * writes that share one lmdb-js commit promise, i.e. one transaction); a generation is forgotten
- * once its promise resolves, when LMDB itself returns the new value. Reads check the generations
- * newest first, then LMDB.
+ * writes that share one promise: the log-store batch's, or one lmdb-js commit's); a generation is
+ * forgotten once its promise resolves, when LMDB itself returns the new value. Reads check the
+ * generations newest first, then LMDB.
  *
  * Why bodies written this way are safe to rely on across crashes — the ordering argument:
  * 1. A body is put when its enqueue is APPLIED, which happens only after the enqueue's log entry is
  *    durable; until a snapshot covers the message, a crash loses at most the body, and the replay
  *    of that entry puts it again. Likewise a delete follows a durable entry that removed the
  *    message, which the replay would apply again.
- * 2. The entry is deleted from the log only by a compaction: `snapshot + truncateBefore`, written by
- *    the log store as ONE lmdb-js `childTransaction`, queued after the body put (the put happened
- *    during the apply that the snapshot covers). lmdb-js runs every asynchronous single operation
- *    queued before a transaction callback no later than that callback (README, "Asynchronous
- *    Transaction Ordering": callbacks run after the queued single operations), so the put commits
- *    in the same LMDB transaction as the compaction or an earlier one.
+ * 2. The entry is deleted from the log only by a compaction: `snapshot + truncateBefore`, written
+ *    to the log store after the body put (the put happened during the apply that the snapshot
+ *    covers). With a log store, the put joined the attached write of the batch being gathered or of
+ *    an earlier batch whose transaction has not run yet (an attached write takes new writes until
+ *    its `apply` ran), so it commits in the compaction's transaction or an earlier one: the log
+ *    store hands batches over and LMDB commits them in order. Without one, lmdb-js runs every
+ *    asynchronous single operation queued before a transaction callback no later than that
+ *    callback (README, "Asynchronous Transaction Ordering"), with the same conclusion.
  * 3. LMDB transactions become durable in commit order (copy-on-write pages; a meta page is only
  *    valid after everything it points at), and the log store reports the compaction durable only
  *    after `flushed`, which covers every earlier commit.
@@ -40,6 +45,7 @@
  * Precondition: nothing is written to a group after `deleteGroup` (a re-created queue has a new
  * group id). A failed commit fails the store: later writes throw `BodyStoreFailedError`.
  */
+import type { AttachedWrite, LogStore } from '@styx/raft';
 import type { Database, RootDatabase } from 'lmdb';
 import type { BodyStore } from '../queue/body-store.ts';
 import type { StoredMessage } from '../queue/types.ts';
@@ -82,8 +88,40 @@ interface Generation {
 
 export interface LmdbBodyStoreOptions {
   readonly logger?: StorageLogger;
+  /**
+   * The node's log store on the SAME environment as `root`: writes then join its batches' LMDB
+   * transactions (see the header). Omitted: every write is a transaction of its own.
+   */
+  readonly logStore?: LogStore;
   /** Bound of the recent bodies kept decoded in memory, bytes (default `DEFAULT_RECENT_BODY_BYTES`; 0 = none). */
   readonly recentBytes?: number;
+}
+
+/**
+ * The writes gathered for one log-store batch, applied inside its transaction. Takes new writes
+ * until `apply` ran; `ops` alternates key, value (undefined = delete).
+ */
+class BodyBatch implements AttachedWrite {
+  readonly #bodies: Database<Uint8Array, Uint8Array>;
+  readonly ops: (Uint8Array | undefined)[] = [];
+  generation: Generation | undefined;
+  applied = false;
+
+  constructor(bodies: Database<Uint8Array, Uint8Array>) {
+    this.#bodies = bodies;
+  }
+
+  apply(): void {
+    this.applied = true;
+    const bodies = this.#bodies;
+    const ops = this.ops;
+    for (let i = 0; i < ops.length; i += 2) {
+      const key = ops[i] as Uint8Array;
+      const value = ops[i + 1];
+      if (value === undefined) bodies.remove(key);
+      else bodies.put(key, value);
+    }
+  }
 }
 
 /** One kept recent message, in put order; stale once its message was deleted or evicted. */
@@ -99,6 +137,9 @@ export class LmdbBodyStore implements BodyStore {
   readonly #bodies: Database<Uint8Array, Uint8Array>;
   readonly #deletions: Database<Uint8Array, Uint8Array>;
   readonly #logger: StorageLogger;
+  readonly #logStore: LogStore | undefined;
+  /** The attached write taking this turn's writes; replaced once its `apply` ran. */
+  #batch: BodyBatch | undefined;
   readonly #prefixes = new Map<string, Buffer>();
   /** Oldest first; done generations are removed as soon as their promise resolves. */
   #generations: Generation[] = [];
@@ -120,6 +161,7 @@ export class LmdbBodyStore implements BodyStore {
   constructor(root: RootDatabase, options: LmdbBodyStoreOptions = {}) {
     this.#root = root;
     this.#logger = options.logger ?? silentStorageLogger;
+    this.#logStore = options.logStore;
     this.#recentLimit = options.recentBytes ?? DEFAULT_RECENT_BODY_BYTES;
     const binary = { keyEncoding: 'binary', encoding: 'binary' } as const;
     this.#bodies = root.openDB({ name: BODIES_DB, ...binary });
@@ -140,8 +182,7 @@ export class LmdbBodyStore implements BodyStore {
     this.#checkWritable();
     const key = bodyKey(this.#prefix(groupId), checkId(id));
     const encoding = encodeStoredMessage(message);
-    const promise = this.#bodies.put(key, encoding);
-    recordWrite(this.#generationOf(promise), groupId, id, message);
+    recordWrite(this.#write(key, encoding), groupId, id, message);
     if (this.#recentLimit > 0) this.#keepRecent(groupId, id, message, encoding);
   }
 
@@ -161,8 +202,7 @@ export class LmdbBodyStore implements BodyStore {
 
   delete(groupId: string, id: number): void {
     this.#checkWritable();
-    const promise = this.#bodies.remove(bodyKey(this.#prefix(groupId), checkId(id)));
-    recordWrite(this.#generationOf(promise), groupId, id, DELETED);
+    recordWrite(this.#write(bodyKey(this.#prefix(groupId), checkId(id)), undefined), groupId, id, DELETED);
     const group = this.#recent.get(groupId);
     const recent = group?.get(id);
     if (recent !== undefined) {
@@ -275,6 +315,33 @@ export class LmdbBodyStore implements BodyStore {
   #checkWritable(): void {
     if (this.#failure) throw this.#failure;
     if (this.#closing) throw new StorageClosedError('body store');
+  }
+
+  /** Put (`value` undefined: delete) `key`; returns the generation the write joined. */
+  #write(key: Uint8Array, value: Uint8Array | undefined): Generation {
+    const logStore = this.#logStore;
+    if (logStore === undefined || !logStore.writable) {
+      const promise = value === undefined ? this.#bodies.remove(key) : this.#bodies.put(key, value);
+      return this.#generationOf(promise);
+    }
+    let batch = this.#batch;
+    if (batch === undefined || batch.applied) {
+      batch = new BodyBatch(this.#bodies);
+      this.#batch = batch;
+    }
+    batch.ops.push(key, value);
+    let generation = batch.generation;
+    if (generation === undefined) {
+      generation = {
+        promise: logStore.attach(batch),
+        writes: new Map(),
+        deletedGroups: undefined,
+        done: false,
+      };
+      batch.generation = generation;
+      this.#track(generation);
+    }
+    return generation;
   }
 
   /** The generation of writes committed by `promise`: the newest one, or a new one. */

@@ -56,13 +56,26 @@ describe('openNodeStorage', () => {
     await writeRecord({ format: STORAGE_FORMAT_VERSION + 1, nodeId: 'n', createdAt: 0 });
     const opening = openNodeStorage(dir.path);
     await expect(opening).rejects.toThrow(StorageFormatError);
-    await expect(opening).rejects.toThrow(/storage format 2, this build supports up to 1/);
+    await expect(opening).rejects.toThrow(
+      new RegExp(
+        `storage format ${STORAGE_FORMAT_VERSION + 1}, this build supports up to ${STORAGE_FORMAT_VERSION}`,
+      ),
+    );
     await expect(opening).rejects.toMatchObject({ code: 'STORAGE_FORMAT_UNSUPPORTED' });
     // Refusing released the environment: the dir can be opened again once the record is fixed.
     await writeRecord({ format: STORAGE_FORMAT_VERSION, nodeId: 'n', createdAt: 0 });
     const fixed = await openNodeStorage(dir.path);
     expect(fixed.nodeId).toBe('n');
     await fixed.close();
+  });
+
+  it('upgrades the record of a format-1 data dir (its single-voter logs are rewritten when they open)', async () => {
+    await (await openNodeStorage(dir.path)).close();
+    await writeRecord({ format: 1, nodeId: 'old', createdAt: 5 });
+    const upgraded = await openNodeStorage(dir.path);
+    expect(upgraded.formatVersion).toBe(STORAGE_FORMAT_VERSION);
+    expect(upgraded.nodeId).toBe('old');
+    await upgraded.close();
   });
 
   it('refuses an unreadable storage record', async () => {

@@ -2,7 +2,8 @@
  * The node's durable storage: ONE LMDB environment in `<dataDir>/lmdb` holding
  * - the log store of every durable group (queues and metadata): entries, hard state, snapshots
  *   (`@styx/raft`'s `logStoreOnEnvironment`, group commit: one transaction + one sync per I/O turn);
- * - the body store of durable queues (`LmdbBodyStore`);
+ * - the body store of durable queues (`LmdbBodyStore`), whose writes ride in the log store's
+ *   batches (one transaction, one sync per I/O turn for both);
  * - `node-meta`: the storage format version and the node's identity.
  *
  * One environment means one writer and one commit order for all of it, which is what makes
@@ -29,7 +30,12 @@ import { silentStorageLogger } from './storage-logger.ts';
  * (log entries, command codecs, snapshots, bodies, keys) would be misread by an older build, and
  * teach `openNodeStorage` to upgrade the previous format.
  */
-export const STORAGE_FORMAT_VERSION = 1;
+export const STORAGE_FORMAT_VERSION = 2;
+// Format history:
+// 1 — durable logs were single-voter logs (entries, snapshots; no Raft hard state).
+// 2 — durable logs are one-voter Raft groups (hard state, Raft entry framing). A format-1 group is
+//     rewritten to format 2 the first time it opens (packages/raft/src/group/group-bootstrap.ts), so
+//     opening a format-1 data dir upgrades the record; a format-1 build then refuses the data dir.
 /** Sub-database of the node's own records. */
 export const NODE_META_DB = 'node-meta';
 /** The key of the storage record in `node-meta`. */
@@ -86,7 +92,7 @@ export async function openNodeStorage(
     throw error;
   }
   const logStore = logStoreOnEnvironment(root);
-  const bodyStore = new LmdbBodyStore(root, { logger });
+  const bodyStore = new LmdbBodyStore(root, { logger, logStore });
   logger.info({ path, format: record.format, nodeId: record.nodeId }, 'node storage open');
   return new OpenNodeStorage(path, record, root, logStore, bodyStore);
 }
@@ -111,6 +117,15 @@ function readOrCreateRecord(meta: Database<unknown, string>, path: string): Stor
   if (format > STORAGE_FORMAT_VERSION) throw new StorageFormatError(path, format, STORAGE_FORMAT_VERSION);
   if (typeof record?.nodeId !== 'string' || typeof record.createdAt !== 'number') {
     throw new StorageMetaCorruptedError(path, 'node identity missing');
+  }
+  if (format < STORAGE_FORMAT_VERSION) {
+    const upgraded: StorageRecord = {
+      format: STORAGE_FORMAT_VERSION,
+      nodeId: record.nodeId,
+      createdAt: record.createdAt,
+    };
+    meta.putSync(STORAGE_RECORD_KEY, upgraded);
+    return upgraded;
   }
   return { format, nodeId: record.nodeId, createdAt: record.createdAt };
 }

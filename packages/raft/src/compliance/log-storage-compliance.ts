@@ -110,6 +110,47 @@ export function logStorageCompliance(name: string, harness: LogStorageHarness): 
       expect(storage.lastIndex('g')).toBe(4);
     });
 
+    it('truncates exactly at the bounds: one-entry ranges, past the ends, across 2^32, over gaps', async () => {
+      const big = 2 ** 32;
+      await storage.write([
+        ...[1, 2, 3].map((i) => append('g', entry(i))),
+        ...[big - 2, big - 1, big, big + 1].map((i) => append('w', entry(i))),
+        ...[1, 2, 50, 51, 2_000_005].map((i) => append('gap', entry(i))),
+        append('gg', entry(2)),
+      ]);
+      await storage.write([{ kind: 'truncateBefore', groupId: 'g', index: 2 }]);
+      expect(indexes(storage.entries('g', 0))).toEqual([2, 3]);
+      await storage.write([{ kind: 'truncateAfter', groupId: 'g', index: 2 }]);
+      expect(indexes(storage.entries('g', 0))).toEqual([2]);
+      await storage.write([
+        { kind: 'truncateBefore', groupId: 'g', index: 1 },
+        { kind: 'truncateAfter', groupId: 'g', index: 5 },
+      ]);
+      expect(indexes(storage.entries('g', 0))).toEqual([2]);
+      await storage.write([{ kind: 'truncateBefore', groupId: 'w', index: big }]);
+      expect(indexes(storage.entries('w', 0))).toEqual([big, big + 1]);
+      await storage.write([{ kind: 'truncateAfter', groupId: 'w', index: big }]);
+      expect(indexes(storage.entries('w', 0))).toEqual([big]);
+      await storage.write([{ kind: 'truncateBefore', groupId: 'gap', index: 51 }]);
+      expect(indexes(storage.entries('gap', 0))).toEqual([51, 2_000_005]);
+      await storage.write([{ kind: 'truncateAfter', groupId: 'gap', index: 0 }]);
+      expect(indexes(storage.entries('gap', 0))).toEqual([]);
+      expect(indexes(storage.entries('gg', 0))).toEqual([2]);
+      await storage.write([{ kind: 'truncateBefore', groupId: 'g', index: 3 }]);
+      expect(indexes(storage.entries('g', 0))).toEqual([]);
+      expect(storage.lastIndex('g')).toBe(0);
+    });
+
+    it("runs an attached write's apply once, in order with the batch's writes", async () => {
+      const seen: number[] = [];
+      await storage.write([
+        append('g', entry(1)),
+        { kind: 'attached', write: { apply: () => seen.push(storage.lastIndex('g')) } },
+      ]);
+      expect(seen).toEqual([1]);
+      expect(indexes(storage.entries('g', 0))).toEqual([1]);
+    });
+
     it('applies a batch in order: a truncation sees the appends before it in the same batch', async () => {
       await storage.write([
         append('g', entry(1)),

@@ -1,7 +1,14 @@
 import type { Database, RootDatabase } from 'lmdb';
 import { open } from 'lmdb';
 import type { EntryMeta } from '../replicated-log.ts';
-import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from '../storage/log-storage.ts';
+import type {
+  AttachedWrite,
+  HardState,
+  LogStorage,
+  LogWrite,
+  StoredEntry,
+  StoredSnapshot,
+} from '../storage/log-storage.ts';
 
 /*
  * What lmdb-js (v3.5) promises, read from its write.js, open.js and src/writer.cpp, and checked
@@ -39,6 +46,10 @@ import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } fro
  * throws (a plain `transaction` would commit the writes made before the throw). Child transactions
  * do not work with `useWritemap`, so the environment must not use it either.
  *
+ * Attached writes (`kind: 'attached'`, the body store's puts and deletes on the same environment)
+ * run inside the batch's child transaction, in batch order: they commit and sync with the batch,
+ * so one I/O turn costs one sync, not one for the log and another for the bodies.
+ *
  * Key layout (binary keys, so one group's entries are one contiguous, ordered range):
  *   entries      [u16 BE byte length of groupId][groupId UTF-8][u64 BE index]  →  [f64 term][f64 ts][payload]
  *   hard state   [groupId UTF-8]  →  [f64 term][f64 commit][vote UTF-8, absent when no vote]
@@ -50,8 +61,15 @@ export const MAX_GROUP_ID_BYTES = 512;
 /** Group id prefixes kept encoded (entries); beyond this the cache is cleared and refilled. */
 const PREFIX_CACHE_LIMIT = 10_000;
 const ENTRY_HEADER_BYTES = 16;
+/** Largest entry value assembled in the reused scratch buffer, bytes; larger ones get their own. */
+const SCRATCH_MAX_BYTES = 1024 * 1024;
 const SNAPSHOT_HEADER_BYTES = 24;
 const HARD_STATE_HEADER_BYTES = 16;
+/**
+ * Widest index span a truncation deletes by computed key, entries; a wider one (only after a gap in
+ * a group's log) is deleted by walking its keys instead, so a gap cannot make it loop for long.
+ */
+const MAX_COMPUTED_DELETE_SPAN = 1_000_000;
 /** Larger than any index (indexes stay below 2^53). */
 const END_OF_GROUP = 2 ** 53;
 
@@ -72,6 +90,8 @@ export class LmdbLogStorage implements LogStorage {
   readonly #hardStates: Database<Uint8Array, Uint8Array>;
   readonly #snapshots: Database<Uint8Array, Uint8Array>;
   readonly #prefixes = new Map<string, Buffer>();
+  /** Where entry values are assembled (see `#entryValue`); grows up to `SCRATCH_MAX_BYTES`. */
+  #scratch: Buffer = Buffer.alloc(4096);
   /** Why an earlier batch failed: later batches refuse to write (see "Pipelining"). */
   #failure: unknown = undefined;
   #failed = false;
@@ -97,8 +117,8 @@ export class LmdbLogStorage implements LogStorage {
   }
 
   async write(writes: readonly LogWrite[]): Promise<void> {
-    // Encode everything first, outside the transaction: a bad group id fails the batch before any
-    // of it is written, and the transaction callback only does LMDB operations.
+    // Encode keys and small values first, outside the transaction: a bad group id fails the batch
+    // before any of it is written. Entry values are assembled inside (see `#entryValue`).
     const ops: PreparedWrite[] = new Array(writes.length);
     for (let i = 0; i < writes.length; i++) ops[i] = this.#prepare(writes[i] as LogWrite);
     if (this.#failed) throw this.#failure;
@@ -172,19 +192,13 @@ export class LmdbLogStorage implements LogStorage {
 
   #prepare(write: LogWrite): PreparedWrite {
     switch (write.kind) {
-      case 'append': {
-        const { entry } = write;
-        const value = Buffer.allocUnsafe(ENTRY_HEADER_BYTES + entry.payload.length);
-        value.writeDoubleBE(entry.term, 0);
-        value.writeDoubleBE(entry.ts, 8);
-        value.set(entry.payload, ENTRY_HEADER_BYTES);
+      case 'append':
+        // The value ([term][ts][payload]) is assembled inside the transaction, in a reused buffer.
         return {
-          kind: 'put',
-          db: this.#entries,
-          key: entryKey(this.#prefix(write.groupId), entry.index),
-          value,
+          kind: 'append',
+          key: entryKey(this.#prefix(write.groupId), write.entry.index),
+          entry: write.entry,
         };
-      }
       case 'truncateBefore': {
         const prefix = this.#prefix(write.groupId);
         return {
@@ -219,6 +233,8 @@ export class LmdbLogStorage implements LogStorage {
         value.set(data, SNAPSHOT_HEADER_BYTES);
         return { kind: 'put', db: this.#snapshots, key: groupIdKey(write.groupId), value };
       }
+      case 'attached':
+        return write;
       case 'deleteGroup': {
         const prefix = this.#prefix(write.groupId);
         this.#prefixes.delete(write.groupId);
@@ -235,6 +251,9 @@ export class LmdbLogStorage implements LogStorage {
   /** Runs inside the batch's write transaction; reads here see the batch's earlier writes. */
   #apply(op: PreparedWrite): void {
     switch (op.kind) {
+      case 'append':
+        this.#entries.put(op.key, this.#entryValue(op.entry));
+        return;
       case 'put':
         op.db.put(op.key, op.value);
         return;
@@ -246,14 +265,68 @@ export class LmdbLogStorage implements LogStorage {
         this.#hardStates.remove(op.groupKey);
         this.#snapshots.remove(op.groupKey);
         return;
+      case 'attached':
+        op.write.apply();
+        return;
     }
   }
 
-  #removeEntries(start: Uint8Array, end: Uint8Array): void {
-    // Collect first: deleting under a live cursor is not something to rely on.
-    const keys: Uint8Array[] = [];
-    for (const key of this.#entries.getKeys({ start, end })) keys.push(key);
-    for (const key of keys) this.#entries.remove(key);
+  /**
+   * Delete the entries with keys in [start, end) (one group's range). A group's entries are
+   * contiguous in index (appends extend the log, truncations cut a prefix or a suffix), so two
+   * cursor reads find the first and last index present and the keys in between are deleted by
+   * computed key, reusing one key buffer (inside a transaction lmdb-js copies the key into its
+   * instruction before returning): no cursor walk and no key allocated per entry. A span wider than
+   * `MAX_COMPUTED_DELETE_SPAN` (possible only if something left a gap) is walked with a cursor.
+   */
+  #removeEntries(start: Buffer, end: Buffer): void {
+    const entries = this.#entries;
+    let firstKey: Uint8Array | undefined;
+    for (const key of entries.getKeys({ start, end, limit: 1 })) firstKey = key;
+    if (firstKey === undefined) return;
+    const prefixLength = start.length - 8;
+    const first = readIndex(firstKey, prefixLength);
+    // The last key below `end`; lmdb-js's reverse range may include its start key (`end` here) and
+    // excludes its end key (`start`), so clamp to the range rather than rely on either bound.
+    let last = first;
+    for (const key of entries.getKeys({ start: end, end: start, reverse: true, limit: 1 })) {
+      last = Math.max(first, Math.min(readIndex(key, prefixLength), readIndex(end, prefixLength) - 1));
+    }
+    if (last - first >= MAX_COMPUTED_DELETE_SPAN) {
+      // Collect first: deleting under a live cursor is not something to rely on.
+      const keys: Uint8Array[] = [];
+      for (const key of entries.getKeys({ start, end })) keys.push(key);
+      for (const key of keys) entries.remove(key);
+      return;
+    }
+    const key = Buffer.from(start);
+    for (let index = first; index <= last; index++) {
+      writeIndex(key, prefixLength, index);
+      entries.remove(key);
+    }
+  }
+
+  /**
+   * [f64 term][f64 ts][payload] of `entry`, in the scratch buffer when it fits: inside a write
+   * transaction lmdb-js hands the value's address to LMDB, which copies it into its page before
+   * `put` returns, so one buffer serves every entry of every batch — no allocation per entry.
+   * Valid only until the next call.
+   */
+  #entryValue(entry: StoredEntry): Buffer {
+    const length = ENTRY_HEADER_BYTES + entry.payload.length;
+    let value: Buffer;
+    if (length <= SCRATCH_MAX_BYTES) {
+      if (this.#scratch.length < length) {
+        this.#scratch = Buffer.alloc(Math.min(SCRATCH_MAX_BYTES, Math.max(length, 2 * this.#scratch.length)));
+      }
+      value = this.#scratch.subarray(0, length);
+    } else {
+      value = Buffer.allocUnsafe(length);
+    }
+    value.writeDoubleBE(entry.term, 0);
+    value.writeDoubleBE(entry.ts, 8);
+    value.set(entry.payload, ENTRY_HEADER_BYTES);
+    return value;
   }
 
   /** [u16 BE length][groupId UTF-8], cached: every entry key of a group starts with it. */
@@ -272,6 +345,7 @@ export class LmdbLogStorage implements LogStorage {
 }
 
 type PreparedWrite =
+  | { readonly kind: 'append'; readonly key: Buffer; readonly entry: StoredEntry }
   | {
       readonly kind: 'put';
       readonly db: Database<Uint8Array, Uint8Array>;
@@ -279,7 +353,8 @@ type PreparedWrite =
       readonly value: Buffer;
     }
   | { readonly kind: 'removeRange'; readonly start: Buffer; readonly end: Buffer }
-  | { readonly kind: 'deleteGroup'; readonly start: Buffer; readonly end: Buffer; readonly groupKey: Buffer };
+  | { readonly kind: 'deleteGroup'; readonly start: Buffer; readonly end: Buffer; readonly groupKey: Buffer }
+  | { readonly kind: 'attached'; readonly write: AttachedWrite };
 
 function groupIdKey(groupId: string): Buffer {
   const key = Buffer.from(groupId, 'utf8');
@@ -292,10 +367,14 @@ function groupIdKey(groupId: string): Buffer {
 function entryKey(prefix: Buffer, index: number): Buffer {
   const key = Buffer.allocUnsafe(prefix.length + 8);
   prefix.copy(key, 0);
-  // u64 big-endian from a safe integer: high 32 bits, then low 32 bits, so byte order = index order.
-  key.writeUInt32BE(Math.floor(index / 0x1_0000_0000), prefix.length);
-  key.writeUInt32BE(index >>> 0, prefix.length + 4);
+  writeIndex(key, prefix.length, index);
   return key;
+}
+
+function writeIndex(key: Buffer, prefixLength: number, index: number): void {
+  // u64 big-endian from a safe integer: high 32 bits, then low 32 bits, so byte order = index order.
+  key.writeUInt32BE(Math.floor(index / 0x1_0000_0000), prefixLength);
+  key.writeUInt32BE(index >>> 0, prefixLength + 4);
 }
 
 function readIndex(key: Uint8Array, prefixLength: number): number {

@@ -37,7 +37,20 @@ export type LogWrite =
   /** Replace the group's snapshot. Entries are not touched: truncate separately, in the same batch. */
   | { readonly kind: 'snapshot'; readonly groupId: string; readonly snapshot: StoredSnapshot }
   /** Delete the group's entries, hard state and snapshot. */
-  | { readonly kind: 'deleteGroup'; readonly groupId: string };
+  | { readonly kind: 'deleteGroup'; readonly groupId: string }
+  /** Writes of another store sharing the storage's transaction; see `AttachedWrite`. */
+  | { readonly kind: 'attached'; readonly write: AttachedWrite };
+
+/**
+ * Writes of another store that must become durable in the same transaction (so with the same sync)
+ * as a batch of the log store — the node's body store on the same LMDB environment. The storage
+ * calls `apply` once, where it applies the batch, in order with the batch's other writes: inside the
+ * batch's transaction for `LmdbLogStorage`, when the batch lands for the in-memory doubles. `apply`
+ * may only write to what the storage's transaction covers; if it throws, the batch fails.
+ */
+export interface AttachedWrite {
+  apply(): void;
+}
 
 export interface LogStorage {
   /**

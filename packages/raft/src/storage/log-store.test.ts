@@ -9,7 +9,11 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 const meta = (index: number): EntryMeta => ({ index, term: 1, ts: 1000 + index });
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const describeWrite = (write: LogWrite): string =>
-  write.kind === 'append' ? `${write.groupId}:${write.entry.index}` : `${write.kind}:${write.groupId}`;
+  write.kind === 'append'
+    ? `${write.groupId}:${write.entry.index}`
+    : write.kind === 'attached'
+      ? 'attached'
+      : `${write.kind}:${write.groupId}`;
 
 /** Track whether a promise has settled yet, without awaiting it. */
 function watch(promise: Promise<unknown>): { settled: boolean; error: unknown } {
@@ -45,6 +49,34 @@ describe('LogStore group commit', () => {
     await nextTurn();
     expect(storage.pendingSyncs).toBe(1);
     expect(storage.peekPendingSync()?.map(describeWrite)).toEqual(['a:1', 'b:1', 'hardState:c']);
+  });
+
+  it('carries an attached write in the batch of its turn: applied with it, resolved only after its sync', async () => {
+    const applied: number[] = [];
+    const appended = store.append('a', meta(1), bytes('x'));
+    const attached = store.attach({ apply: () => applied.push(storage.durable.lastIndex('a')) });
+    expect(attached).toBe(appended);
+    const state = watch(attached);
+    await nextTurn();
+    expect(storage.peekPendingSync()?.map(describeWrite)).toEqual(['a:1', 'attached']);
+    for (let i = 0; i < 3; i++) await nextTurn();
+    expect(state.settled).toBe(false);
+    expect(applied).toEqual([]);
+    storage.releaseSync();
+    await store.sync();
+    expect(state).toEqual({ settled: true, error: undefined });
+    expect(applied).toEqual([1]);
+  });
+
+  it('rejects an attached write whose sync failed, and reports itself not writable from then on', async () => {
+    expect(store.writable).toBe(true);
+    const state = watch(store.attach({ apply: () => {} }));
+    await nextTurn();
+    storage.failSync(new Error('disk gone'));
+    await nextTurn();
+    expect(state.error).toBeInstanceOf(LogStoreFailedError);
+    expect(store.writable).toBe(false);
+    await expect(store.attach({ apply: () => {} })).rejects.toBeInstanceOf(LogStoreFailedError);
   });
 
   it('resolves a batch only when its sync is released', async () => {

@@ -1,6 +1,13 @@
 import { LogStoreClosedError, LogStoreFailedError } from '../errors.ts';
 import type { EntryMeta } from '../replicated-log.ts';
-import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from './log-storage.ts';
+import type {
+  AttachedWrite,
+  HardState,
+  LogStorage,
+  LogWrite,
+  StoredEntry,
+  StoredSnapshot,
+} from './log-storage.ts';
 
 /** The writes queued in one I/O turn and the promise every writer of that turn waits on. */
 interface Batch {
@@ -84,7 +91,11 @@ export class LogStore {
     return this.#failure;
   }
 
-  /** Queue an entry. Resolves once it is durable. */
+  /**
+   * Queue an entry. Resolves once it is durable. The storage may read `payload` any time until then
+   * (the LMDB storage copies it inside the batch's transaction, possibly turns later when batches
+   * are pipelined): do not modify it before the promise settles.
+   */
   append(groupId: string, meta: EntryMeta, payload: Uint8Array): Promise<void> {
     const entry: StoredEntry = { index: meta.index, term: meta.term, ts: meta.ts, payload };
     return this.#queue({ kind: 'append', groupId, entry });
@@ -112,6 +123,22 @@ export class LogStore {
   /** Queue the removal of everything stored for the group. */
   deleteGroup(groupId: string): Promise<void> {
     return this.#queue({ kind: 'deleteGroup', groupId });
+  }
+
+  /**
+   * Queue another store's writes to be applied in the transaction of the batch being gathered (see
+   * `AttachedWrite`), so they become durable with that batch's sync rather than a sync of their
+   * own. Resolves, like every write, once the batch and every earlier one are durable; `apply` has
+   * run (inside the batch's transaction) before that. Rejects like any write when the store failed
+   * or is closing — check `writable` first to fall back to writing elsewhere.
+   */
+  attach(write: AttachedWrite): Promise<void> {
+    return this.#queue({ kind: 'attached', write });
+  }
+
+  /** False once the store failed or began closing: every write then rejects. */
+  get writable(): boolean {
+    return this.#failure === undefined && !this.#closing;
   }
 
   /** Resolves once every write queued before this call is durable. */

@@ -74,6 +74,9 @@ export class MemoryLogStorage implements LogStorage {
         case 'deleteGroup':
           this.#groups.delete(write.groupId);
           break;
+        case 'attached':
+          write.write.apply();
+          break;
       }
     }
   }

@@ -1,0 +1,530 @@
+import type { Clock } from '../clock.ts';
+import { LogFailedError, NotLeaderError } from '../errors.ts';
+import { decodeConfChange } from '../raft/conf-change.ts';
+import { DropReason, invariant, ProposalDroppedError } from '../raft/errors.ts';
+import { RaftCore } from '../raft/raft-core.ts';
+import type {
+  ConfState,
+  Entry,
+  Message,
+  NodeId,
+  RaftConfig,
+  RaftRandom,
+  Ready,
+  Snapshot,
+  SoftState,
+} from '../raft/types.ts';
+import { EntryType, MessageType, message, RaftRole } from '../raft/types.ts';
+import type { CommandCodec, EntryMeta, Role, RoleChange, StateMachine } from '../replicated-log.ts';
+import { GroupOverloadedError } from './errors.ts';
+import {
+  commandBytes,
+  commandTs,
+  decodeSnapshotData,
+  encodeCommandEntry,
+  encodeSnapshotData,
+  isCommandEntry,
+} from './group-codec.ts';
+import type { LogStoreRaftStorage } from './log-store-raft-storage.ts';
+import type { QuiesceNotice } from './transport.ts';
+
+/** What a replica needs from the host it runs on. */
+export interface ReplicaHost {
+  readonly nodeId: NodeId;
+  /** Queue a message for its peer's batch of this turn. */
+  send(groupId: string, m: Message): void;
+  /** The replica may have a Ready: pump it in this turn. */
+  markDirty(replica: HostedReplica): void;
+  /** Call `replica.finish()` once `written` (the store batch holding its Ready) is durable. */
+  awaitDurable(written: Promise<void>, replica: HostedReplica): void;
+  /** Tick the replica again (it left quiescence). */
+  wake(replica: HostedReplica): void;
+  /** Bytes of proposals now held by the replica (positive) or settled (negative). */
+  account(bytes: number): void;
+}
+
+/** The face of a replica its host drives, whatever its command types. */
+export interface HostedReplica {
+  readonly groupId: string;
+  readonly core: RaftCore;
+  /** Not ticked: idle and caught up (set and cleared by the host only). */
+  quiesced: boolean;
+  /** Take and process the core's Ready, if it has one and none is outstanding. */
+  pump(): void;
+  /** The outstanding Ready's writes are durable: release, apply, advance. */
+  finish(): void;
+  /** Whether the replica may stop ticking: a leader with every member caught up and nothing to do. */
+  canQuiesce(): boolean;
+  /** A leader's quiesce notice; returns true if this replica quiesced. */
+  onQuiesceNotice(notice: QuiesceNotice, from: NodeId): boolean;
+  /** The host starts ticking the replica again after quiescence. */
+  onUnquiesce(): void;
+  /** Stop for good with `error` (pending proposals reject with it). */
+  fail(error: Error): void;
+  /** The other members of the group (voters and learners), to send quiesce notices to. */
+  peers(): readonly NodeId[];
+}
+
+/** Reports from a replica to the log that owns it. */
+export interface ReplicaEvents {
+  /** The role as the log reports it changed. */
+  onRole(change: RoleChange): void;
+  /** The replica failed (storage, a broken invariant) and stopped. */
+  onFailed(error: Error): void;
+  /** A Ready was finished (entries may have been applied). */
+  onProgress(): void;
+}
+
+export interface GroupReplicaOptions<C, R> {
+  readonly groupId: string;
+  readonly host: ReplicaHost;
+  readonly storage: LogStoreRaftStorage;
+  readonly machine: StateMachine<C, R>;
+  readonly codec: CommandCodec<C>;
+  readonly clock: Clock;
+  readonly config: Omit<RaftConfig, 'id' | 'applied'>;
+  readonly random: RaftRandom;
+  readonly events: ReplicaEvents;
+}
+
+interface PendingProposal<C, R> {
+  readonly raftIndex: number;
+  readonly term: number;
+  readonly command: C;
+  readonly bytes: number;
+  readonly resolve: (result: R) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Consumed slots at the head of the pending queue before it is compacted (proposals). */
+const PENDING_COMPACT_THRESHOLD = 1024;
+
+/**
+ * One replica of a Raft group on a host: a `RaftCore` over the group's `LogStoreRaftStorage`, the
+ * state machine it drives, and the proposals waiting for their entries to apply.
+ *
+ * The Ready cycle (`pump` → the store batch is durable → `finish`), one Ready outstanding at a time:
+ * 1. `messages` go to the host's per-peer batches at once (they promise nothing about our disk);
+ * 2. snapshot, entries and hard state join the store's batch of this turn (one transaction for
+ *    every group of the node);
+ * 3. committed entries already stable on our disk are applied at once; a leader's are always, so
+ *    its commit latency does not wait for the sync of the entries proposed meanwhile;
+ * 4. after the sync (`finish`): `persistedMessages` (votes, append acks) are released, the rest
+ *    of the committed entries applied, `advance()`.
+ * A Ready that needs no sync (only a commit index moved) finishes at once.
+ *
+ * Exactly once per incarnation: entries are applied strictly in Raft index order, each once
+ * (asserted), starting after the snapshot the machine was restored from. The machine's
+ * `EntryMeta.index` is the application index (commands only; see group-codec.ts), `ts` the leader's
+ * stamp clamped to never go below the previous applied one — the same on every replica.
+ *
+ * Proposals resolve when their entry applies here: with the machine's result if the entry at
+ * their index is theirs (same term), else with `NotLeaderError` (another leader's entry took the
+ * index: it was definitely not committed).
+ */
+export class GroupReplica<C, R> implements HostedReplica {
+  readonly groupId: string;
+  readonly core: RaftCore;
+  quiesced = false;
+  readonly #host: ReplicaHost;
+  readonly #storage: LogStoreRaftStorage;
+  readonly #machine: StateMachine<C, R>;
+  readonly #codec: CommandCodec<C>;
+  readonly #clock: Clock;
+  readonly #events: ReplicaEvents;
+
+  /** Raft index of the last entry applied (or restored from a snapshot). */
+  #appliedRaft: number;
+  /** Application index of the last command applied. */
+  #appIndex: number;
+  #appliedTs: number;
+  #confState: ConfState;
+  #lastProposedTs = Number.NEGATIVE_INFINITY;
+  #pending: PendingProposal<C, R>[] = [];
+  #pendingHead = 0;
+  #outstanding: Ready | undefined;
+  /** Committed entries of the outstanding Ready already applied (they were stable). */
+  #earlyApplied = 0;
+  /** A leader serves (reports 'leader') once it has applied up to its term's first entry. */
+  #termStartIndex = Number.POSITIVE_INFINITY;
+  #role: Role = 'follower';
+  #roleTerm = -1;
+  #roleLeader: string | undefined;
+  #stopped = false;
+
+  constructor(options: GroupReplicaOptions<C, R>) {
+    this.groupId = options.groupId;
+    this.#host = options.host;
+    this.#storage = options.storage;
+    this.#machine = options.machine;
+    this.#codec = options.codec;
+    this.#clock = options.clock;
+    this.#events = options.events;
+    const snapshot = options.storage.snapshot();
+    const content = decodeSnapshotData(snapshot.data);
+    if (content.machine !== undefined) {
+      options.machine.restore(content.machine, {
+        index: content.appIndex,
+        term: snapshot.meta.term,
+        ts: content.ts,
+      });
+    }
+    this.#appliedRaft = snapshot.meta.index;
+    this.#appIndex = content.appIndex;
+    this.#appliedTs = content.ts;
+    this.#confState = snapshot.meta.confState;
+    this.core = new RaftCore(
+      { ...options.config, id: options.host.nodeId, applied: snapshot.meta.index },
+      options.storage,
+      options.random,
+    );
+  }
+
+  /** The role as reported to the log's listeners. */
+  get role(): Role {
+    return this.#role;
+  }
+
+  /** Raft index of the last applied entry. */
+  get appliedIndex(): number {
+    return this.#appliedRaft;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** The current role change, as `onRole` reports it. */
+  roleChange(): RoleChange {
+    return { role: this.#role, term: this.#roleTerm, leader: this.#roleLeader };
+  }
+
+  /** Append a command; resolves with the machine's result once its entry is applied here. */
+  propose(command: C): Promise<R> {
+    if (this.#role !== 'leader') return Promise.reject(new NotLeaderError(this.groupId, this.core.lead));
+    let payload: Uint8Array;
+    try {
+      payload = this.#codec.encode(command);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const now = this.#clock.now();
+    let ts = now > this.#lastProposedTs ? now : this.#lastProposedTs;
+    if (this.#appliedTs > ts) ts = this.#appliedTs;
+    const data = encodeCommandEntry(ts, payload);
+    // Wake first: a leader leaving quiescence refreshes its followers' liveness before it appends.
+    if (this.quiesced) this.#host.wake(this);
+    let raftIndex: number;
+    try {
+      raftIndex = this.core.propose(data);
+    } catch (error) {
+      if (error instanceof ProposalDroppedError) {
+        return Promise.reject(
+          error.reason === DropReason.UncommittedLimit
+            ? new GroupOverloadedError(this.groupId)
+            : new NotLeaderError(this.groupId, error.leader),
+        );
+      }
+      return Promise.reject(error);
+    }
+    this.#lastProposedTs = ts;
+    const term = this.core.term;
+    const bytes = data.byteLength;
+    this.#host.account(bytes);
+    const result = new Promise<R>((resolve, reject) => {
+      this.#pending.push({ raftIndex, term, command, bytes, resolve, reject });
+    });
+    this.#host.markDirty(this);
+    return result;
+  }
+
+  pump(): void {
+    if (this.#stopped || this.#outstanding !== undefined || !this.core.hasReady()) return;
+    const rd = this.core.ready();
+    this.#outstanding = rd;
+    this.#earlyApplied = 0;
+    if (rd.softState !== undefined) this.#onSoftState(rd.softState);
+    const host = this.#host;
+    for (const m of rd.messages) host.send(this.groupId, m);
+    // What is stable before this Ready's writes: committed entries up to here can apply now.
+    const storage = this.#storage;
+    const firstNew = rd.entries[0];
+    const stable =
+      rd.snapshot !== undefined
+        ? -1
+        : firstNew === undefined
+          ? storage.lastIndex()
+          : Math.min(storage.lastIndex(), firstNew.index - 1);
+    const written = storage.write(rd);
+    const committed = rd.committedEntries;
+    while (this.#earlyApplied < committed.length) {
+      const entry = committed[this.#earlyApplied] as Entry;
+      if (entry.index > stable) break;
+      this.#earlyApplied++;
+      this.#apply(entry);
+    }
+    if (rd.mustSync && written !== undefined) {
+      host.awaitDurable(written, this);
+    } else {
+      // Only the commit index moved: no sync to wait for, but a failed store still fails the group.
+      written?.catch((error: unknown) =>
+        this.fail(error instanceof Error ? error : new Error(String(error))),
+      );
+      this.finish();
+    }
+  }
+
+  finish(): void {
+    const rd = this.#outstanding;
+    if (rd === undefined || this.#stopped) return;
+    this.#storage.persisted(rd);
+    const host = this.#host;
+    for (const m of rd.persistedMessages) host.send(this.groupId, m);
+    if (rd.snapshot !== undefined) this.#restore(rd.snapshot);
+    const committed = rd.committedEntries;
+    for (let i = this.#earlyApplied; i < committed.length; i++) this.#apply(committed[i] as Entry);
+    this.#outstanding = undefined;
+    this.core.advance();
+    this.#storage.trimCache(this.#appliedRaft);
+    this.#updateRole();
+    host.markDirty(this);
+    this.#events.onProgress();
+  }
+
+  canQuiesce(): boolean {
+    const core = this.core;
+    if (this.#stopped || this.#outstanding !== undefined || core.role !== RaftRole.Leader) return false;
+    if (core.hasReady() || core.leadTransferee !== undefined) return false;
+    const last = core.lastIndex;
+    if (core.commitIndex !== last || this.#appliedRaft !== last) return false;
+    for (const progress of core.status().progress.values()) if (progress.match !== last) return false;
+    return true;
+  }
+
+  onQuiesceNotice(notice: QuiesceNotice, from: NodeId): boolean {
+    const core = this.core;
+    if (this.#stopped || core.role !== RaftRole.Follower || core.lead !== from) return false;
+    if (core.term !== notice.term || core.lastIndex < notice.commit) return false;
+    if (core.commitIndex < notice.commit) {
+      // The leader's last word: commit what every member has (as a heartbeat would carry it).
+      core.step(
+        message(MessageType.Heartbeat, from, this.#host.nodeId, notice.term, { commit: notice.commit }),
+      );
+      this.#host.markDirty(this);
+    }
+    return true;
+  }
+
+  /**
+   * A leader waking from quiescence counts its followers as recently active (they were caught up
+   * and silent by agreement, not cut off): otherwise its first check-quorum after waking could
+   * find nobody active since the last one and step down for nothing. A follower that is really
+   * gone is caught by the next check-quorum, one election timeout later.
+   */
+  onUnquiesce(): void {
+    const core = this.core;
+    if (this.#stopped || core.role !== RaftRole.Leader) return;
+    const self = this.#host.nodeId;
+    for (const peer of this.peers()) core.step(message(MessageType.HeartbeatResp, peer, self, core.term));
+  }
+
+  peers(): readonly NodeId[] {
+    const self = this.#host.nodeId;
+    const conf = this.core.confState();
+    const ids = new Set<NodeId>([...conf.voters, ...conf.votersOutgoing, ...conf.learners]);
+    ids.delete(self);
+    return [...ids];
+  }
+
+  /**
+   * Snapshot the machine at the applied index and truncate the log behind it (one batch). Resolves
+   * once durable; a no-op when nothing was applied since the last snapshot.
+   */
+  compact(): Promise<void> {
+    const index = this.#appliedRaft;
+    if (index <= this.#storage.snapshotIndex) return Promise.resolve();
+    const term = this.core.termAt(index);
+    invariant(term !== undefined, () => `group ${this.groupId}: no term for applied index ${index}`);
+    const data = encodeSnapshotData({
+      appIndex: this.#appIndex,
+      ts: this.#appliedTs,
+      machine: this.#machine.snapshot(),
+    });
+    const snapshot: Snapshot = { meta: { index, term, confState: this.#confState }, data };
+    return this.#storage.compact(snapshot);
+  }
+
+  /** Stop: pending proposals reject with `error`; nothing is applied any more. */
+  stop(error: Error): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    const pending = this.#pending;
+    const head = this.#pendingHead;
+    this.#pending = [];
+    this.#pendingHead = 0;
+    let bytes = 0;
+    for (let i = head; i < pending.length; i++) {
+      const proposal = pending[i] as PendingProposal<C, R>;
+      bytes += proposal.bytes;
+      proposal.reject(error);
+    }
+    if (bytes > 0) this.#host.account(-bytes);
+  }
+
+  fail(error: Error): void {
+    if (this.#stopped) return;
+    const failure = error instanceof LogFailedError ? error : new LogFailedError(this.groupId, error);
+    this.stop(failure);
+    this.#events.onFailed(failure);
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  #apply(entry: Entry): void {
+    invariant(
+      entry.index === this.#appliedRaft + 1,
+      () => `group ${this.groupId}: applying ${entry.index} after ${this.#appliedRaft}`,
+    );
+    this.#appliedRaft = entry.index;
+    if (entry.type === EntryType.ConfChange) {
+      this.#confState = this.core.applyConfChange(decodeConfChange(entry.data));
+      this.#settleLost(entry.index);
+      return;
+    }
+    const data = entry.data;
+    if (!isCommandEntry(data)) {
+      this.#settleLost(entry.index);
+      return;
+    }
+    const stamped = commandTs(data);
+    const ts = stamped > this.#appliedTs ? stamped : this.#appliedTs;
+    this.#appliedTs = ts;
+    const meta: EntryMeta = { index: ++this.#appIndex, term: entry.term, ts };
+    const proposal = this.#pending[this.#pendingHead];
+    if (proposal !== undefined && proposal.raftIndex === entry.index) {
+      this.#shiftPending(proposal);
+      if (proposal.term === entry.term) {
+        let result: R;
+        try {
+          result = this.#machine.apply(proposal.command, meta);
+        } catch (error) {
+          proposal.reject(error);
+          return;
+        }
+        proposal.resolve(result);
+        return;
+      }
+      proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
+    }
+    try {
+      this.#machine.apply(this.#codec.decode(commandBytes(data)), meta);
+    } catch {
+      // Deterministic: the leader's apply threw the same way and rejected its proposal.
+    }
+  }
+
+  /** The entry at `index` is not a command of ours: a proposal waiting there was lost. */
+  #settleLost(index: number): void {
+    const proposal = this.#pending[this.#pendingHead];
+    if (proposal === undefined || proposal.raftIndex !== index) return;
+    this.#shiftPending(proposal);
+    proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
+  }
+
+  #shiftPending(proposal: PendingProposal<C, R>): void {
+    this.#pendingHead++;
+    this.#host.account(-proposal.bytes);
+    if (this.#pendingHead === this.#pending.length) {
+      this.#pending.length = 0;
+      this.#pendingHead = 0;
+    } else if (
+      this.#pendingHead >= PENDING_COMPACT_THRESHOLD &&
+      this.#pendingHead * 2 >= this.#pending.length
+    ) {
+      this.#pending.splice(0, this.#pendingHead);
+      this.#pendingHead = 0;
+    }
+  }
+
+  #restore(snapshot: Snapshot): void {
+    const content = decodeSnapshotData(snapshot.data);
+    invariant(
+      content.machine !== undefined,
+      () => `group ${this.groupId}: a snapshot without machine state cannot replace applied state`,
+    );
+    this.#machine.restore(content.machine, {
+      index: content.appIndex,
+      term: snapshot.meta.term,
+      ts: content.ts,
+    });
+    this.#appliedRaft = snapshot.meta.index;
+    this.#appIndex = content.appIndex;
+    this.#appliedTs = content.ts;
+    this.#confState = snapshot.meta.confState;
+    // Proposals at or below the snapshot were decided without us seeing them: unknown outcome.
+    while (true) {
+      const proposal = this.#pending[this.#pendingHead];
+      if (proposal === undefined || proposal.raftIndex > snapshot.meta.index) break;
+      this.#shiftPending(proposal);
+      proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
+    }
+  }
+
+  #onSoftState(soft: SoftState): void {
+    if (soft.role === RaftRole.Leader) {
+      // The term's no-op is the last entry now: everything before it is ours to serve once applied.
+      this.#termStartIndex = this.core.lastIndex;
+      // Proposals at or after it were overwritten (or never stored) by the time we lead again.
+      const pending = this.#pending;
+      let keep = pending.length;
+      while (
+        keep > this.#pendingHead &&
+        (pending[keep - 1] as PendingProposal<C, R>).raftIndex >= this.#termStartIndex
+      )
+        keep--;
+      const lost = pending.splice(keep);
+      for (const proposal of lost) {
+        this.#host.account(-proposal.bytes);
+        proposal.reject(new NotLeaderError(this.groupId, undefined));
+      }
+      if (this.#appliedTs > this.#lastProposedTs) this.#lastProposedTs = this.#appliedTs;
+    } else {
+      this.#termStartIndex = Number.POSITIVE_INFINITY;
+    }
+    this.#updateRole();
+  }
+
+  #updateRole(): void {
+    const core = this.core;
+    let role: Role;
+    let leader: string | undefined = core.lead;
+    if (!this.#isMember()) {
+      role = 'removed';
+    } else if (core.role === RaftRole.Leader) {
+      // Elected, but serving only once the state includes everything committed before its term.
+      role = this.#appliedRaft >= this.#termStartIndex ? 'leader' : 'candidate';
+      if (role === 'candidate') leader = undefined;
+    } else if (core.role === RaftRole.Follower) {
+      role = 'follower';
+    } else {
+      role = 'candidate';
+    }
+    const term = core.term;
+    if (role === this.#role && term === this.#roleTerm && leader === this.#roleLeader) return;
+    this.#role = role;
+    this.#roleTerm = term;
+    this.#roleLeader = leader;
+    this.#events.onRole({ role, term, leader });
+  }
+
+  #isMember(): boolean {
+    const self = this.#host.nodeId;
+    const conf = this.#confState;
+    return (
+      conf.voters.includes(self) ||
+      conf.votersOutgoing.includes(self) ||
+      conf.learners.includes(self) ||
+      conf.learnersNext.includes(self)
+    );
+  }
+}

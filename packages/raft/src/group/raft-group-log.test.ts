@@ -1,0 +1,330 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../clock.ts';
+import type { ComplianceDeps, CounterCommand, CounterResult } from '../compliance/index.ts';
+import { CounterMachine, counterCodec, replicatedLogCompliance } from '../compliance/index.ts';
+import { LogCorruptedError, NotLeaderError } from '../errors.ts';
+import { openLogStore } from '../lmdb/log-store.ts';
+import type { RoleChange } from '../replicated-log.ts';
+import { SingleVoterLog } from '../single-voter-log.ts';
+import type { LogStore } from '../storage/log-store.ts';
+import { InProcessHub } from './in-process-transport.ts';
+import type { RaftGroupLog } from './raft-group-log.ts';
+import { RaftHost } from './raft-host.ts';
+
+const NODE = 'node-a';
+
+/** One-voter groups on one host over real LMDB in a temporary directory. */
+function oneVoterHarness() {
+  let dir = '';
+  let store: LogStore | undefined;
+  let host: RaftHost | undefined;
+  const current = (): RaftHost => {
+    if (host === undefined) throw new Error('harness not set up');
+    return host;
+  };
+  const start = (): void => {
+    store = openLogStore(dir);
+    host = new RaftHost({ nodeId: NODE, logStore: store, tickMs: 10 });
+  };
+  return {
+    setup() {
+      dir = mkdtempSync(join(tmpdir(), 'styx-raft-group-'));
+      start();
+    },
+    async teardown() {
+      await host?.close();
+      await store?.close();
+      host = undefined;
+      store = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    },
+    create<C, R>(groupId: string, deps: ComplianceDeps<C>) {
+      return current().createLog<C, R>(groupId, deps.codec, { clock: deps.clock });
+    },
+    async restart() {
+      await current().close();
+      await store?.close();
+      start();
+    },
+    async crash() {
+      // As in single-voter-log.test.ts: queued writes are lost, a batch handed to LMDB completes.
+      await current().close();
+      await store?.abort();
+      start();
+    },
+  };
+}
+
+replicatedLogCompliance('RaftGroupLog, one voter on LMDB', oneVoterHarness());
+
+/** A group of three voters on three hosts (each with its own LMDB) over the in-process transport. */
+class ThreeNodes {
+  readonly ids = ['n1', 'n2', 'n3'];
+  readonly dirs: string[] = [];
+  readonly stores: LogStore[] = [];
+  readonly hosts: RaftHost[] = [];
+  readonly hub = new InProcessHub();
+  /** The followers' logs and machines, per group. */
+  readonly followers = new Map<
+    string,
+    { log: RaftGroupLog<CounterCommand, CounterResult>; machine: CounterMachine }[]
+  >();
+
+  constructor() {
+    for (const id of this.ids) {
+      const dir = mkdtempSync(join(tmpdir(), `styx-raft-${id}-`));
+      const store = openLogStore(dir);
+      this.dirs.push(dir);
+      this.stores.push(store);
+      // n1 campaigns when its replica opens; if its peers have not opened theirs yet, its pre-vote
+      // is lost and it retries after 10-20 ticks. The others wait 30-60 ticks before campaigning
+      // themselves, so n1 leads first (the compliance suite waits for the replica it opened to lead).
+      const electionTicks = id === 'n1' ? 10 : 30;
+      const transport = this.hub.connect(id);
+      this.hosts.push(
+        new RaftHost({ nodeId: id, logStore: store, transport, tickMs: 10, raft: { electionTicks } }),
+      );
+    }
+  }
+
+  host(i: number): RaftHost {
+    return this.hosts[i] as RaftHost;
+  }
+
+  /** The replica on n1 (campaigning first, so it leads), with replicas on n2 and n3 opened beside it. */
+  create<C, R>(groupId: string, deps: ComplianceDeps<C>): RaftGroupLog<C, R> {
+    const followers = [1, 2].map((i) => {
+      const log = this.host(i).createLog<CounterCommand, CounterResult>(groupId, counterCodec, {
+        voters: this.ids,
+        clock: deps.clock,
+      });
+      const machine = new CounterMachine();
+      void log.open(machine).catch(() => {});
+      return { log, machine };
+    });
+    this.followers.set(groupId, followers);
+    return this.host(0).createLog<C, R>(groupId, deps.codec, {
+      voters: this.ids,
+      clock: deps.clock,
+      campaignOnOpen: true,
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const host of this.hosts) await host.close();
+    for (const store of this.stores) await store.close();
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function threeVoterHarness() {
+  let nodes: ThreeNodes | undefined;
+  return {
+    leaderAtOpen: false,
+    setup() {
+      nodes = new ThreeNodes();
+    },
+    async teardown() {
+      await nodes?.close();
+      nodes = undefined;
+    },
+    create<C, R>(groupId: string, deps: ComplianceDeps<C>) {
+      if (nodes === undefined) throw new Error('harness not set up');
+      return nodes.create<C, R>(groupId, deps);
+    },
+  };
+}
+
+replicatedLogCompliance('RaftGroupLog, three voters on three hosts', threeVoterHarness());
+
+type CounterLog = RaftGroupLog<CounterCommand, CounterResult>;
+
+async function leads(log: CounterLog): Promise<void> {
+  if (log.role === 'leader') return;
+  await new Promise<void>((resolve) => {
+    const stop = log.onRole((change) => {
+      if (change.role === 'leader') {
+        stop();
+        resolve();
+      }
+    });
+  });
+}
+
+/** Resolves once `check` holds, polling each event-loop turn (bounded by the test timeout). */
+async function eventually(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+describe('RaftGroupLog, three voters', () => {
+  let nodes: ThreeNodes;
+  const clock = new ManualClock(1_700_000_000_000);
+
+  beforeEach(() => {
+    nodes = new ThreeNodes();
+  });
+
+  afterEach(async () => {
+    await nodes.close();
+  });
+
+  it("applies the leader's sequence, with the same metas, on every follower", async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    const machine = new CounterMachine();
+    await leader.open(machine);
+    await leads(leader);
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => leader.propose({ add: i + 1 })));
+    clock.advance(-1_000); // ts never goes backwards
+    results.push(await leader.propose({ add: 51, fail: true }).catch(() => results[0] as CounterResult));
+    const followers = nodes.followers.get('g') ?? [];
+    await eventually(() => followers.every((f) => f.machine.state.values.length === 51));
+    for (const follower of followers) {
+      expect(follower.machine.state).toEqual(machine.state);
+      expect(follower.machine.appliedIndexes).toEqual(machine.appliedIndexes);
+      expect(follower.log.role).toBe('follower');
+    }
+    expect(machine.appliedIndexes).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
+  });
+
+  it('rejects a proposal on a follower with NotLeaderError naming the leader', async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    const follower = nodes.followers.get('g')?.[0]?.log as CounterLog;
+    await eventually(() => follower.state === 'open');
+    await eventually(() => follower.role === 'follower');
+    const error = await follower.propose({ add: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotLeaderError);
+    expect((error as NotLeaderError).leader).toBe('n1');
+  });
+
+  it('elects a new leader after the leader is cut off, and keeps every committed entry', async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    await Promise.all([1, 2, 3].map((add) => leader.propose({ add })));
+    const followers = nodes.followers.get('g') ?? [];
+    const roles: RoleChange[] = [];
+    for (const f of followers) f.log.onRole((change) => roles.push(change));
+    nodes.hub.disconnect('n1');
+    await eventually(() => followers.some((f) => f.log.role === 'leader'));
+    const next = followers.find((f) => f.log.role === 'leader') as (typeof followers)[number];
+    const result = await next.log.propose({ add: 4 });
+    expect(result.index).toBe(4);
+    expect(result.total).toBe(10);
+    expect(roles.some((change) => change.role === 'leader')).toBe(true);
+  });
+
+  it('quiesces an idle group on every host and wakes it with a proposal', async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    await leader.propose({ add: 1 });
+    await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+    const ticks = nodes.hosts.map((host) => host.stats.ticks);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(nodes.hosts.map((host) => host.stats.ticks)).toEqual(ticks);
+    const result = await leader.propose({ add: 2 });
+    expect(result.total).toBe(3);
+    const followers = nodes.followers.get('g') ?? [];
+    await eventually(() => followers.every((f) => f.machine.state.total === 3));
+    await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+  });
+
+  it('wakes quiesced followers when their leader goes down, and they elect a new one', async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    await leader.propose({ add: 1 });
+    await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+    nodes.hub.disconnect('n1');
+    const followers = nodes.followers.get('g') ?? [];
+    await eventually(() => followers.some((f) => f.log.role === 'leader'));
+  });
+
+  it('catches up a follower that missed entries, from a snapshot once the leader compacted', async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    const machine = new CounterMachine();
+    await leader.open(machine);
+    await leads(leader);
+    await leader.propose({ add: 1 });
+    // n3 hears nothing for a while.
+    nodes.hub.setFilter((from, to) => from !== 'n3' && to !== 'n3');
+    await Promise.all([2, 3, 4, 5].map((add) => leader.propose({ add })));
+    await leader.compact();
+    await leader.propose({ add: 6 });
+    nodes.hub.setFilter(undefined);
+    const lagging = nodes.followers.get('g')?.[1] as { machine: CounterMachine };
+    await eventually(() => lagging.machine.state.total === 21);
+    expect(lagging.machine.state).toEqual(machine.state);
+    expect(lagging.machine.restored.length).toBe(1);
+  });
+
+  it('runs many groups on the same hosts, batching their messages per peer', async () => {
+    const logs = Array.from({ length: 20 }, (_, i) =>
+      nodes.create<CounterCommand, CounterResult>(`g${i}`, { codec: counterCodec, clock }),
+    );
+    await Promise.all(logs.map((log) => log.open(new CounterMachine()).then(() => leads(log))));
+    const sentBefore = nodes.host(0).stats.batchesSent;
+    const results = await Promise.all(logs.map((log, i) => log.propose({ add: i })));
+    expect(results.map((r) => r.total)).toEqual(logs.map((_, i) => i));
+    // 20 groups' appends and commits to 2 peers, far fewer batches than 20 per peer per round.
+    expect(nodes.host(0).stats.batchesSent - sentBefore).toBeLessThan(20);
+  });
+});
+
+describe('RaftGroupLog over single-voter data', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'styx-raft-migrate-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads a group written by SingleVoterLog, with the same indexes and timestamps', async () => {
+    const clock = new ManualClock(1_000);
+    let store = openLogStore(dir);
+    const old = new SingleVoterLog<CounterCommand, CounterResult>('g', store, counterCodec, { clock });
+    const before = new CounterMachine();
+    await old.open(before);
+    await Promise.all([1, 2, 3].map((add) => old.propose({ add })));
+    await old.compact();
+    clock.advance(10);
+    await Promise.all([4, 5].map((add) => old.propose({ add })));
+    await old.close();
+    await store.close();
+
+    store = openLogStore(dir);
+    const host = new RaftHost({ nodeId: NODE, logStore: store });
+    const log = host.createLog<CounterCommand, CounterResult>('g', counterCodec, { clock });
+    const after = new CounterMachine();
+    await log.open(after);
+    expect(after.state).toEqual(before.state);
+    expect(after.restored.map((meta) => meta.index)).toEqual([3]);
+    expect(after.appliedIndexes).toEqual([4, 5]);
+    const next = await log.propose({ add: 6 });
+    expect(next.index).toBe(6);
+    expect(next.total).toBe(21);
+    await host.close();
+    await store.close();
+  });
+
+  it('refuses single-voter data for a group opened with several voters', async () => {
+    let store = openLogStore(dir);
+    const old = new SingleVoterLog<CounterCommand, CounterResult>('g', store, counterCodec);
+    await old.open(new CounterMachine());
+    await old.propose({ add: 1 });
+    await old.close();
+    await store.close();
+    store = openLogStore(dir);
+    const host = new RaftHost({ nodeId: NODE, logStore: store });
+    const log = host.createLog<CounterCommand, CounterResult>('g', counterCodec, { voters: [NODE, 'other'] });
+    await expect(log.open(new CounterMachine())).rejects.toBeInstanceOf(LogCorruptedError);
+    await host.close();
+    await store.close();
+  });
+});

@@ -1,0 +1,255 @@
+import type { Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import { LogClosedError, LogCorruptedError, LogFailedError, LogNotOpenError } from '../errors.ts';
+import type { NodeId } from '../raft/types.ts';
+import type { CommandCodec, ReplicatedLog, Role, RoleChange, StateMachine } from '../replicated-log.ts';
+import { RoleListeners } from '../role-listeners.ts';
+import {
+  bootstrapGroup,
+  migrateSingleVoterGroup,
+  singleVoter,
+  storedGroupFormat,
+} from './group-bootstrap.ts';
+import { GroupReplica } from './group-replica.ts';
+import { LogStoreRaftStorage } from './log-store-raft-storage.ts';
+import type { RaftHost } from './raft-host.ts';
+
+export interface RaftGroupLogOptions {
+  readonly host: RaftHost;
+  /**
+   * The group's voters when it is created (default: the host's node alone). Used only to bootstrap
+   * a group with nothing stored; afterwards the membership comes from the log. Every replica of a
+   * group must be created with the same voters.
+   */
+  readonly voters?: readonly NodeId[];
+  /** Where the leader reads time for `EntryMeta.ts` (default: the host's clock). */
+  readonly clock?: Clock;
+  /**
+   * Campaign as soon as the replica opens (default: true for a one-voter group). A multi-voter
+   * group's creator may set it on one replica so that replica leads first, without waiting out an
+   * election timeout.
+   */
+  readonly campaignOnOpen?: boolean;
+}
+
+/**
+ * A replica of a Raft group as a `ReplicatedLog`: what a queue actor or the metadata store runs on,
+ * the same contract as the single-voter and in-memory logs (it passes the same compliance suite).
+ *
+ * - `open` restores the latest snapshot, then replays the committed log through the Ready loop. A
+ *   one-voter group elects itself and `open` resolves once it leads and has applied everything
+ *   stored (its role is 'leader' then, as on the single-voter log). A multi-voter replica resolves
+ *   once it has applied up to the commit index it had persisted, in whatever role it is.
+ * - Roles: 'leader' once elected AND its state includes every entry committed before its term
+ *   (until then it reports 'candidate'); 'follower' / 'candidate' as Raft's; 'removed' once a
+ *   membership change without it is applied. Listeners hear the role at the end of `open`, then
+ *   every change.
+ * - `propose` on a replica that does not lead rejects with `NotLeaderError` carrying the leader's
+ *   node id when known. A proposal whose index another leader's entry took rejects with
+ *   `NotLeaderError` too (it was not committed). `LogClosedError`/`LogFailedError` mean "outcome
+ *   unknown", as on every log.
+ * - `compact` snapshots the machine at the applied index (with the application index, the applied
+ *   ts and the membership) and truncates the log behind it.
+ *
+ * Data written by `SingleVoterLog` for the same group id (same log store keys) is migrated on
+ * `open`, in one batch, keeping every index (see group-bootstrap.ts); only for a one-voter group.
+ */
+export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
+  readonly groupId: string;
+  readonly #codec: CommandCodec<C>;
+  readonly #host: RaftHost;
+  readonly #voters: readonly NodeId[];
+  readonly #clock: Clock;
+  readonly #campaign: boolean;
+  readonly #roles = new RoleListeners();
+  #state: 'new' | 'opening' | 'open' | 'closed' | 'failed' = 'new';
+  #failure: Error | undefined;
+  #replica: GroupReplica<C, R> | undefined;
+  /** Resolves `open` once the replay (and, for one voter, the election) is done. */
+  #opened: { readonly resolve: () => void; readonly reject: (error: unknown) => void } | undefined;
+  #openTarget = 0;
+
+  constructor(groupId: string, codec: CommandCodec<C>, options: RaftGroupLogOptions) {
+    this.groupId = groupId;
+    this.#codec = codec;
+    this.#host = options.host;
+    this.#voters = options.voters ?? [options.host.nodeId];
+    this.#clock = options.clock ?? systemClock;
+    this.#campaign = options.campaignOnOpen ?? this.#isSingleVoter();
+    if (this.#voters.length === 0) throw new RangeError(`group ${groupId}: no voters`);
+  }
+
+  /** Lifecycle of this log object. */
+  get state(): 'new' | 'opening' | 'open' | 'closed' | 'failed' {
+    return this.#state;
+  }
+
+  get role(): Role {
+    return this.#state === 'open' ? (this.#replica?.role ?? 'follower') : 'follower';
+  }
+
+  /** The Raft index this replica has applied up to (tests and diagnostics). */
+  get appliedIndex(): number {
+    return this.#replica?.appliedIndex ?? 0;
+  }
+
+  async open(machine: StateMachine<C, R>): Promise<void> {
+    if (this.#state !== 'new') throw new Error(`group ${this.groupId}: open() called twice`);
+    this.#state = 'opening';
+    const host = this.#host;
+    const store = host.logStore;
+    try {
+      // A previous incarnation's writes may still be in flight: read only once they are durable.
+      await store.sync();
+      if (this.#state !== 'opening') return;
+      const format = storedGroupFormat(store, this.groupId);
+      if (format === 'empty') {
+        await bootstrapGroup(store, this.groupId, {
+          ...singleVoter(host.nodeId),
+          voters: [...this.#voters].sort(),
+        });
+      } else if (format === 'single-voter') {
+        if (!this.#isSingleVoter()) {
+          throw new LogCorruptedError(this.groupId, 'single-voter data cannot seed a multi-voter group');
+        }
+        await migrateSingleVoterGroup(store, this.groupId, host.nodeId);
+      }
+      if (this.#state !== 'opening') return;
+      const storage = new LogStoreRaftStorage(this.groupId, store);
+      this.#openTarget = storage.initialState().hardState.commit;
+      const replica = new GroupReplica<C, R>({
+        groupId: this.groupId,
+        host: host.services,
+        storage,
+        machine,
+        codec: this.#codec,
+        clock: this.#clock,
+        config: host.tuning,
+        random: host.random,
+        events: {
+          onRole: (change) => this.#onRole(change),
+          onFailed: (error) => this.#onFailed(error),
+          onProgress: () => this.#checkOpened(),
+        },
+      });
+      this.#replica = replica;
+      const opened = new Promise<void>((resolve, reject) => {
+        this.#opened = { resolve, reject };
+      });
+      host.register(replica, () => this.close());
+      if (this.#campaign) replica.core.campaign();
+      this.#checkOpened();
+      await opened;
+    } catch (error) {
+      if (this.#currentState() === 'closed') return;
+      this.#state = 'failed';
+      this.#failure =
+        error instanceof LogCorruptedError || error instanceof LogFailedError
+          ? error
+          : new LogFailedError(this.groupId, error);
+      this.#stopReplica(this.#failure);
+      throw this.#failure;
+    }
+    if (this.#currentState() !== 'opening') return;
+    this.#state = 'open';
+    this.#roles.emit((this.#replica as GroupReplica<C, R>).roleChange());
+  }
+
+  propose(command: C): Promise<R> {
+    if (this.#state !== 'open') return Promise.reject(this.#notOpenError());
+    const replica = this.#replica as GroupReplica<C, R>;
+    if (this.#host.underInFlightBound()) return replica.propose(command);
+    // Over the node's in-flight bound: the proposal waits its turn.
+    return new Promise<R>((resolve, reject) => {
+      this.#host.whenUnderInFlightBound(() => {
+        const proposed =
+          this.#state === 'open' ? replica.propose(command) : Promise.reject(this.#notOpenError());
+        proposed.then(resolve, reject);
+      });
+    });
+  }
+
+  onRole(listener: (change: RoleChange) => void): () => void {
+    return this.#roles.add(listener);
+  }
+
+  async compact(): Promise<void> {
+    if (this.#state !== 'open') throw this.#notOpenError();
+    try {
+      await (this.#replica as GroupReplica<C, R>).compact();
+    } catch (error) {
+      throw new LogFailedError(this.groupId, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return;
+    const wasOpening = this.#state === 'opening';
+    this.#state = 'closed';
+    this.#stopReplica(new LogClosedError(this.groupId));
+    if (wasOpening) this.#opened?.resolve();
+  }
+
+  async destroy(): Promise<void> {
+    await this.close();
+    try {
+      await this.#host.logStore.deleteGroup(this.groupId);
+    } catch (error) {
+      throw new LogFailedError(this.groupId, error);
+    }
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  /** The state, read afresh (an await may have changed it; TypeScript's narrowing cannot tell). */
+  #currentState(): RaftGroupLog<C, R>['state'] {
+    return this.#state;
+  }
+
+  #isSingleVoter(): boolean {
+    return this.#voters.length === 1 && this.#voters[0] === this.#host.nodeId;
+  }
+
+  #stopReplica(error: Error): void {
+    const replica = this.#replica;
+    if (replica === undefined) return;
+    this.#host.unregister(replica);
+    replica.stop(error);
+  }
+
+  #onRole(change: RoleChange): void {
+    if (this.#state === 'open') this.#roles.emit(change);
+    else this.#checkOpened();
+  }
+
+  /** While opening: resolve `open` once the replay (and a one-voter group's election) is done. */
+  #checkOpened(): void {
+    const replica = this.#replica;
+    const opened = this.#opened;
+    if (this.#state !== 'opening' || replica === undefined || opened === undefined) return;
+    if (replica.appliedIndex < this.#openTarget) return;
+    if (this.#isSingleVoter() && replica.role !== 'leader') return;
+    this.#opened = undefined;
+    opened.resolve();
+  }
+
+  #onFailed(error: Error): void {
+    if (this.#state === 'closed' || this.#state === 'failed') return;
+    const wasOpening = this.#state === 'opening';
+    this.#state = 'failed';
+    this.#failure = error;
+    this.#host.unregister(this.#replica as GroupReplica<C, R>);
+    if (wasOpening) this.#opened?.reject(error);
+  }
+
+  #notOpenError(): Error {
+    switch (this.#state) {
+      case 'closed':
+        return new LogClosedError(this.groupId);
+      case 'failed':
+        return this.#failure ?? new LogFailedError(this.groupId, 'unknown');
+      default:
+        return new LogNotOpenError(this.groupId);
+    }
+  }
+}
