@@ -185,8 +185,7 @@ export class Channel implements OwnerSink {
         this.nack(frame.basicReject.deliveryTag, false, frame.basicReject.requeue);
         return undefined;
       case 'channelClose':
-        this.closeByClient();
-        return undefined;
+        return this.closeByClient();
       case 'channelOpen':
         throw new ConnectionError(Code.CHANNEL_ERROR, `channel ${this.number} is already open`);
       case 'confirmSelect':
@@ -624,13 +623,19 @@ export class Channel implements OwnerSink {
       channelClose: { replyCode: code, replyText: text, failingMethod },
     });
     this.state = 'closing';
-    this.release();
+    void this.release();
   }
 
-  private closeByClient(): void {
-    this.release();
-    this.host.send({ channel: this.number, method: 'channelCloseOk', channelCloseOk: {} });
-    this.finishClose();
+  /**
+   * close-ok goes out once the channel's queues have taken back its unacked messages, so a client
+   * that closes a channel and then looks at a queue sees them ready again (not still checked out).
+   */
+  private closeByClient(): Promise<void> {
+    this.state = 'closing';
+    return this.release().then(() => {
+      this.host.send({ channel: this.number, method: 'channelCloseOk', channelCloseOk: {} });
+      this.finishClose();
+    });
   }
 
   private finishClose(): void {
@@ -641,25 +646,32 @@ export class Channel implements OwnerSink {
   /** The connection is gone: release without sending anything. */
   abandon(): void {
     if (this.state === 'closed') return;
-    this.release();
+    void this.release();
     this.state = 'closed';
   }
 
-  /** Hand every consumer and unacked message back to its queue (unacked → ready, redelivered). */
-  private release(): void {
+  /**
+   * Hand every consumer and unacked message back to its queue (unacked → ready, redelivered).
+   * Resolves once every queue has applied that (failures are logged, never thrown).
+   */
+  private release(): Promise<void> {
     this.flushOutcomes(); // acks already taken go before the ownerDown that returns the rest
     this.backlog = [];
     const consumers = [...this.consumers.values()];
     this.consumers.clear();
     this.unacked.clear();
+    const released: Promise<void>[] = [];
     for (const queue of this.queuesUsed) {
-      queue.ownerDown(this.owner).then(
-        () => {
-          if (consumers.some((c) => c.queue === queue)) this.broker.consumerCancelled(queue);
-        },
-        (err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'ownerDown failed'),
+      released.push(
+        queue.ownerDown(this.owner).then(
+          () => {
+            if (consumers.some((c) => c.queue === queue)) this.broker.consumerCancelled(queue);
+          },
+          (err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'ownerDown failed'),
+        ),
       );
     }
     this.queuesUsed.clear();
+    return Promise.all(released).then(() => undefined);
   }
 }
