@@ -31,6 +31,23 @@ export interface StateMachine<C, R> {
   snapshot(): Uint8Array;
   /** Replace the state with a snapshot taken by `snapshot()` (on restart or install). */
   restore(snapshot: Uint8Array, meta: EntryMeta): void;
+  /**
+   * Optional, with `installTransferSnapshot`: what a replica catching up by snapshot needs besides
+   * the metadata (a queue's live message bodies, which live outside the machine's state). Called
+   * on a leader when it starts sending `snapshot` (taken by `snapshot()` at `meta`) to a follower;
+   * the machine's state may have moved on since (never back). The result travels as the snapshot
+   * in place of `snapshot` and is held in memory for the transfer. Without these methods a
+   * follower installs `snapshot` itself. Local compaction always stores `snapshot()` only.
+   */
+  transferSnapshot?(snapshot: Uint8Array, meta: EntryMeta): Uint8Array;
+  /**
+   * Optional, with `transferSnapshot`: a replica received `transfer` (what some replica's
+   * `transferSnapshot` returned for a snapshot at `meta`). Store what it carries besides the
+   * metadata — those writes must be ordered before the stored snapshot (they are made while the
+   * snapshot's write is gathered) — and return the metadata snapshot: that is what is stored and,
+   * once durable, handed to `restore`. No entry is applied in between.
+   */
+  installTransferSnapshot?(transfer: Uint8Array, meta: EntryMeta): Uint8Array;
 }
 
 /** Encodes commands for logs that persist or send them. The in-memory log does not need one. */

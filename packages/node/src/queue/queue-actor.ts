@@ -35,6 +35,8 @@ import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { ConsumerInfo } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
+import type { TransferredBody } from './transfer-snapshot.ts';
+import { decodeTransferSnapshot, encodeTransferSnapshot } from './transfer-snapshot.ts';
 import type {
   DeadLetterTotals,
   OwnerId,
@@ -220,6 +222,8 @@ export class QueueActor implements DeadLetterTarget {
       apply: (command, meta) => this.applyEntry(command, meta),
       snapshot: () => this.machine.snapshot(),
       restore: (snapshot, meta) => this.machine.restore(snapshot, meta),
+      transferSnapshot: (snapshot, meta) => this.transferSnapshot(snapshot, meta),
+      installTransferSnapshot: (transfer) => this.installTransferSnapshot(transfer),
     };
   }
 
@@ -430,6 +434,43 @@ export class QueueActor implements DeadLetterTarget {
     const { removed } = result;
     for (let i = 0; i < removed.length; i++) this.bodyStore.delete(this.groupId, removed[i] as number);
     return returned;
+  }
+
+  // ------------------------------------------------------------------------------ snapshot transfer
+
+  /**
+   * `snapshot` (the machine's, at application index `meta.index`) with the bodies a follower
+   * installing it needs: those of the messages live in the current state with an id up to
+   * `meta.index`. Every such message was live at the snapshot too (ids never come back); a
+   * message live at the snapshot and gone since is removed again by the entries after it, which
+   * the follower replays, so its body is not needed (and no longer stored here).
+   */
+  private transferSnapshot(snapshot: Uint8Array, meta: EntryMeta): Uint8Array {
+    const bodies: TransferredBody[] = [];
+    for (const id of this.machine.liveIds()) {
+      if (id > meta.index) continue;
+      const message = this.bodyStore.get(this.groupId, id);
+      if (message === undefined) {
+        this.logger.error({ id }, 'body missing for a live message: not in the snapshot sent');
+        continue;
+      }
+      bodies.push({ id, message });
+    }
+    return encodeTransferSnapshot({ metadata: snapshot, bodies });
+  }
+
+  /**
+   * Install a snapshot received from the leader: drop the bodies of the state it replaces, store
+   * those it carries, return its metadata (the log restores the machine from it once stored).
+   */
+  private installTransferSnapshot(transfer: Uint8Array): Uint8Array {
+    const { metadata, bodies } = decodeTransferSnapshot(transfer);
+    const store = this.bodyStore;
+    const incoming = new Set<number>();
+    for (const body of bodies) incoming.add(body.id);
+    for (const id of this.machine.liveIds()) if (!incoming.has(id)) store.delete(this.groupId, id);
+    for (const body of bodies) store.put(this.groupId, body.id, body.message);
+    return metadata;
   }
 
   private runEffects(effects: readonly QueueEffect[]): void {

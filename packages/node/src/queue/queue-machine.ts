@@ -827,6 +827,15 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     return pending === undefined || queued < pending ? queued : pending;
   }
 
+  /**
+   * Every message whose body the queue still needs: queued (ready or unacked), then pending a
+   * dead-letter hand-off. O(n); for snapshot transfers.
+   */
+  *liveIds(): IterableIterator<number> {
+    yield* this.entries.keys();
+    for (const entry of this.pending.values()) yield entry.id;
+  }
+
   /** The dedupe state, for tests and diagnostics. */
   dedupeState(): DedupeWatermarks {
     return this.dedupe;

@@ -19,8 +19,12 @@ import type { StoredEntry, StoredSnapshot } from '../storage/log-storage.ts';
  * [u8 CONF_CHANGE_TAG][conf change bytes] for conf changes (rare, so the copy does not matter).
  * A normal entry's payload is empty or starts with COMMAND_TAG, so the first byte tells the type.
  *
- * Snapshot data (Raft `Snapshot.data`, sent to followers as is):
- *   [u8 flags (bit 0: holds machine state)][f64 BE application index][f64 BE applied ts][machine bytes]
+ * Snapshot data (Raft `Snapshot.data`):
+ *   [u8 flags][f64 BE application index][f64 BE applied ts][machine bytes]
+ *   flags bit 0: holds machine state; bit 1: the machine bytes are a transfer payload (what
+ *   `StateMachine.transferSnapshot` made of the stored snapshot for a follower; never stored).
+ * A snapshot is stored with machine bytes from `StateMachine.snapshot()` (metadata only) and sent
+ * as is, or, for a machine with transfer methods, as a transfer payload built when it is sent.
  * Stored snapshot (`StoredSnapshot`): meta = {index: Raft index, term: Raft term, ts: applied ts};
  *   data = [u8 SNAPSHOT_MAGIC][u8 SNAPSHOT_VERSION][u32 BE n][n bytes conf state JSON][snapshot data].
  *
@@ -41,6 +45,7 @@ const SNAPSHOT_VERSION = 1;
 const SNAPSHOT_HEADER_BYTES = 17;
 const STORED_SNAPSHOT_HEADER_BYTES = 6;
 const FLAG_HAS_MACHINE = 1;
+const FLAG_TRANSFER = 2;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -103,13 +108,16 @@ export interface SnapshotContent {
   readonly ts: number;
   /** The machine's `snapshot()`, or undefined for a group's bootstrap snapshot (fresh machine). */
   readonly machine: Uint8Array | undefined;
+  /** The machine bytes are a transfer payload (`StateMachine.transferSnapshot`), not `snapshot()`. */
+  readonly transfer?: boolean;
 }
 
 export function encodeSnapshotData(content: SnapshotContent): Uint8Array {
   const machine = content.machine ?? EMPTY;
   const data = new Uint8Array(SNAPSHOT_HEADER_BYTES + machine.byteLength);
   const view = new DataView(data.buffer);
-  data[0] = content.machine === undefined ? 0 : FLAG_HAS_MACHINE;
+  data[0] =
+    content.machine === undefined ? 0 : FLAG_HAS_MACHINE | (content.transfer === true ? FLAG_TRANSFER : 0);
   view.setFloat64(1, content.appIndex);
   view.setFloat64(9, content.ts);
   data.set(machine, SNAPSHOT_HEADER_BYTES);
@@ -126,6 +134,7 @@ export function decodeSnapshotData(data: Uint8Array): SnapshotContent {
     appIndex: view.getFloat64(1),
     ts: view.getFloat64(9),
     machine: (flags & FLAG_HAS_MACHINE) !== 0 ? data.subarray(SNAPSHOT_HEADER_BYTES) : undefined,
+    transfer: (flags & FLAG_TRANSFER) !== 0,
   };
 }
 

@@ -160,7 +160,7 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.#codec = options.codec;
     this.#clock = options.clock;
     this.#events = options.events;
-    const snapshot = options.storage.snapshot();
+    const snapshot = options.storage.storedSnapshot();
     const content = decodeSnapshotData(snapshot.data);
     if (content.machine !== undefined) {
       options.machine.restore(content.machine, {
@@ -178,6 +178,9 @@ export class GroupReplica<C, R> implements HostedReplica {
       options.storage,
       options.random,
     );
+    if (options.machine.transferSnapshot !== undefined) {
+      options.storage.sendSnapshotsAs((stored) => this.#outgoingSnapshot(stored));
+    }
   }
 
   /** The role as reported to the log's listeners. */
@@ -240,7 +243,10 @@ export class GroupReplica<C, R> implements HostedReplica {
 
   pump(): void {
     if (this.#stopped || this.#outstanding !== undefined || !this.core.hasReady()) return;
-    const rd = this.core.ready();
+    let rd = this.core.ready();
+    // A snapshot received as a transfer payload: its side data is written now, so it joins this
+    // turn's store batch with the snapshot; what is stored (and restored in `finish`) is metadata.
+    if (rd.snapshot !== undefined) rd = { ...rd, snapshot: this.#incomingSnapshot(rd.snapshot) };
     this.#outstanding = rd;
     this.#earlyApplied = 0;
     if (rd.softState !== undefined) this.#onSoftState(rd.softState);
@@ -444,6 +450,41 @@ export class GroupReplica<C, R> implements HostedReplica {
       this.#pending.splice(0, this.#pendingHead);
       this.#pendingHead = 0;
     }
+  }
+
+  /**
+   * The snapshot to send a follower: the stored one with its machine bytes replaced by the
+   * machine's transfer payload for that state (see `StateMachine.transferSnapshot`).
+   */
+  #outgoingSnapshot(stored: Snapshot): Snapshot {
+    const transfer = this.#machine.transferSnapshot;
+    const content = decodeSnapshotData(stored.data);
+    if (transfer === undefined || content.machine === undefined || content.transfer === true) return stored;
+    const machine = transfer.call(this.#machine, content.machine, {
+      index: content.appIndex,
+      term: stored.meta.term,
+      ts: content.ts,
+    });
+    const data = encodeSnapshotData({ appIndex: content.appIndex, ts: content.ts, machine, transfer: true });
+    return { meta: stored.meta, data };
+  }
+
+  /** A snapshot from the leader as it is to be stored: a transfer payload installed, else as is. */
+  #incomingSnapshot(received: Snapshot): Snapshot {
+    const content = decodeSnapshotData(received.data);
+    if (content.transfer !== true || content.machine === undefined) return received;
+    const install = this.#machine.installTransferSnapshot;
+    invariant(
+      install !== undefined,
+      () => `group ${this.groupId}: received a transfer snapshot, but the machine cannot install one`,
+    );
+    const machine = install.call(this.#machine, content.machine, {
+      index: content.appIndex,
+      term: received.meta.term,
+      ts: content.ts,
+    });
+    const data = encodeSnapshotData({ appIndex: content.appIndex, ts: content.ts, machine });
+    return { meta: received.meta, data };
   }
 
   #restore(snapshot: Snapshot): void {

@@ -36,6 +36,8 @@ export class LogStoreRaftStorage implements RaftStorage {
   #lastTerm: number;
   #cache: Entry[] = [];
   #cacheFirst = 0;
+  /** Makes the snapshot sent to a follower from the stored one (see `sendSnapshotsAs`). */
+  #outgoing: ((stored: Snapshot) => Snapshot) | undefined;
 
   /**
    * A view of what the store holds for the group. The group must have its hard state and snapshot
@@ -120,14 +122,32 @@ export class LogStoreRaftStorage implements RaftStorage {
     return result;
   }
 
+  /**
+   * The snapshot the core sends to a follower (it asks for it only to send it): the stored one,
+   * or what `sendSnapshotsAs` makes of it.
+   */
   snapshot(): Snapshot {
+    const stored = this.storedSnapshot();
+    return this.#outgoing === undefined ? stored : this.#outgoing(stored);
+  }
+
+  // ------------------------------------------------------------------------------ writes
+
+  /** The latest snapshot as stored (a compaction's, served from memory until it is durable). */
+  storedSnapshot(): Snapshot {
     if (this.#pendingSnapshot !== undefined) return this.#pendingSnapshot;
     const stored = this.#store.snapshot(this.groupId);
     invariant(stored !== undefined, () => `group ${this.groupId}: snapshot missing from the store`);
     return fromStoredSnapshot(stored);
   }
 
-  // ------------------------------------------------------------------------------ writes
+  /**
+   * Send followers `extend(stored)` instead of the stored snapshot (same meta). Called each time
+   * the core starts a snapshot transfer; the core holds the result until the transfer ends.
+   */
+  sendSnapshotsAs(extend: (stored: Snapshot) => Snapshot): void {
+    this.#outgoing = extend;
+  }
 
   /** The membership as of the latest snapshot. */
   get confState(): ConfState {

@@ -7,7 +7,7 @@ import type { ComplianceDeps, CounterCommand, CounterResult } from '../complianc
 import { CounterMachine, counterCodec, replicatedLogCompliance } from '../compliance/index.ts';
 import { LogCorruptedError, NotLeaderError } from '../errors.ts';
 import { openLogStore } from '../lmdb/log-store.ts';
-import type { RoleChange } from '../replicated-log.ts';
+import type { EntryMeta, RoleChange } from '../replicated-log.ts';
 import { SingleVoterLog } from '../single-voter-log.ts';
 import type { LogStore } from '../storage/log-store.ts';
 import { InProcessHub } from './in-process-transport.ts';
@@ -95,13 +95,17 @@ class ThreeNodes {
   }
 
   /** The replica on n1 (campaigning first, so it leads), with replicas on n2 and n3 opened beside it. */
-  create<C, R>(groupId: string, deps: ComplianceDeps<C>): RaftGroupLog<C, R> {
+  create<C, R>(
+    groupId: string,
+    deps: ComplianceDeps<C>,
+    followerMachine: () => CounterMachine = () => new CounterMachine(),
+  ): RaftGroupLog<C, R> {
     const followers = [1, 2].map((i) => {
       const log = this.host(i).createLog<CounterCommand, CounterResult>(groupId, counterCodec, {
         voters: this.ids,
         clock: deps.clock,
       });
-      const machine = new CounterMachine();
+      const machine = followerMachine();
       void log.open(machine).catch(() => {});
       return { log, machine };
     });
@@ -141,6 +145,37 @@ function threeVoterHarness() {
 replicatedLogCompliance('RaftGroupLog, three voters on three hosts', threeVoterHarness());
 
 type CounterLog = RaftGroupLog<CounterCommand, CounterResult>;
+
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder();
+
+/**
+ * A counter with data kept outside its snapshot (as a queue keeps its bodies): the values applied,
+ * carried to a follower only by the transfer methods.
+ */
+class SideDataCounter extends CounterMachine {
+  side: number[] = [];
+  readonly transfers: EntryMeta[] = [];
+  readonly installs: EntryMeta[] = [];
+
+  override apply(command: CounterCommand, meta: EntryMeta): CounterResult {
+    this.side.push(command.add);
+    return super.apply(command, meta);
+  }
+
+  transferSnapshot(snapshot: Uint8Array, meta: EntryMeta): Uint8Array {
+    this.transfers.push(meta);
+    const payload = { snapshot: textDecoder.decode(snapshot), side: this.side.slice(0, meta.index) };
+    return textEncoder.encode(JSON.stringify(payload));
+  }
+
+  installTransferSnapshot(transfer: Uint8Array, meta: EntryMeta): Uint8Array {
+    this.installs.push(meta);
+    const payload = JSON.parse(textDecoder.decode(transfer)) as { snapshot: string; side: number[] };
+    this.side = payload.side;
+    return textEncoder.encode(payload.snapshot);
+  }
+}
 
 async function leads(log: CounterLog): Promise<void> {
   if (log.role === 'leader') return;
@@ -261,6 +296,38 @@ describe('RaftGroupLog, three voters', () => {
     await eventually(() => lagging.machine.state.total === 21);
     expect(lagging.machine.state).toEqual(machine.state);
     expect(lagging.machine.restored.length).toBe(1);
+  });
+
+  it("sends a lagging follower the machine's transfer payload, and stores only the metadata", async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>(
+      'g',
+      { codec: counterCodec, clock },
+      () => new SideDataCounter(),
+    );
+    const machine = new SideDataCounter();
+    await leader.open(machine);
+    await leads(leader);
+    await leader.propose({ add: 1 });
+    nodes.hub.setFilter((from, to) => from !== 'n3' && to !== 'n3');
+    await Promise.all([2, 3, 4, 5].map((add) => leader.propose({ add })));
+    await leader.compact();
+    await leader.propose({ add: 6 });
+    expect(machine.transfers).toStrictEqual([]);
+    nodes.hub.setFilter(undefined);
+    const lagging = { machine: nodes.followers.get('g')?.[1]?.machine as SideDataCounter };
+    await eventually(() => lagging.machine.state.total === 21);
+    // Built from the snapshot at the compaction point (application index 5), installed once.
+    expect(machine.transfers.map((meta) => meta.index)).toContain(5);
+    expect(lagging.machine.installs.map((meta) => meta.index)).toStrictEqual([5]);
+    expect(lagging.machine.restored.map((meta) => meta.index)).toStrictEqual([5]);
+    // 1-5 came with the snapshot, 6 from the entry replayed after it.
+    expect(lagging.machine.side).toStrictEqual([1, 2, 3, 4, 5, 6]);
+    expect(lagging.machine.state).toEqual(machine.state);
+    // What n3 stored is the metadata snapshot, not the transfer payload.
+    const stored = nodes.stores[2]?.snapshot('g');
+    expect(stored?.meta.index).toBeGreaterThan(0);
+    expect(textDecoder.decode(stored?.data)).not.toContain('"side"');
+    expect(textDecoder.decode(stored?.data)).toContain('"total":15');
   });
 
   it('runs many groups on the same hosts, batching their messages per peer', async () => {

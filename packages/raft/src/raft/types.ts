@@ -239,7 +239,8 @@ export interface RaftConfig {
   /**
    * Size of one snapshot chunk in bytes (default 1 MiB). A follower holds the chunks of the one
    * snapshot it is receiving in memory until the last arrives: that is bounded by the snapshot's
-   * size, which the application bounds (the queue machine snapshots metadata, not bodies).
+   * size, which the application bounds (a queue's stored snapshot is metadata only; a snapshot sent
+   * to a lagging follower also carries the queue's live bodies, so it is as large as the queue).
    */
   readonly snapshotChunkBytes?: number;
   /** Snapshot chunks in flight to one follower (default 4 chunks). */
