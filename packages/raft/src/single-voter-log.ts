@@ -1,6 +1,7 @@
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import { LogClosedError, LogCorruptedError, LogFailedError, LogNotOpenError } from './errors.ts';
+import { ProposalQueue } from './proposal-queue.ts';
 import type {
   CommandCodec,
   EntryMeta,
@@ -23,7 +24,6 @@ export interface SingleVoterLogOptions {
 /** The term of entries a single voter writes: it never holds an election. */
 const SINGLE_VOTER_TERM = 1;
 /** Consumed slots at the head of the pending queue before it is compacted (entries). */
-const PENDING_COMPACT_THRESHOLD = 1024;
 
 interface PendingProposal<C, R> {
   readonly command: C;
@@ -70,9 +70,8 @@ export class SingleVoterLog<C, R> implements ReplicatedLog<C, R> {
   #appliedTs = Number.NEGATIVE_INFINITY;
   /** Index of the latest snapshot stored (or restored); compaction below it has nothing to do. */
   #snapshotIndex = 0;
-  /** Proposed, not yet applied, in index order; `#pendingHead` is the first live slot. */
-  #pending: PendingProposal<C, R>[] = [];
-  #pendingHead = 0;
+  /** Proposed, not yet applied, in index order. */
+  readonly #pending = new ProposalQueue<PendingProposal<C, R>>();
   /** The store batch the latest proposal joined, and the highest index this log put in it. */
   #batch: Promise<void> | undefined;
   #batchMark: { last: number } = { last: 0 };
@@ -214,10 +213,10 @@ export class SingleVoterLog<C, R> implements ReplicatedLog<C, R> {
   /** The store made every entry up to `index` durable: apply and resolve them in order. */
   #commitUpTo(index: number): void {
     const machine = this.#machine;
-    while (this.#state === 'open' && machine !== undefined && this.#pendingHead < this.#pending.length) {
-      const proposal = this.#pending[this.#pendingHead] as PendingProposal<C, R>;
-      if (proposal.meta.index > index) break;
-      this.#pendingHead++;
+    while (this.#state === 'open' && machine !== undefined) {
+      const proposal = this.#pending.peek();
+      if (proposal === undefined || proposal.meta.index > index) break;
+      this.#pending.shift();
       if (proposal.meta.index !== this.#applied + 1) {
         throw new Error(`group ${this.groupId}: applying ${proposal.meta.index} after ${this.#applied}`);
       }
@@ -232,7 +231,6 @@ export class SingleVoterLog<C, R> implements ReplicatedLog<C, R> {
       }
       proposal.resolve(result);
     }
-    this.#trimPending();
   }
 
   #fail(cause: unknown): void {
@@ -243,24 +241,7 @@ export class SingleVoterLog<C, R> implements ReplicatedLog<C, R> {
   }
 
   #failPending(error: Error): void {
-    const pending = this.#pending;
-    const head = this.#pendingHead;
-    this.#pending = [];
-    this.#pendingHead = 0;
-    for (let i = head; i < pending.length; i++) (pending[i] as PendingProposal<C, R>).reject(error);
-  }
-
-  #trimPending(): void {
-    if (this.#pendingHead === this.#pending.length) {
-      this.#pending.length = 0;
-      this.#pendingHead = 0;
-    } else if (
-      this.#pendingHead >= PENDING_COMPACT_THRESHOLD &&
-      this.#pendingHead * 2 >= this.#pending.length
-    ) {
-      this.#pending.splice(0, this.#pendingHead);
-      this.#pendingHead = 0;
-    }
+    for (const proposal of this.#pending.drain()) proposal.reject(error);
   }
 
   #notOpenError(): Error {

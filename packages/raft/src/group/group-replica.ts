@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { LogFailedError, NotLeaderError } from '../errors.ts';
+import { ProposalQueue } from '../proposal-queue.ts';
 import { decodeConfChange } from '../raft/conf-change.ts';
 import { DropReason, invariant, ProposalDroppedError } from '../raft/errors.ts';
 import { RaftCore } from '../raft/raft-core.ts';
@@ -97,7 +98,6 @@ interface PendingProposal<C, R> {
 }
 
 /** Consumed slots at the head of the pending queue before it is compacted (proposals). */
-const PENDING_COMPACT_THRESHOLD = 1024;
 
 /**
  * One replica of a Raft group on a host: a `RaftCore` over the group's `LogStoreRaftStorage`, the
@@ -140,8 +140,7 @@ export class GroupReplica<C, R> implements HostedReplica {
   #appliedTs: number;
   #confState: ConfState;
   #lastProposedTs = Number.NEGATIVE_INFINITY;
-  #pending: PendingProposal<C, R>[] = [];
-  #pendingHead = 0;
+  readonly #pending = new ProposalQueue<PendingProposal<C, R>>();
   #outstanding: Ready | undefined;
   /** Committed entries of the outstanding Ready already applied (they were stable). */
   #earlyApplied = 0;
@@ -364,13 +363,8 @@ export class GroupReplica<C, R> implements HostedReplica {
   stop(error: Error): void {
     if (this.#stopped) return;
     this.#stopped = true;
-    const pending = this.#pending;
-    const head = this.#pendingHead;
-    this.#pending = [];
-    this.#pendingHead = 0;
     let bytes = 0;
-    for (let i = head; i < pending.length; i++) {
-      const proposal = pending[i] as PendingProposal<C, R>;
+    for (const proposal of this.#pending.drain()) {
       bytes += proposal.bytes;
       proposal.reject(error);
     }
@@ -406,7 +400,7 @@ export class GroupReplica<C, R> implements HostedReplica {
     const ts = stamped > this.#appliedTs ? stamped : this.#appliedTs;
     this.#appliedTs = ts;
     const meta: EntryMeta = { index: ++this.#appIndex, term: entry.term, ts };
-    const proposal = this.#pending[this.#pendingHead];
+    const proposal = this.#pending.peek();
     if (proposal !== undefined && proposal.raftIndex === entry.index) {
       this.#shiftPending(proposal);
       if (proposal.term === entry.term) {
@@ -431,25 +425,15 @@ export class GroupReplica<C, R> implements HostedReplica {
 
   /** The entry at `index` is not a command of ours: a proposal waiting there was lost. */
   #settleLost(index: number): void {
-    const proposal = this.#pending[this.#pendingHead];
+    const proposal = this.#pending.peek();
     if (proposal === undefined || proposal.raftIndex !== index) return;
     this.#shiftPending(proposal);
     proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
   }
 
   #shiftPending(proposal: PendingProposal<C, R>): void {
-    this.#pendingHead++;
+    this.#pending.shift();
     this.#host.account(-proposal.bytes);
-    if (this.#pendingHead === this.#pending.length) {
-      this.#pending.length = 0;
-      this.#pendingHead = 0;
-    } else if (
-      this.#pendingHead >= PENDING_COMPACT_THRESHOLD &&
-      this.#pendingHead * 2 >= this.#pending.length
-    ) {
-      this.#pending.splice(0, this.#pendingHead);
-      this.#pendingHead = 0;
-    }
   }
 
   /**
@@ -504,7 +488,7 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.#confState = snapshot.meta.confState;
     // Proposals at or below the snapshot were decided without us seeing them: unknown outcome.
     while (true) {
-      const proposal = this.#pending[this.#pendingHead];
+      const proposal = this.#pending.peek();
       if (proposal === undefined || proposal.raftIndex > snapshot.meta.index) break;
       this.#shiftPending(proposal);
       proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
@@ -516,14 +500,8 @@ export class GroupReplica<C, R> implements HostedReplica {
       // The term's no-op is the last entry now: everything before it is ours to serve once applied.
       this.#termStartIndex = this.core.lastIndex;
       // Proposals at or after it were overwritten (or never stored) by the time we lead again.
-      const pending = this.#pending;
-      let keep = pending.length;
-      while (
-        keep > this.#pendingHead &&
-        (pending[keep - 1] as PendingProposal<C, R>).raftIndex >= this.#termStartIndex
-      )
-        keep--;
-      const lost = pending.splice(keep);
+      const termStart = this.#termStartIndex;
+      const lost = this.#pending.popNewestWhile((proposal) => proposal.raftIndex >= termStart);
       for (const proposal of lost) {
         this.#host.account(-proposal.bytes);
         proposal.reject(new NotLeaderError(this.groupId, undefined));
