@@ -9,14 +9,7 @@ import type {
 import { isConnectionError } from '@styx/client/wire';
 import type { Clock, ReplicatedLog } from '@styx/raft';
 import { InMemoryLog, systemClock } from '@styx/raft';
-import {
-  accessRefused,
-  ChannelError,
-  Code,
-  ConnectionError,
-  notFound,
-  resourceLocked,
-} from '../errors/amqp-error.ts';
+import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
 import type { EffectiveQueueConfig } from '../metadata/effective-config.ts';
@@ -31,6 +24,7 @@ import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine
 import { hashPassword, verifyPassword } from '../metadata/passwords.ts';
 import { canAccess, canUseVhost } from '../metadata/permissions.ts';
 import { queueConfigFromArguments, validateExpiration } from '../metadata/queue-arguments.ts';
+import { checkExclusiveAccess } from '../metadata/replies.ts';
 import type { BodyStore } from '../queue/body-store.ts';
 import { InMemoryBodyStore } from '../queue/body-store.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
@@ -464,15 +458,14 @@ export class Broker {
 
   private checkExclusive(session: Session, name: string): void {
     const record = this.metadata.queue(session.vhost, name);
-    if (record?.exclusiveOwner !== undefined && record.exclusiveOwner !== session.connectionId) {
-      // The owner is gone and its exclusive queues are being deleted: the queue no longer exists.
-      if (!this.connections.has(record.exclusiveOwner)) {
-        throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
-      }
-      throw resourceLocked(
-        `cannot obtain exclusive access to locked queue '${name}' in vhost '${session.vhost}'`,
-      );
+    if (record === undefined) return;
+    const locked = checkExclusiveAccess(record, session.connectionId);
+    if (locked === undefined) return;
+    // The owner is gone and its exclusive queues are being deleted: the queue no longer exists.
+    if (record.exclusiveOwner !== undefined && !this.connections.has(record.exclusiveOwner)) {
+      throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
     }
+    throw new ChannelError(locked.code, locked.text);
   }
 
   /** A consumer left `queue`: an auto-delete queue with no consumers left is deleted. */

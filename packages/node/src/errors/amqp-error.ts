@@ -34,4 +34,3 @@ export const notFound = (text: string): ChannelError => new ChannelError(Code.NO
 export const preconditionFailed = (text: string): ChannelError =>
   new ChannelError(Code.PRECONDITION_FAILED, text);
 export const accessRefused = (text: string): ChannelError => new ChannelError(Code.ACCESS_REFUSED, text);
-export const resourceLocked = (text: string): ChannelError => new ChannelError(Code.RESOURCE_LOCKED, text);
