@@ -10,8 +10,23 @@
 import type { StoredMessage } from './types.ts';
 
 export interface BodyStore {
-  /** Store (or overwrite) the body of message `id`. */
+  /** Store (or overwrite) the body of message `id`, durably with the log's next batch. */
   put(groupId: string, id: number, message: StoredMessage): void;
+  /**
+   * Store the body of message `id` whose enqueue entry — which carries the body too — is still in
+   * the group's durable log. The store may keep it in memory only: the log holds it durably until a
+   * compaction truncates the entry, and the owner calls `persistLogged` before every compaction. So
+   * a message acked, expired or dead-lettered before then costs no body write and no body delete.
+   * `replayed`: the entry is being replayed when the log opens, so an earlier run of the node may
+   * have written this body already (a later delete must then reach the disk).
+   */
+  putLogged(groupId: string, id: number, message: StoredMessage, replayed: boolean): void;
+  /**
+   * Write every body of the group that `putLogged` kept in memory, durably with the log's next batch:
+   * called while the owner takes the snapshot its log is about to truncate behind (so the bodies
+   * commit with or before the truncation).
+   */
+  persistLogged(groupId: string): void;
   /** The stored message, or undefined if there is none. */
   get(groupId: string, id: number): StoredMessage | undefined;
   /** Forget message `id`; a no-op if it is not stored. */
@@ -31,6 +46,14 @@ export class InMemoryBodyStore implements BodyStore {
       this.groups.set(groupId, group);
     }
     group.set(id, message);
+  }
+
+  putLogged(groupId: string, id: number, message: StoredMessage): void {
+    this.put(groupId, id, message);
+  }
+
+  persistLogged(): void {
+    // Nothing is durable here; nothing to write.
   }
 
   get(groupId: string, id: number): StoredMessage | undefined {

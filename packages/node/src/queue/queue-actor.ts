@@ -220,7 +220,11 @@ export class QueueActor implements DeadLetterTarget {
     });
     this.driven = {
       apply: (command, meta) => this.applyEntry(command, meta),
-      snapshot: () => this.machine.snapshot(),
+      snapshot: () => {
+        // The log truncates behind this snapshot: bodies kept in memory only must be written first.
+        this.bodyStore.persistLogged(this.groupId);
+        return this.machine.snapshot();
+      },
       restore: (snapshot, meta) => this.machine.restore(snapshot, meta),
       transferSnapshot: (snapshot, meta) => this.transferSnapshot(snapshot, meta),
       installTransferSnapshot: (transfer) => this.installTransferSnapshot(transfer),
@@ -419,7 +423,8 @@ export class QueueActor implements DeadLetterTarget {
         reply.type === 'ok' ||
         (reply.type === 'rejected' && this.machine.isPendingDeadLetter(meta.index))
       ) {
-        this.bodyStore.put(this.groupId, meta.index, command.message);
+        // The entry being applied carries the body durably (see BodyStore.putLogged).
+        this.bodyStore.putLogged(this.groupId, meta.index, command.message, this.state === 'new');
       }
     } else if (reply.type === 'got') {
       const got: GotApplyResult = { ...result, message: this.bodyStore.get(this.groupId, reply.id) };

@@ -32,6 +32,16 @@
  *    after `flushed`, which covers every earlier commit.
  * So when a snapshot and its truncation are durable, every body the snapshot refers to is durable.
  *
+ * Held-back bodies (`putLogged`, what a queue uses when it applies an enqueue): the enqueue's log
+ * entry carries the body and is durable before it is applied, so the body need not be written while
+ * that entry is in the log. It is kept as a recent entry marked unwritten and written (joining the
+ * batch being gathered, as a `put`) only when (a) the recent bounds evict it while its message is
+ * live, or (b) the queue calls `persistLogged` while it takes a snapshot — the only time its log is
+ * truncated, so by point 2 the write commits with or before the truncation. A message settled,
+ * expired or dead-lettered before either costs no body write and no delete: in steady state most
+ * messages never touch the bodies database. A replayed `putLogged` (the node restarted) may have
+ * been written by the earlier run, so its delete still goes to LMDB.
+ *
  * Recent bodies: the messages put most recently are also kept decoded in memory (bounded by
  * `recentBytes` and `RECENT_MAX_ENTRIES`, oldest evicted first) and dropped when deleted, so that a
  * delivery or a dead-letter of a message that is still recent costs no LMDB read and no decode. Each
@@ -130,6 +140,13 @@ interface RecentEntry {
   readonly id: number;
   readonly message: StoredMessage;
   readonly size: number;
+  /**
+   * The body's encoding while it is held back (`putLogged`): the log entry is its only durable copy,
+   * and it is written when evicted or persisted. Undefined once written (or for `put`).
+   */
+  unwritten: Uint8Array | undefined;
+  /** An earlier run may have written it (a replayed `putLogged`): deleting it must reach LMDB. */
+  readonly mayBeStored: boolean;
 }
 
 export class LmdbBodyStore implements BodyStore {
@@ -153,6 +170,8 @@ export class LmdbBodyStore implements BodyStore {
   #recentOrder: RecentEntry[] = [];
   #recentHead = 0;
   #recentBytes = 0;
+  /** Recent entries whose body is held back (`putLogged`), not written yet. */
+  #heldBack = 0;
 
   /**
    * The body store in `root` (the node's environment, opened with syncs on). Resumes the group
@@ -183,7 +202,45 @@ export class LmdbBodyStore implements BodyStore {
     const key = bodyKey(this.#prefix(groupId), checkId(id));
     const encoding = encodeStoredMessage(message);
     recordWrite(this.#write(key, encoding), groupId, id, message);
-    if (this.#recentLimit > 0) this.#keepRecent(groupId, id, message, encoding);
+    if (this.#recentLimit > 0) this.#keepRecent(groupId, id, message, encoding, false, true);
+  }
+
+  /**
+   * Keep the body in memory only, as a recent entry marked unwritten (see `BodyStore.putLogged`): it
+   * is written if evicted or persisted while its message is live, and never if deleted first. With
+   * no memory for recent bodies, it is written at once.
+   */
+  putLogged(groupId: string, id: number, message: StoredMessage, replayed: boolean): void {
+    if (this.#recentLimit <= 0) {
+      this.put(groupId, id, message);
+      return;
+    }
+    this.#checkWritable();
+    checkId(id);
+    this.#keepRecent(groupId, id, message, encodeStoredMessage(message), true, replayed);
+  }
+
+  persistLogged(groupId: string): void {
+    const group = this.#recent.get(groupId);
+    if (group === undefined) return;
+    this.#checkWritable();
+    for (const entry of group.values()) {
+      if (entry.unwritten !== undefined) this.#writeHeldBack(entry);
+    }
+  }
+
+  /** Bodies held back by `putLogged` and not written yet, all groups (for tests and management). */
+  get heldBackCount(): number {
+    return this.#heldBack;
+  }
+
+  /** Write a held-back body now (it joins the log store's batch being gathered). */
+  #writeHeldBack(entry: RecentEntry): void {
+    const encoding = entry.unwritten as Uint8Array;
+    entry.unwritten = undefined;
+    this.#heldBack--;
+    const key = bodyKey(this.#prefix(entry.groupId), entry.id);
+    recordWrite(this.#write(key, encoding), entry.groupId, entry.id, entry.message);
   }
 
   get(groupId: string, id: number): StoredMessage | undefined {
@@ -202,13 +259,19 @@ export class LmdbBodyStore implements BodyStore {
 
   delete(groupId: string, id: number): void {
     this.#checkWritable();
-    recordWrite(this.#write(bodyKey(this.#prefix(groupId), checkId(id)), undefined), groupId, id, DELETED);
     const group = this.#recent.get(groupId);
     const recent = group?.get(id);
     if (recent !== undefined) {
       group?.delete(id);
       this.#recentBytes -= recent.size;
+      if (recent.unwritten !== undefined) {
+        recent.unwritten = undefined;
+        this.#heldBack--;
+        // Never written by this run, and no earlier run wrote it: nothing on disk to delete.
+        if (!recent.mayBeStored) return;
+      }
     }
+    recordWrite(this.#write(bodyKey(this.#prefix(groupId), checkId(id)), undefined), groupId, id, DELETED);
   }
 
   deleteGroup(groupId: string): void {
@@ -216,7 +279,13 @@ export class LmdbBodyStore implements BodyStore {
     groupIdBytes(groupId);
     const group = this.#recent.get(groupId);
     if (group !== undefined) {
-      for (const entry of group.values()) this.#recentBytes -= entry.size;
+      for (const entry of group.values()) {
+        this.#recentBytes -= entry.size;
+        if (entry.unwritten !== undefined) {
+          entry.unwritten = undefined;
+          this.#heldBack--;
+        }
+      }
       this.#recent.delete(groupId);
     }
     this.#startGroupDeletion(groupId);
@@ -224,9 +293,17 @@ export class LmdbBodyStore implements BodyStore {
 
   /**
    * Keep `message` decoded, as a copy whose body is a view of `encoding` (so it holds exactly the
-   * stored bytes), then evict the oldest kept messages beyond the bounds.
+   * stored bytes), then evict the oldest kept messages beyond the bounds. `heldBack`: not written
+   * yet (`putLogged`); `mayBeStored`: an LMDB record may exist for it.
    */
-  #keepRecent(groupId: string, id: number, message: StoredMessage, encoding: Uint8Array): void {
+  #keepRecent(
+    groupId: string,
+    id: number,
+    message: StoredMessage,
+    encoding: Uint8Array,
+    heldBack: boolean,
+    mayBeStored: boolean,
+  ): void {
     const bodyLength = message.body.byteLength;
     const kept: StoredMessage = {
       exchange: message.exchange,
@@ -237,14 +314,29 @@ export class LmdbBodyStore implements BodyStore {
     };
     // Not remembered as `kept`'s encoding (a WeakMap entry per message): nothing re-encodes a copy
     // read from the store on the hot path, and encodeStoredMessage would just encode it again.
-    const entry: RecentEntry = { groupId, id, message: kept, size: bodyLength + RECENT_ENTRY_OVERHEAD_BYTES };
+    const entry: RecentEntry = {
+      groupId,
+      id,
+      message: kept,
+      size: bodyLength + RECENT_ENTRY_OVERHEAD_BYTES,
+      unwritten: heldBack ? encoding : undefined,
+      mayBeStored,
+    };
+    if (heldBack) this.#heldBack++;
     let group = this.#recent.get(groupId);
     if (group === undefined) {
       group = new Map();
       this.#recent.set(groupId, group);
     }
     const replaced = group.get(id);
-    if (replaced !== undefined) this.#recentBytes -= replaced.size;
+    if (replaced !== undefined) {
+      this.#recentBytes -= replaced.size;
+      if (replaced.unwritten !== undefined) {
+        // Superseded by this put (a replay of the same entry): its bytes need no write of their own.
+        replaced.unwritten = undefined;
+        this.#heldBack--;
+      }
+    }
     group.set(id, entry);
     this.#recentBytes += entry.size;
     this.#recentOrder.push(entry);
@@ -262,6 +354,8 @@ export class LmdbBodyStore implements BodyStore {
       this.#recentHead++;
       const group = this.#recent.get(oldest.groupId);
       if (group?.get(oldest.id) === oldest) {
+        // Leaving memory while its message is live: a held-back body must be written now.
+        if (oldest.unwritten !== undefined) this.#writeHeldBack(oldest);
         group.delete(oldest.id);
         this.#recentBytes -= oldest.size;
         if (group.size === 0) this.#recent.delete(oldest.groupId);
@@ -290,6 +384,9 @@ export class LmdbBodyStore implements BodyStore {
         if (value === DELETED) ids.delete(id);
         else ids.add(id);
       }
+    }
+    for (const entry of this.#recent.get(groupId)?.values() ?? []) {
+      if (entry.unwritten !== undefined) ids.add(entry.id);
     }
     return ids.size;
   }
