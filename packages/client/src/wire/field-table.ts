@@ -16,8 +16,12 @@ const EMPTY_TABLE: FieldTable = Object.freeze({
  */
 export function fieldValueKind(v: FieldValue): FieldValueKind | undefined {
   const record = v as unknown as Record<string, unknown>;
-  for (const key in record) {
-    if (KINDS.has(key) && Object.hasOwn(record, key) && record[key] != null) return key as FieldValueKind;
+  // Own keys only: `for...in` would also walk a decoded instance's prototype (protobufjs puts every
+  // field's default there), which made this a hot spot of dead-lettering (x-death reads).
+  const keys = Object.keys(record);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (KINDS.has(key) && record[key] != null) return key as FieldValueKind;
   }
   return undefined;
 }
