@@ -54,6 +54,12 @@ export interface StateMachine<C, R> {
 export interface CommandCodec<C> {
   encode(command: C): Uint8Array;
   decode(bytes: Uint8Array): C;
+  /**
+   * Optional: `encode`, with the encoding starting at byte `headroom` of the returned array; bytes
+   * [0, headroom) are left for the log to fill with its entry header, which saves the log a copy
+   * (and an allocation) of every command — a message body, for a queue.
+   */
+  encodeWithHeadroom?(command: C, headroom: number): Uint8Array;
 }
 
 export type Role = 'leader' | 'follower' | 'candidate' | 'removed';

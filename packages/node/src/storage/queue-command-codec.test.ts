@@ -126,6 +126,23 @@ describe('queueCommandCodec', () => {
     }
   });
 
+  it('encodes with headroom the same bytes after the headroom, leaving the headroom to the log', () => {
+    const encodeWithHeadroom = queueCommandCodec.encodeWithHeadroom;
+    if (encodeWithHeadroom === undefined) throw new Error('the queue codec offers headroom');
+    for (const command of allSamples) {
+      const plain = Buffer.from(queueCommandCodec.encode(command));
+      for (const headroom of [0, 1, 9]) {
+        const roomy = encodeWithHeadroom(command, headroom);
+        expect(roomy.byteLength).toBe(headroom + plain.length);
+        expect(Buffer.from(roomy.subarray(headroom)).equals(plain)).toBe(true);
+        const decoded = queueCommandCodec.decode(roomy.subarray(headroom));
+        if (command.type !== 'enqueue') expect(decoded).toStrictEqual(command);
+        else if (decoded.type === 'enqueue') expectSameMessage(decoded.message, command.message);
+        else throw new Error(`decoded a ${decoded.type}`);
+      }
+    }
+  });
+
   it('writes an enqueue compactly: a 1 KiB body without properties takes under 1 KiB + 32 bytes', () => {
     const bytes = queueCommandCodec.encode({
       type: 'enqueue',

@@ -186,7 +186,8 @@ const TTL_UNDEFINED = 0;
 const TTL_VARINT = 1;
 const TTL_FLOAT = 2;
 
-function encodeEnqueue(command: EnqueueCommand): Uint8Array {
+/** The enqueue's encoding, starting at byte `headroom` of the result (see `encodeWithHeadroom`). */
+function encodeEnqueue(command: EnqueueCommand, headroom: number): Uint8Array {
   const { size, ttl, message, handOff } = command;
   checkVarint(size, 'enqueue size');
   const ttlIsVarint = ttl !== undefined && Number.isSafeInteger(ttl) && ttl >= 0;
@@ -202,12 +203,12 @@ function encodeEnqueue(command: EnqueueCommand): Uint8Array {
       varintSize(sourceSize) + sourceSize + varintSize(handOff.messageId) + varintSize(handOff.horizon);
   }
   const headerSize = 1 + handOffSize + varintSize(size) + ttlSize;
-  const buf = Buffer.allocUnsafe(headerSize + measured.size);
-  let pos = 1;
+  const buf = Buffer.allocUnsafe(headroom + headerSize + measured.size);
+  let pos = headroom + 1;
   if (handOff === undefined) {
-    buf[0] = ENQUEUE_TAG;
+    buf[headroom] = ENQUEUE_TAG;
   } else {
-    buf[0] = ENQUEUE_HAND_OFF_TAG;
+    buf[headroom] = ENQUEUE_HAND_OFF_TAG;
     pos = writeString(buf, pos, handOff.source, sourceSize);
     pos = writeVarint(buf, pos, handOff.messageId);
     pos = writeVarint(buf, pos, handOff.horizon);
@@ -224,6 +225,17 @@ function encodeEnqueue(command: EnqueueCommand): Uint8Array {
   }
   writeStoredMessage(buf, pos, measured);
   rememberEncoding(message, buf.subarray(pos));
+  return buf;
+}
+
+function encodeCommand(command: QueueCommand, headroom: number): Uint8Array {
+  if (command.type === 'enqueue') return encodeEnqueue(command, headroom);
+  const row = ROWS_BY_TYPE.get(command.type);
+  if (row === undefined) throw new TypeError(`no codec for queue command ${String(command.type)}`);
+  const source = command as unknown as Record<string, unknown>;
+  const buf = Buffer.allocUnsafe(headroom + 1 + fieldsSize(source, row.fields));
+  buf[headroom] = row.tag;
+  writeFields(buf, headroom + 1, source, row.fields);
   return buf;
 }
 
@@ -352,14 +364,11 @@ function readField(r: ByteCursor, kind: FieldKind): unknown {
 
 export const queueCommandCodec: CommandCodec<QueueCommand> = {
   encode(command: QueueCommand): Uint8Array {
-    if (command.type === 'enqueue') return encodeEnqueue(command);
-    const row = ROWS_BY_TYPE.get(command.type);
-    if (row === undefined) throw new TypeError(`no codec for queue command ${String(command.type)}`);
-    const source = command as unknown as Record<string, unknown>;
-    const buf = Buffer.allocUnsafe(1 + fieldsSize(source, row.fields));
-    buf[0] = row.tag;
-    writeFields(buf, 1, source, row.fields);
-    return buf;
+    return encodeCommand(command, 0);
+  },
+
+  encodeWithHeadroom(command: QueueCommand, headroom: number): Uint8Array {
+    return encodeCommand(command, headroom);
   },
 
   decode(bytes: Uint8Array): QueueCommand {

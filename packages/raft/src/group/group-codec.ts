@@ -60,6 +60,16 @@ export function encodeCommandEntry(ts: number, command: Uint8Array): Uint8Array 
   return data;
 }
 
+/**
+ * Turn `data` — a command encoded after `COMMAND_HEADER_BYTES` of headroom
+ * (`CommandCodec.encodeWithHeadroom`) — into a command entry's data, in place.
+ */
+export function fillCommandHeader(data: Uint8Array, ts: number): Uint8Array {
+  data[0] = COMMAND_TAG;
+  new DataView(data.buffer, data.byteOffset, COMMAND_HEADER_BYTES).setFloat64(1, ts);
+  return data;
+}
+
 /** Whether a normal entry's data is a command (not the term's no-op). Throws on an unknown tag. */
 export function isCommandEntry(data: Uint8Array): boolean {
   if (data.byteLength === 0) return false;

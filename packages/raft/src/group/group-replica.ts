@@ -19,11 +19,13 @@ import { EntryType, MessageType, message, RaftRole } from '../raft/types.ts';
 import type { CommandCodec, EntryMeta, Role, RoleChange, StateMachine } from '../replicated-log.ts';
 import { GroupOverloadedError } from './errors.ts';
 import {
+  COMMAND_HEADER_BYTES,
   commandBytes,
   commandTs,
   decodeSnapshotData,
   encodeCommandEntry,
   encodeSnapshotData,
+  fillCommandHeader,
   isCommandEntry,
 } from './group-codec.ts';
 import type { LogStoreRaftStorage } from './log-store-raft-storage.ts';
@@ -204,16 +206,24 @@ export class GroupReplica<C, R> implements HostedReplica {
   /** Append a command; resolves with the machine's result once its entry is applied here. */
   propose(command: C): Promise<R> {
     if (this.#role !== 'leader') return Promise.reject(new NotLeaderError(this.groupId, this.core.lead));
-    let payload: Uint8Array;
+    const codec = this.#codec;
+    let encoded: Uint8Array;
     try {
-      payload = this.#codec.encode(command);
+      // With headroom the entry's header is written in front of the command: no second copy.
+      encoded =
+        codec.encodeWithHeadroom === undefined
+          ? codec.encode(command)
+          : codec.encodeWithHeadroom(command, COMMAND_HEADER_BYTES);
     } catch (error) {
       return Promise.reject(error);
     }
     const now = this.#clock.now();
     let ts = now > this.#lastProposedTs ? now : this.#lastProposedTs;
     if (this.#appliedTs > ts) ts = this.#appliedTs;
-    const data = encodeCommandEntry(ts, payload);
+    const data =
+      codec.encodeWithHeadroom === undefined
+        ? encodeCommandEntry(ts, encoded)
+        : fillCommandHeader(encoded, ts);
     // Wake first: a leader leaving quiescence refreshes its followers' liveness before it appends.
     if (this.quiesced) this.#host.wake(this);
     let raftIndex: number;
