@@ -31,7 +31,9 @@ export async function startStyx(nodes = 1): Promise<BrokerUnderTest> {
   // STYX_BENCH_NODE_ARGS: extra node flags for the broker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
   const nodeArgs = (process.env.STYX_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const args = [...nodeArgs, CLI, 'server', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0'];
-  args.push('--log-format', 'json', '--log-level', 'info');
+  // No management API: RabbitMQ runs without its management plugin too, and a fixed port would
+  // collide with any other node on this machine (another bench, a developer's broker).
+  args.push('--management-port', '0', '--log-format', 'json', '--log-level', 'info');
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   const keep = (line: string): void => {
