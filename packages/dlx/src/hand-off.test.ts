@@ -174,4 +174,53 @@ describe('HandOffScheduler', () => {
       expect.objectContaining({ code: 'DLX_SNAPSHOT_INVALID' }),
     );
   });
+  it('due and nextDeadline agree with a scan of every hand-off under random operations', () => {
+    let seed = 12345;
+    const random = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 4294967296;
+    };
+    const s = new HandOffScheduler(OPTIONS);
+    const ids = new Set<number>();
+    let nextId = 1;
+    let now = 0;
+    for (let step = 0; step < 20_000; step++) {
+      now += Math.floor(random() * 50);
+      const all = [...ids];
+      const id = all[Math.floor(random() * all.length)];
+      const r = random();
+      if (r < 0.25 || id === undefined) {
+        s.track(nextId, now);
+        ids.add(nextId++);
+      } else if (r < 0.45) {
+        const state = s.get(id);
+        if (state?.phase !== 'settling')
+          s.start(id, now, random() < 0.2 ? NO_ROUTE : { queues: ['a', 'b'], cycleDropped: [] });
+      } else if (r < 0.6) {
+        s.confirm(id, random() < 0.5 ? 'a' : 'b');
+      } else if (r < 0.7) {
+        s.fail(id, now);
+      } else if (r < 0.8) {
+        s.forget(id);
+        ids.delete(id);
+      } else if (r < 0.82) {
+        s.wake(now);
+      } else if (r < 0.85) {
+        s.settleFailed(id, now);
+      }
+      // The reference: a scan of every tracked hand-off.
+      const states = [...ids].map((i) => s.get(i)).filter((x) => x !== undefined && x.phase !== 'settling');
+      const expectedDue = states
+        .filter((x) => (x?.nextAttemptAt ?? Infinity) <= now)
+        .sort((x, y) => (x?.nextAttemptAt ?? 0) - (y?.nextAttemptAt ?? 0) || (x?.id ?? 0) - (y?.id ?? 0))
+        .map((x) => x?.id);
+      const deadline = Math.min(...states.map((x) => x?.nextAttemptAt ?? Infinity));
+      expect(s.nextDeadline()).toBe(deadline === Infinity ? undefined : deadline);
+      if (step % 7 === 0) {
+        // Due until acted on: asking twice gives the same answer.
+        expect(s.due(now)).toEqual(expectedDue);
+        expect(s.due(now)).toEqual(expectedDue);
+      }
+    }
+  });
 });

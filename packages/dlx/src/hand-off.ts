@@ -31,11 +31,15 @@
  * over from attempt 0, and the dedupe makes the repeats harmless. The state is nonetheless plain,
  * deterministic data with a snapshot, should a caller want to replicate it.
  *
- * Costs: track, start, confirm, fail, forget O(targets); due, wake, nextDeadline O(tracked) — bounded
- * by the pending cap and called once per batch, not per message.
+ * Costs: track, start, confirm, fail, forget O(targets + log tracked); due O((due + stale) log
+ * tracked); nextDeadline O(log tracked) amortized; wake O(tracked) (a topology change, rare). Due
+ * times sit in a min-heap with lazy deletion: a re-scheduled or forgotten hand-off leaves its old
+ * pair behind, skipped when it surfaces, and the heap is rebuilt when such pairs outnumber the live
+ * ones — so a burst of 100k pending messages does not make every pump scan them all.
  */
 import type { BackoffPolicy } from './backoff.ts';
 import { backoffDelayMs, DEFAULT_BACKOFF, validateBackoffPolicy } from './backoff.ts';
+import { DeadlineHeap } from './deadline-heap.ts';
 import { DeadLetterInputError, DlxConfigError, DlxSnapshotError, HandOffStateError } from './errors.ts';
 
 /** Default time an attempt waits for all its confirms before it is due again, ms. */
@@ -122,7 +126,12 @@ interface Entry {
   nextAttemptAt: number;
   readonly confirmed: Set<string>;
   awaiting: readonly string[];
+  /** The `due` call that last returned this entry (so one call returns it once). */
+  dueCall: number;
 }
+
+/** Stale heap pairs tolerated beyond twice the tracked entries before the heap is rebuilt. */
+const HEAP_SLACK = 1024;
 
 const NO_QUEUES: readonly string[] = Object.freeze([]);
 
@@ -137,6 +146,9 @@ export function validateHandOffOptions(options: HandOffSchedulerOptions): void {
 export class HandOffScheduler {
   private readonly entries = new Map<number, Entry>();
   private readonly options: HandOffSchedulerOptions;
+  /** (nextAttemptAt, id) of every entry that can be due, plus stale pairs (see the module comment). */
+  private readonly heap = new DeadlineHeap();
+  private dueCalls = 0;
 
   constructor(options: HandOffSchedulerOptions = DEFAULT_HAND_OFF_OPTIONS) {
     validateHandOffOptions(options);
@@ -157,14 +169,17 @@ export class HandOffScheduler {
     checkId(id);
     checkTime(now);
     if (this.entries.has(id)) throw new HandOffStateError(id, 'already tracked');
-    this.entries.set(id, {
+    const e: Entry = {
       id,
       phase: 'waiting',
       attempt: 0,
       nextAttemptAt: now,
       confirmed: new Set(),
       awaiting: NO_QUEUES,
-    });
+      dueCall: 0,
+    };
+    this.entries.set(id, e);
+    this.schedule(e);
   }
 
   /** Stops tracking (the settle was applied, or the message is gone). True if it was tracked. */
@@ -178,22 +193,55 @@ export class HandOffScheduler {
     return e === undefined ? undefined : view(e);
   }
 
-  /** Ids due for an attempt at `now` (waiting and due, or in flight and timed out), in track order. */
+  /**
+   * Ids due for an attempt at `now` (waiting and due, or in flight and timed out), by due time, then
+   * id. An id stays due until `start`, `fail`, `forget` (...) changes it: one the caller did not get
+   * to (it threw half-way) is returned again by the next call.
+   */
   due(now: number): number[] {
     const out: number[] = [];
-    for (const e of this.entries.values()) {
-      if (e.phase !== 'settling' && e.nextAttemptAt <= now) out.push(e.id);
+    const heap = this.heap;
+    const call = ++this.dueCalls;
+    for (;;) {
+      const at = heap.peekTime();
+      if (at === undefined || at > now) break;
+      const id = heap.peekId() as number;
+      heap.pop();
+      const e = this.entries.get(id);
+      if (e === undefined || e.phase === 'settling' || e.nextAttemptAt !== at || e.dueCall === call) continue;
+      e.dueCall = call;
+      out.push(id);
+    }
+    // Popped, but due until acted on: back in the heap (stale as soon as the caller re-schedules).
+    for (let i = 0; i < out.length; i++) {
+      const id = out[i] as number;
+      heap.push((this.entries.get(id) as Entry).nextAttemptAt, id);
     }
     return out;
   }
 
   /** The earliest time something is due, or undefined when nothing will be: arm one timer for it. */
   nextDeadline(): number | undefined {
-    let min = Number.POSITIVE_INFINITY;
-    for (const e of this.entries.values()) {
-      if (e.phase !== 'settling' && e.nextAttemptAt < min) min = e.nextAttemptAt;
+    const heap = this.heap;
+    for (;;) {
+      const at = heap.peekTime();
+      if (at === undefined) return undefined;
+      const e = this.entries.get(heap.peekId() as number);
+      if (e !== undefined && e.phase !== 'settling' && e.nextAttemptAt === at) return at;
+      heap.pop(); // stale
     }
-    return min === Number.POSITIVE_INFINITY ? undefined : min;
+  }
+
+  /** Puts `e`'s due time in the heap (never for a settling entry); rebuilds it when mostly stale. */
+  private schedule(e: Entry): void {
+    const heap = this.heap;
+    if (heap.size > 2 * this.entries.size + HEAP_SLACK) {
+      heap.clear();
+      for (const other of this.entries.values()) {
+        if (other !== e && other.phase !== 'settling') heap.push(other.nextAttemptAt, other.id);
+      }
+    }
+    if (e.phase !== 'settling') heap.push(e.nextAttemptAt, e.id);
   }
 
   /**
@@ -210,6 +258,7 @@ export class HandOffScheduler {
       e.phase = 'waiting';
       e.awaiting = NO_QUEUES;
       e.nextAttemptAt = now + backoffDelayMs(this.options.backoff, e.attempt, id);
+      this.schedule(e);
       return { type: 'unroutable', attempt: e.attempt, retryAt: e.nextAttemptAt };
     }
     e.awaiting = route.queues.slice();
@@ -221,6 +270,7 @@ export class HandOffScheduler {
     }
     e.phase = 'in-flight';
     e.nextAttemptAt = now + this.options.confirmTimeoutMs;
+    this.schedule(e);
     return { type: 'send', attempt: e.attempt, queues: missing, timeoutAt: e.nextAttemptAt };
   }
 
@@ -247,6 +297,7 @@ export class HandOffScheduler {
     if (e === undefined || e.phase === 'settling') return undefined;
     e.phase = 'waiting';
     e.nextAttemptAt = now + backoffDelayMs(this.options.backoff, Math.max(1, e.attempt), id);
+    this.schedule(e);
     return e.nextAttemptAt;
   }
 
@@ -261,6 +312,7 @@ export class HandOffScheduler {
     if (e === undefined || e.phase !== 'settling') return;
     e.phase = 'waiting';
     e.nextAttemptAt = now;
+    this.schedule(e);
   }
 
   /**
@@ -274,6 +326,7 @@ export class HandOffScheduler {
     for (const e of this.entries.values()) {
       if (e.phase === 'waiting' && e.nextAttemptAt > now) {
         e.nextAttemptAt = now;
+        this.schedule(e);
         woken += 1;
       }
     }
@@ -306,14 +359,17 @@ export class HandOffScheduler {
         Array.isArray(s.awaiting) &&
         !scheduler.entries.has(s.id);
       if (!valid) throw new DlxSnapshotError(`hand-offs: bad entry ${JSON.stringify(s)}`);
-      scheduler.entries.set(s.id, {
+      const e: Entry = {
         id: s.id,
         phase: s.phase,
         attempt: s.attempt,
         nextAttemptAt: s.phase === 'settling' ? Number.POSITIVE_INFINITY : s.nextAttemptAt,
         confirmed: new Set(s.targetsConfirmed),
         awaiting: s.awaiting.slice(),
-      });
+        dueCall: 0,
+      };
+      scheduler.entries.set(s.id, e);
+      scheduler.schedule(e);
     }
     return scheduler;
   }
