@@ -1,15 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { DeadlineHeap } from './deadline-heap.ts';
 
-/** A small deterministic PRNG (mulberry32), so a failure replays. */
+/** A small deterministic PRNG (an LCG), so a failure replays. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
+  let state = seed >>> 0;
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    return state / 4294967296;
   };
 }
 

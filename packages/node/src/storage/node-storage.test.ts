@@ -78,6 +78,67 @@ describe('openNodeStorage', () => {
     await upgraded.close();
   });
 
+  it('upgrades a format-2 data dir: its per-entry log records move into runs, nothing lost', async () => {
+    // A data dir as a format-2 build left it: the record, and one `raft-entries` record per entry
+    // ([u16 len][groupId][u64 BE index] → [f64 term][f64 ts][payload]) of a single-voter log.
+    const env = open({ path: `${dir.path}/lmdb`, maxDbs: 16 });
+    await env.openDB<unknown, string>({ name: NODE_META_DB, encoding: 'json' }).put('storage', {
+      format: 2,
+      nodeId: 'two',
+      createdAt: 7,
+    });
+    const legacy = env.openDB<Uint8Array, Uint8Array>({
+      name: 'raft-entries',
+      keyEncoding: 'binary',
+      encoding: 'binary',
+    });
+    await env.childTransaction(() => {
+      for (let index = 1; index <= 5; index++) {
+        const key = Buffer.alloc(2 + 1 + 8);
+        key.writeUInt16BE(1, 0);
+        key.write('g', 2);
+        key.writeUInt32BE(index, 7);
+        const payload = counterCodec.encode({ add: index });
+        const value = Buffer.alloc(16 + payload.length);
+        value.writeDoubleBE(1, 0);
+        value.writeDoubleBE(100 + index, 8);
+        value.set(payload, 16);
+        legacy.put(key, value);
+      }
+    });
+    await env.close();
+
+    const upgraded = await openNodeStorage(dir.path);
+    expect(upgraded.formatVersion).toBe(3);
+    expect(upgraded.nodeId).toBe('two');
+    expect([...upgraded.logStore.entries('g', 0)].map((e) => [e.index, e.ts])).toStrictEqual([
+      [1, 101],
+      [2, 102],
+      [3, 103],
+      [4, 104],
+      [5, 105],
+    ]);
+    const log = new SingleVoterLog('g', upgraded.logStore, counterCodec);
+    const machine = new CounterMachine();
+    await log.open(machine);
+    expect(machine.state.values).toStrictEqual([1, 2, 3, 4, 5]);
+    await log.propose({ add: 6 });
+    await log.close();
+    await upgraded.close();
+
+    const after = open({ path: `${dir.path}/lmdb`, maxDbs: 16 });
+    const gone = { name: 'raft-entries', create: false } as const;
+    expect(after.openDB(gone)).toBeUndefined();
+    await after.close();
+    const reopened = await openNodeStorage(dir.path);
+    const again = new SingleVoterLog('g', reopened.logStore, counterCodec);
+    const replayed = new CounterMachine();
+    await again.open(replayed);
+    expect(replayed.state.values).toStrictEqual([1, 2, 3, 4, 5, 6]);
+    await again.close();
+    await reopened.close();
+  });
+
   it('refuses an unreadable storage record', async () => {
     for (const record of [{ format: 'one' }, { format: 0 }, null, { format: 1 }]) {
       await writeRecord(record);

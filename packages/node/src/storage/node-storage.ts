@@ -30,19 +30,26 @@ import { silentStorageLogger } from './storage-logger.ts';
  * (log entries, command codecs, snapshots, bodies, keys) would be misread by an older build, and
  * teach `openNodeStorage` to upgrade the previous format.
  */
-export const STORAGE_FORMAT_VERSION = 2;
+export const STORAGE_FORMAT_VERSION = 3;
 // Format history:
 // 1 — durable logs were single-voter logs (entries, snapshots; no Raft hard state).
 // 2 — durable logs are one-voter Raft groups (hard state, Raft entry framing). A format-1 group is
 //     rewritten to format 2 the first time it opens (packages/raft/src/group/group-bootstrap.ts), so
 //     opening a format-1 data dir upgrades the record; a format-1 build then refuses the data dir.
+// 3 — log entries are stored in runs, one record per group per batch (sub-database `raft-runs`,
+//     packages/raft/src/lmdb/entry-run.ts) instead of one record per entry (`raft-entries`). The
+//     log storage moves a format-2 data dir's entries into runs when it opens, in chunks of one
+//     transaction each, then drops `raft-entries` (packages/raft/src/lmdb/legacy-entry-migration.ts;
+//     an interrupted move carries on at the next open). The record is upgraded BEFORE the move
+//     starts, so a format-2 build never opens a half-moved data dir: it refuses format 3.
 /** Sub-database of the node's own records. */
 export const NODE_META_DB = 'node-meta';
 /** The key of the storage record in `node-meta`. */
 const STORAGE_RECORD_KEY = 'storage';
 /**
- * Named sub-databases the environment may hold (LMDB's `maxDbs`): the log store's 3, the body
- * store's 2, `node-meta`, and room for snapshots' streaming or indexes added later.
+ * Named sub-databases the environment may hold (LMDB's `maxDbs`): the log store's 3 (and a
+ * format-2 data dir's `raft-entries` until the log storage moved it into runs), the body store's 2,
+ * `node-meta`, and room for snapshots' streaming or indexes added later.
  */
 const MAX_DBS = 16;
 
@@ -85,13 +92,16 @@ export async function openNodeStorage(
   await mkdir(path, { recursive: true });
   const root = open({ path, noSync: false, noMetaSync: false, useWritemap: false, maxDbs: MAX_DBS });
   let record: StorageRecord;
+  let logStore: LogStore;
   try {
     record = readOrCreateRecord(root.openDB<unknown, string>({ name: NODE_META_DB, encoding: 'json' }), path);
+    // Moves a format-2 data dir's log entries into runs (see the format history), once the record
+    // already says format 3; throws, leaving what it moved moved, if an old record is unreadable.
+    logStore = logStoreOnEnvironment(root);
   } catch (error) {
     await root.close();
     throw error;
   }
-  const logStore = logStoreOnEnvironment(root);
   const bodyStore = new LmdbBodyStore(root, { logger, logStore });
   logger.info({ path, format: record.format, nodeId: record.nodeId }, 'node storage open');
   return new OpenNodeStorage(path, record, root, logStore, bodyStore);

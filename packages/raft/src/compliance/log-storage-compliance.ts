@@ -77,6 +77,49 @@ export function logStorageCompliance(name: string, harness: LogStorageHarness): 
       expect(storage.lastIndex('g')).toBe(2);
     });
 
+    it("discards every entry from an append's index on: an append at a stored index drops what follows", async () => {
+      await storage.write([1, 2, 3, 4, 5].map((i) => append('g', entry(i))));
+      await storage.write([append('g', entry(3, 'new3', 2))]);
+      expect(indexes(storage.entries('g', 0))).toEqual([1, 2, 3]);
+      expect(storage.lastIndex('g')).toBe(3);
+      const [third] = storage.entries('g', 3);
+      expect(third?.term).toBe(2);
+      expect(new TextDecoder().decode(third?.payload)).toBe('new3');
+      // Appending at last + 1 keeps everything; past it leaves a gap and keeps everything below.
+      await storage.write([append('g', entry(4)), append('g', entry(9))]);
+      expect(indexes(storage.entries('g', 0))).toEqual([1, 2, 3, 4, 9]);
+      // At the first stored index, or below it: nothing of the old log stays.
+      await storage.write([{ kind: 'truncateBefore', groupId: 'g', index: 3 }]);
+      await storage.write([append('g', entry(2, 'two', 3))]);
+      expect(indexes(storage.entries('g', 0))).toEqual([2]);
+      expect(new TextDecoder().decode([...storage.entries('g', 2)][0]?.payload)).toBe('two');
+    });
+
+    it("discards from an append's index on within one batch, as if its writes were applied one by one", async () => {
+      await storage.write([
+        ...[1, 2, 3, 4, 5, 6].map((i) => append('g', entry(i))),
+        append('h', entry(1)),
+        append('g', entry(4, 'b4', 2)),
+        append('h', entry(2)),
+        append('g', entry(5, 'b5', 2)),
+        append('g', entry(2, 'c2', 3)),
+        append('g', entry(3, 'c3', 3)),
+      ]);
+      expect(indexes(storage.entries('g', 0))).toEqual([1, 2, 3]);
+      expect([...storage.entries('g', 0)].map((e) => e.term)).toEqual([1, 3, 3]);
+      expect(indexes(storage.entries('h', 0))).toEqual([1, 2]);
+      // A stored suffix, overwritten by a new leader's entries one batch later, then extended.
+      await storage.write([append('g', entry(3, 'd3', 4)), append('g', entry(4, 'd4', 4))]);
+      await storage.write([append('g', entry(5, 'd5', 4))]);
+      expect([...storage.entries('g', 0)].map((e) => `${e.index}:${e.term}`)).toEqual([
+        '1:1',
+        '2:3',
+        '3:4',
+        '4:4',
+        '5:4',
+      ]);
+    });
+
     it('keeps groups apart, also when one id is a prefix of another', async () => {
       const ids = ['a', 'ab', 'a\u0000', 'b', 'queue/é/日本'];
       await storage.write(
@@ -90,7 +133,7 @@ export function logStorageCompliance(name: string, harness: LogStorageHarness): 
 
     it('orders indexes beyond 2^32 correctly', async () => {
       const big = [2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 40, 2 ** 52];
-      await storage.write([...big].reverse().map((i) => append('g', entry(i))));
+      await storage.write(big.map((i) => append('g', entry(i))));
       expect(indexes(storage.entries('g', 0))).toEqual(big);
       expect(indexes(storage.entries('g', 2 ** 32, 2 ** 40))).toEqual([2 ** 32, 2 ** 32 + 1]);
       expect(storage.lastIndex('g')).toBe(2 ** 52);
@@ -141,14 +184,16 @@ export function logStorageCompliance(name: string, harness: LogStorageHarness): 
       expect(storage.lastIndex('g')).toBe(0);
     });
 
-    it("runs an attached write's apply once, in order with the batch's writes", async () => {
-      const seen: number[] = [];
-      await storage.write([
+    it("runs an attached write's apply once per batch, before the batch is durable", async () => {
+      let applied = 0;
+      const written = storage.write([
         append('g', entry(1)),
-        { kind: 'attached', write: { apply: () => seen.push(storage.lastIndex('g')) } },
+        { kind: 'attached', write: { apply: () => applied++ } },
+        append('g', entry(2)),
       ]);
-      expect(seen).toEqual([1]);
-      expect(indexes(storage.entries('g', 0))).toEqual([1]);
+      await written;
+      expect(applied).toBe(1);
+      expect(indexes(storage.entries('g', 0))).toEqual([1, 2]);
     });
 
     it('applies a batch in order: a truncation sees the appends before it in the same batch', async () => {

@@ -25,9 +25,19 @@ export interface StoredSnapshot {
   readonly data: Uint8Array;
 }
 
-/** One change in a batch. A batch applies its writes in order, all or none. */
+/**
+ * One change in a batch. A batch applies its writes in order, all or none. (A storage may apply a
+ * group's appends together, ahead of writes that do not touch that group's entries — other groups',
+ * hard states, snapshots, attached writes: the outcome is the same.)
+ */
 export type LogWrite =
-  /** Store an entry; an entry already at that index is replaced. */
+  /**
+   * Append an entry at `entry.index` as Raft appends (etcd's `MemoryStorage.Append`): every stored
+   * entry of the group with index >= `entry.index` is discarded first, then the entry is stored —
+   * so an append at an index already stored replaces that entry AND drops every later one (a Raft
+   * log never keeps entries after one it replaced: they followed the replaced entry, not this one).
+   * Entries below `entry.index` stay, also when that leaves a gap (`entry.index` > last + 1).
+   */
   | { readonly kind: 'append'; readonly groupId: string; readonly entry: StoredEntry }
   /** Delete every entry with index < `index` (behind a snapshot). */
   | { readonly kind: 'truncateBefore'; readonly groupId: string; readonly index: number }
@@ -44,9 +54,10 @@ export type LogWrite =
 /**
  * Writes of another store that must become durable in the same transaction (so with the same sync)
  * as a batch of the log store — the node's body store on the same LMDB environment. The storage
- * calls `apply` once, where it applies the batch, in order with the batch's other writes: inside the
- * batch's transaction for `LmdbLogStorage`, when the batch lands for the in-memory doubles. `apply`
- * may only write to what the storage's transaction covers; if it throws, the batch fails.
+ * calls `apply` once while it applies the batch: inside the batch's transaction for
+ * `LmdbLogStorage`, when the batch lands for the in-memory doubles. `apply` may only write to what
+ * the storage's transaction covers, and must not read this storage's entries (the batch's appends
+ * may be applied before or after it; see `LogWrite`); if it throws, the batch fails.
  */
 export interface AttachedWrite {
   apply(): void;

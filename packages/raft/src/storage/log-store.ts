@@ -92,9 +92,10 @@ export class LogStore {
   }
 
   /**
-   * Queue an entry. Resolves once it is durable. The storage may read `payload` any time until then
-   * (the LMDB storage copies it inside the batch's transaction, possibly turns later when batches
-   * are pipelined): do not modify it before the promise settles.
+   * Queue an entry at `meta.index`; the group's stored entries from that index on are discarded
+   * first (Raft's append; see `LogWrite`). Resolves once it is durable. The storage may read
+   * `payload` any time until then (the LMDB storage copies it inside the batch's transaction,
+   * possibly turns later when batches are pipelined): do not modify it before the promise settles.
    */
   append(groupId: string, meta: EntryMeta, payload: Uint8Array): Promise<void> {
     const entry: StoredEntry = { index: meta.index, term: meta.term, ts: meta.ts, payload };

@@ -1,7 +1,7 @@
 import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from './log-storage.ts';
 
 interface GroupRecord {
-  /** Sorted by index, no duplicates. Usually contiguous, but Raft truncations may leave any shape. */
+  /** Sorted by index, no duplicates. Usually contiguous; appends past the end may leave gaps. */
   entries: StoredEntry[];
   hardState: HardState | undefined;
   snapshot: StoredSnapshot | undefined;
@@ -40,17 +40,13 @@ export class MemoryLogStorage implements LogStorage {
     for (const write of writes) {
       switch (write.kind) {
         case 'append': {
+          // Raft's append: everything from the entry's index on goes first (see `LogWrite`).
           const { entry } = write;
           const entries = this.#group(write.groupId).entries;
-          const stored: StoredEntry = { ...entry, payload: entry.payload.slice() };
           const last = entries[entries.length - 1];
-          if (last === undefined || last.index < entry.index) {
-            entries.push(stored);
-          } else {
-            const at = lowerBound(entries, entry.index);
-            const replace = entries[at]?.index === entry.index ? 1 : 0;
-            entries.splice(at, replace, stored);
-          }
+          if (last !== undefined && last.index >= entry.index)
+            entries.length = lowerBound(entries, entry.index);
+          entries.push({ ...entry, payload: entry.payload.slice() });
           break;
         }
         case 'truncateBefore': {
