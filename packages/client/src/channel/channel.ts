@@ -20,7 +20,15 @@ import {
   stackCapture,
 } from '../errors.ts';
 import type { ChannelClose, Frame, MethodMap, MethodName } from '../wire/index.ts';
-import { frame, ReplyCode } from '../wire/index.ts';
+import {
+  encodeAckFrame,
+  encodeNackFrame,
+  encodeProperties,
+  encodePublishFrame,
+  encodeRejectFrame,
+  frame,
+  ReplyCode,
+} from '../wire/index.ts';
 import {
   assertExchangeArgs,
   assertQueueArgs,
@@ -67,6 +75,8 @@ export interface ChannelHost {
   readonly content: ContentOf;
   /** Encodes a frame; throws MessageTooLargeError if it cannot fit in a batch. */
   encode(f: Frame): Uint8Array;
+  /** Checks a frame encoded elsewhere fits in a batch (MessageTooLargeError if not); returns it. */
+  fit(bytes: Uint8Array): Uint8Array;
   /** Queues an encoded frame for this tick's batch. */
   enqueue(bytes: Uint8Array): void;
   /** True while below the write high-water mark; otherwise remembers to emit 'drain' on `ch`. */
@@ -338,8 +348,17 @@ export class Channel extends Emitter<ChannelEvents> {
     checkString('exchange', exchange);
     checkString('routingKey', routingKey);
     if (!(content instanceof Uint8Array)) throw new TypeError('content is not a buffer');
-    const bytes = this.#host.encode(
-      frame(this.ch, 'basicPublish', publishArgs(exchange, routingKey, content, options)),
+    const p = publishArgs(exchange, routingKey, content, options);
+    const bytes = this.#host.fit(
+      encodePublishFrame(
+        this.ch,
+        p.exchange,
+        p.routingKey,
+        p.mandatory,
+        p.immediate,
+        p.properties == null ? undefined : encodeProperties(p.properties),
+        p.body,
+      ),
     );
     // Registered only once the frame is known to be sendable, so sequence numbers stay dense.
     this.#confirms?.register(confirm);
@@ -380,38 +399,41 @@ export class Channel extends Emitter<ChannelEvents> {
 
   /** Acknowledges a message (and every earlier unacknowledged one on this channel if allUpTo). */
   ack(message: Message, allUpTo?: boolean): void {
-    this.#send('basicAck', { deliveryTag: message.fields.deliveryTag, multiple: Boolean(allUpTo) });
+    this.#assertUsable();
+    this.#sendEncoded(encodeAckFrame(this.ch, message.fields.deliveryTag, Boolean(allUpTo)));
   }
 
   /** Acknowledges every outstanding message on this channel. */
   ackAll(): void {
-    this.#send('basicAck', { deliveryTag: 0, multiple: true });
+    this.#assertUsable();
+    this.#sendEncoded(encodeAckFrame(this.ch, 0, true));
   }
 
   /** Rejects a message (and earlier ones if allUpTo); requeues unless requeue is false. */
   nack(message: Message, allUpTo?: boolean, requeue?: boolean): void {
-    this.#send('basicNack', {
-      deliveryTag: message.fields.deliveryTag,
-      multiple: Boolean(allUpTo),
-      requeue: requeue === undefined ? true : Boolean(requeue),
-    });
+    this.#assertUsable();
+    this.#sendEncoded(
+      encodeNackFrame(
+        this.ch,
+        message.fields.deliveryTag,
+        Boolean(allUpTo),
+        requeue === undefined ? true : Boolean(requeue),
+      ),
+    );
   }
 
   /** Rejects every outstanding message on this channel. */
   nackAll(requeue?: boolean): void {
-    this.#send('basicNack', {
-      deliveryTag: 0,
-      multiple: true,
-      requeue: requeue === undefined ? true : Boolean(requeue),
-    });
+    this.#assertUsable();
+    this.#sendEncoded(encodeNackFrame(this.ch, 0, true, requeue === undefined ? true : Boolean(requeue)));
   }
 
   /** Rejects one message; requeues unless requeue is false. */
   reject(message: Message, requeue?: boolean): void {
-    this.#send('basicReject', {
-      deliveryTag: message.fields.deliveryTag,
-      requeue: requeue === undefined ? true : Boolean(requeue),
-    });
+    this.#assertUsable();
+    this.#sendEncoded(
+      encodeRejectFrame(this.ch, message.fields.deliveryTag, requeue === undefined ? true : Boolean(requeue)),
+    );
   }
 
   /**
@@ -447,9 +469,9 @@ export class Channel extends Emitter<ChannelEvents> {
     if (this.#refusal !== null) throw this.#refusal;
   }
 
-  #send<K extends MethodName>(method: K, body: MethodMap[K]): void {
-    this.#assertUsable();
-    this.#host.enqueue(this.#host.encode(frame(this.ch, method, body) as unknown as Frame));
+  /** Queues a frame the fast encoders wrote (an ack, nack or reject). */
+  #sendEncoded(bytes: Uint8Array): void {
+    this.#host.enqueue(this.#host.fit(bytes));
   }
 
   #rpc<K extends MethodName, T>(

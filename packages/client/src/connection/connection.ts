@@ -140,6 +140,7 @@ export class Connection extends Emitter<ConnectionEvents> {
     this.#host = {
       content: platform.content,
       encode: (f) => writer.encode(f),
+      fit: (bytes) => writer.fit(bytes),
       enqueue: (bytes) => writer.enqueue(bytes),
       writable: (ch) => this.#writable(ch),
       release: (ch) => this.#release(ch),

@@ -77,7 +77,14 @@ export class FrameWriter {
    * queued) when it does not.
    */
   encode(frame: Frame): Uint8Array {
-    const bytes = encodeFrame(frame);
+    return this.fit(encodeFrame(frame));
+  }
+
+  /**
+   * Returns a frame encoded elsewhere (the fast encoders) after checking it fits in a batch on its
+   * own. Throws MessageTooLargeError when it does not.
+   */
+  fit(bytes: Uint8Array): Uint8Array {
     const size = batchEntrySize(bytes.length);
     if (size > this.#frameMax) throw new MessageTooLargeError(size, this.#frameMax);
     return bytes;

@@ -1,8 +1,10 @@
 // Batch encode/decode: the only place bytes become frames and back.
-import { createNumberReader } from './number-reader.ts';
-import { BatchType, FrameType, PropertiesType } from './schema.ts';
+import { decodeFrames } from './fast-codec.ts';
+import { encodePropertiesMessage, readPropertiesMessage } from './properties-codec.ts';
+import { BatchType, FrameType } from './schema.ts';
 import type { BasicProperties, Frame, FrameOf, MethodMap, MethodName } from './types.ts';
 import { WireError } from './wire-error.ts';
+import { startReading, stopReading } from './wire-reader.ts';
 
 /**
  * Encodes frames into one WebSocket message. Accepts plain objects of the Frame shape and decoded
@@ -17,52 +19,49 @@ export function encodeBatch(frames: readonly Frame[]): Uint8Array {
  * Decodes one WebSocket message into its frames, in order.
  *
  * Throws WireError 502 SYNTAX_ERROR, and nothing else, when the bytes do not decode (garbage,
- * truncation inside a frame, nesting deeper than protobufjs's recursion limit of 100 message levels)
- * or when a frame carries no method (including one this version does not know). A cut exactly at a
- * frame boundary is indistinguishable from a shorter batch and decodes to the frames before it.
+ * truncation inside a frame, invalid UTF-8 in a string, nesting deeper than protobufjs's recursion
+ * limit of 100 message levels) or when a frame carries no method (including one this version does not
+ * know). A cut exactly at a frame boundary is indistinguishable from a shorter batch and decodes to the
+ * frames before it. Unknown fields, and fields of the wrong wire type, are skipped.
  *
- * Decoded frames are protobufjs message instances: bytes fields are views into `bytes` (Buffers when
- * `bytes` is a Buffer), so hold on to a body only as long as retaining the whole batch is fine, or
- * copy it. The caller bounds the size of `bytes` (the WebSocket layer's frameMax).
+ * BasicPublish, BasicDeliver, BasicAck, BasicNack and BasicReject frames are decoded by hand
+ * (fast-codec.ts) into plain objects carrying every field, absent ones as their defaults ('' / 0 /
+ * false / null properties / empty body); their `properties` and every other frame are protobufjs
+ * message instances, whose absent fields read from the prototype. Either way the values are exactly
+ * those protobufjs's decoder gives. Bytes fields are views into `bytes` (Buffers when `bytes` is a
+ * Buffer), so hold on to a body only as long as retaining the whole batch is fine, or copy it. A
+ * publish's properties remember the bytes they came in (see `encodePropertiesOnce`). The caller bounds
+ * the size of `bytes` (the WebSocket layer's frameMax).
  */
 export function decodeBatch(bytes: Uint8Array): Frame[] {
   if (!(bytes instanceof Uint8Array)) throw WireError.syntax('a batch must be a Uint8Array of bytes');
-  let frames: Frame[];
-  try {
-    frames = (BatchType.decode(createNumberReader(bytes)) as unknown as { frames: Frame[] }).frames;
-  } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw WireError.syntax(`undecodable batch of ${bytes.length} bytes: ${reason}`, err);
-  }
-  for (let i = 0; i < frames.length; i++) {
-    // A frame from the wire may lack a method, whatever the static type says.
-    const f = frames[i] as { channel: number; method?: MethodName };
-    if (f.method === undefined) {
-      throw WireError.syntax(`frame ${i} of the batch (channel ${f.channel}) carries no known method`);
-    }
-  }
-  return frames;
+  return decodeFrames(bytes);
 }
 
 /**
  * The protobuf encoding of a `BasicProperties` message on its own: the same bytes a publish or a
- * deliver frame carries in its `properties` field. Lets a broker keep a message's properties as
- * bytes (one encode per message) instead of re-encoding them inside every frame.
+ * deliver frame carries in its `properties` field (written by hand, properties-codec.ts: the bytes
+ * protobufjs writes). Lets a broker keep a message's properties as bytes (one encode per message)
+ * instead of re-encoding them inside every frame; see also `encodePropertiesOnce`.
  */
 export function encodeProperties(properties: BasicProperties): Uint8Array {
-  return PropertiesType.encode(properties).finish();
+  return encodePropertiesMessage(properties);
 }
 
 /**
- * Decodes what `encodeProperties` wrote (a protobufjs message instance, like the `properties` of a
- * decoded frame). Throws WireError 502 SYNTAX_ERROR when the bytes do not decode.
+ * Decodes what `encodeProperties` wrote into what protobufjs's decoder gives (its message instances,
+ * like the `properties` of a decoded frame; decoded by hand, properties-codec.ts). Throws WireError 502
+ * SYNTAX_ERROR when the bytes do not decode.
  */
 export function decodeProperties(bytes: Uint8Array): BasicProperties {
+  startReading(bytes);
   try {
-    return PropertiesType.decode(createNumberReader(bytes)) as unknown as BasicProperties;
+    return readPropertiesMessage(bytes.length, 0);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw WireError.syntax(`undecodable properties of ${bytes.length} bytes: ${reason}`, err);
+  } finally {
+    stopReading();
   }
 }
 

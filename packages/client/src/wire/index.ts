@@ -15,6 +15,13 @@ export {
   joinEncodedFrames,
 } from './codec.ts';
 export { DEFAULT_FRAME_MAX, DEFAULT_PORT, PROTOCOL_VERSION } from './constants.ts';
+export {
+  encodeAckFrame,
+  encodeDeliverFrame,
+  encodeNackFrame,
+  encodePublishFrame,
+  encodeRejectFrame,
+} from './fast-codec.ts';
 export type { JsFieldTable, JsFieldValue, TypedJsValue } from './field-js.ts';
 export { fieldTableToJs, fieldValueToJs, jsToFieldTable, jsToFieldValue } from './field-js.ts';
 export {
@@ -27,6 +34,7 @@ export {
   tableGet,
   tableSet,
 } from './field-table.ts';
+export { encodePropertiesOnce, rememberPropertiesEncoding } from './properties-encoding.ts';
 export { BASIC_PROPERTY_NAMES } from './property-names.ts';
 export type { ReplyCodeValue } from './reply-codes.ts';
 export { isConnectionError, ReplyCode, replyCodeName } from './reply-codes.ts';

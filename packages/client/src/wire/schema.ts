@@ -23,8 +23,11 @@ function isRealOneof(oneof: protobuf.OneOf): boolean {
   return !oneof.fieldsArray.every((f) => f.options?.proto3_optional === true);
 }
 
-/** Shared, never written: an empty Uint8Array has no element to write and cannot grow. */
-const EMPTY_BYTES: Uint8Array = protobuf.util.newBuffer(0) as Uint8Array;
+/**
+ * What a decoded message reads for an absent (or empty) bytes field: an empty Uint8Array (a Buffer
+ * under Node). Shared, never written: an empty array has no element to write and cannot grow.
+ */
+export const EMPTY_BYTES: Uint8Array = protobuf.util.newBuffer(0) as Uint8Array;
 
 function loadRoot(): protobuf.Root {
   const { root } = protobuf.parse(STYX_PROTO_SOURCE, { keepCase: false });

@@ -1,10 +1,11 @@
 // Hand-written TypeScript mirrors of proto/styx.proto, in protobufjs's default camelCase naming.
 //
 // One type serves both directions: encodeBatch() accepts plain objects of these shapes, and
-// decodeBatch() returns protobufjs message instances that satisfy them. On a decoded instance a
-// proto3 scalar that was absent on the wire (its zero value) reads from the prototype, so it is
-// always readable but is not an own property: read fields directly, never enumerate them or spread
-// a decoded message. 64-bit fields are plain JS numbers, exact up to 2^53 (Number.MAX_SAFE_INTEGER);
+// decodeBatch() returns objects that satisfy them: plain objects carrying every field for the hot
+// frames (publish, deliver, ack, nack, reject; see fast-codec.ts), protobufjs message instances for
+// the rest and for properties. On a decoded instance a proto3 scalar that was absent on the wire (its
+// zero value) reads from the prototype, so it is always readable but is not an own property: read
+// fields directly, never enumerate them or spread a decoded message. 64-bit fields are plain JS numbers, exact up to 2^53 (Number.MAX_SAFE_INTEGER);
 // larger values lose precision silently, like amqplib's own 64-bit decoding.
 
 // ---------------------------------------------------------------- field values (AMQP 0-9-1 types)

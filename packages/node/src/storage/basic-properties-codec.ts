@@ -2,28 +2,23 @@
  * BasicProperties on their own as protobuf bytes, in the wire schema's encoding (so a stored
  * message keeps exactly what the publisher sent, field tables with their order and types), through
  * the wire module's properties codec: the bytes are those a publish or deliver frame carries.
+ *
+ * Encodings are shared with the WebSocket transport through the wire module's per-object memory
+ * (`encodePropertiesOnce`): a published message's properties are stored as the bytes the publisher
+ * sent, and properties decoded here are delivered as the bytes they were decoded from.
  */
 import type { BasicProperties } from '@styx/client/wire';
-import { decodeProperties, encodeProperties } from '@styx/client/wire';
+import { decodeProperties, encodePropertiesOnce, rememberPropertiesEncoding } from '@styx/client/wire';
 import { StoredBytesCorruptedError } from './errors.ts';
 
-const EMPTY = new Uint8Array(0);
-
-/** True when no property is set (an absent property is undefined or null). */
-function isEmpty(properties: BasicProperties): boolean {
-  for (const key in properties) {
-    if (properties[key as keyof BasicProperties] != null) return false;
-  }
-  return true;
-}
-
 /**
- * The protobuf encoding of `properties` (a `BasicProperties` message). Empty properties encode to
- * zero bytes. Accepts plain objects and decoded wire messages alike.
+ * The protobuf encoding of `properties` (a `BasicProperties` message): the one remembered for this
+ * object, or a fresh one (then remembered). Empty properties (none set: absent is undefined or null)
+ * encode to zero bytes. Accepts plain objects and decoded wire messages alike; the result is shared:
+ * never modify it.
  */
 export function encodeBasicProperties(properties: BasicProperties): Uint8Array {
-  if (isEmpty(properties)) return EMPTY;
-  return encodeProperties(properties);
+  return encodePropertiesOnce(properties);
 }
 
 /**
@@ -42,5 +37,7 @@ export function decodeBasicProperties(bytes: Uint8Array): BasicProperties {
   // null from its prototype. Copy the set ones into a plain object.
   const plain: Record<string, unknown> = {};
   for (const key of Object.keys(decoded)) plain[key] = decoded[key as keyof BasicProperties];
+  // Delivered as the bytes they came from (the caller keeps `bytes` unmodified).
+  rememberPropertiesEncoding(plain as BasicProperties, bytes);
   return plain as BasicProperties;
 }

@@ -1,4 +1,11 @@
 import type { BasicProperties, BasicPublish, Frame } from '@styx/client/wire';
+import {
+  encodeAckFrame,
+  encodeDeliverFrame,
+  encodeNackFrame,
+  encodeProperties,
+  encodePropertiesOnce,
+} from '@styx/client/wire';
 import type { Broker, Session } from '../../broker/broker.ts';
 import { extractSenderRouting } from '../../broker/sender-routing.ts';
 import {
@@ -19,8 +26,8 @@ export interface ChannelHost {
   readonly id: string;
   readonly session: Session;
   readonly logger: Logger;
-  /** Queue a frame for the next batched socket write. */
-  send(frame: Frame): void;
+  /** Queue a frame (a Frame, or one already encoded) for the next batched socket write. */
+  send(frame: Frame | Uint8Array): void;
   /** The channel finished closing (close-ok sent or received). */
   channelClosed(channel: Channel): void;
   /** A connection-level fault on this channel: close the whole connection. */
@@ -35,7 +42,7 @@ interface Consumer {
    * Deliveries that arrived before basic.consume-ok went out. AMQP requires consume-ok first, but
    * the queue may deliver during the very apply that attached the consumer.
    */
-  pending: Frame[] | undefined;
+  pending: Uint8Array[] | undefined;
 }
 
 interface Unacked {
@@ -191,18 +198,8 @@ export class Channel implements OwnerSink {
       case 'confirmSelect':
         if (this.confirms === undefined) {
           this.confirms = new ConfirmTracker({
-            sendAck: (seq, multiple) =>
-              this.host.send({
-                channel: this.number,
-                method: 'basicAck',
-                basicAck: { deliveryTag: seq, multiple },
-              }),
-            sendNack: (seq, multiple) =>
-              this.host.send({
-                channel: this.number,
-                method: 'basicNack',
-                basicNack: { deliveryTag: seq, multiple, requeue: false },
-              }),
+            sendAck: (seq, multiple) => this.host.send(encodeAckFrame(this.number, seq, multiple)),
+            sendNack: (seq, multiple) => this.host.send(encodeNackFrame(this.number, seq, multiple, false)),
           });
         }
         this.reply({ channel: this.number, method: 'confirmSelectOk', confirmSelectOk: {} });
@@ -483,19 +480,19 @@ export class Channel implements OwnerSink {
     let deliveryTag = 0;
     deliveryTag = this.nextDeliveryTag++;
     if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, id });
-    const frame: Frame = {
-      channel: this.number,
-      method: 'basicDeliver',
-      basicDeliver: {
-        consumerTag: tag,
-        deliveryTag,
-        redelivered,
-        exchange: message.exchange,
-        routingKey: message.routingKey,
-        properties: this.broker.deliveryProperties(queue, message, deliveryCount),
-        body: message.body,
-      },
-    };
+    // The message's properties are encoded once per properties object (at publish: never, the
+    // publisher's bytes are kept); per-delivery properties (x-delivery-count) are encoded each time.
+    const properties = this.broker.deliveryProperties(queue, message, deliveryCount);
+    const frame = encodeDeliverFrame(
+      this.number,
+      tag,
+      deliveryTag,
+      redelivered,
+      message.exchange,
+      message.routingKey,
+      properties === message.properties ? encodePropertiesOnce(properties) : encodeProperties(properties),
+      message.body,
+    );
     if (consumer.pending !== undefined) consumer.pending.push(frame);
     else this.host.send(frame);
   }

@@ -1,6 +1,13 @@
 import type { Socket } from 'node:net';
 import type { Frame, Hello } from '@styx/client/wire';
-import { decodeBatch, encodeBatch, PROTOCOL_VERSION, WireError } from '@styx/client/wire';
+import {
+  batchEntrySize,
+  decodeBatch,
+  encodeFrame,
+  joinEncodedFrames,
+  PROTOCOL_VERSION,
+  WireError,
+} from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
@@ -67,7 +74,8 @@ export class Connection implements ChannelHost {
   private state: 'handshake' | 'open' | 'closing' | 'closed' = 'handshake';
   private sessionValue: Session | undefined;
   private readonly channels = new Map<number, Channel>();
-  private outgoing: Frame[] = [];
+  /** Frames queued this turn: Frame objects, or frames already encoded (the hot ones, see fast-codec). */
+  private outgoing: (Frame | Uint8Array)[] = [];
   private flushScheduled = false;
   private frameMax: number;
   private heartbeatMs = 0;
@@ -274,8 +282,11 @@ export class Connection implements ChannelHost {
 
   // ---------------------------------------------------------------------------------- outbound
 
-  /** Queue a frame; what is queued in this turn is written as one WebSocket message per `MAX_FRAMES_PER_MESSAGE` frames. */
-  send(frame: Frame): void {
+  /**
+   * Queue a frame, as a Frame or already encoded (`encodeFrame`, `encodeDeliverFrame`, …); what is
+   * queued in this turn is written as one WebSocket message per `MAX_FRAMES_PER_MESSAGE` frames.
+   */
+  send(frame: Frame | Uint8Array): void {
     if (this.state === 'closed') return;
     this.outgoing.push(frame);
     if (this.outgoing.length >= MAX_FRAMES_PER_MESSAGE) {
@@ -304,16 +315,30 @@ export class Connection implements ChannelHost {
       this.pauseUntilDrained();
   }
 
-  /** Encode and send, splitting a batch that would exceed frame_max (a single frame is sent alone). */
-  private write(frames: Frame[]): void {
-    const bytes = encodeBatch(frames);
-    if (bytes.length <= this.frameMax || frames.length === 1) {
-      this.ws.send(bytes, { binary: true });
-      return;
+  /**
+   * Encode what is not encoded yet and send, in order, as few WebSocket messages as frame_max allows:
+   * a message is cut at a frame boundary before it would exceed frame_max, and a frame larger than
+   * frame_max on its own is sent alone. Encodes `frames` in place.
+   */
+  private write(frames: (Frame | Uint8Array)[]): void {
+    for (let i = 0; i < frames.length; i++) {
+      const f = frames[i] as Frame | Uint8Array;
+      if (!(f instanceof Uint8Array)) frames[i] = encodeFrame(f);
     }
-    const half = frames.length >>> 1;
-    this.write(frames.slice(0, half));
-    this.write(frames.slice(half));
+    const encoded = frames as Uint8Array[];
+    let start = 0;
+    while (start < encoded.length) {
+      let size = batchEntrySize((encoded[start] as Uint8Array).length);
+      let end = start + 1;
+      while (end < encoded.length) {
+        const next = batchEntrySize((encoded[end] as Uint8Array).length);
+        if (size + next > this.frameMax) break;
+        size += next;
+        end++;
+      }
+      this.ws.send(joinEncodedFrames(encoded, start, end), { binary: true });
+      start = end;
+    }
   }
 
   private get socket(): Socket | undefined {
