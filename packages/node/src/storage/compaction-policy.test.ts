@@ -168,4 +168,63 @@ describe('withCompaction', () => {
     await log.close();
     await expect(log.propose({ add: 5 })).rejects.toMatchObject({ code: 'LOG_CLOSED' });
   });
+  it('prepares a due compaction over as many turns as prepare asks for, then compacts', async () => {
+    let calls = 0;
+    const { store, log } = compactingCounter(new MemoryLogStorage(), {
+      policy: { maxEntries: 3, snapshotRatio: 0 },
+      compactOnClose: false,
+      // Ready on the third call: two turns of preparation.
+      prepare: () => ++calls >= 3,
+    });
+    await log.open(new CounterMachine());
+    for (let i = 1; i <= 3; i++) await log.propose({ add: i });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toBe(1);
+    expect(store.snapshot('g')).toBeUndefined();
+    await settle();
+    await settle();
+    expect(calls).toBe(3);
+    expect(store.snapshot('g')?.meta.index).toBe(3);
+    await log.close();
+  });
+
+  it('postpones a compaction whose preparation throws, and logs it once', async () => {
+    const warnings: unknown[] = [];
+    const logger: StorageLogger = { debug() {}, info() {}, error() {}, warn: (obj) => warnings.push(obj) };
+    const { store, log } = compactingCounter(new MemoryLogStorage(), {
+      policy: { maxEntries: 2, snapshotRatio: 0 },
+      compactOnClose: false,
+      logger,
+      prepare: () => {
+        throw new Error('bodies not writable');
+      },
+    });
+    await log.open(new CounterMachine());
+    await log.propose({ add: 1 });
+    await log.propose({ add: 2 });
+    await settle();
+    expect(warnings).toHaveLength(1);
+    expect(store.snapshot('g')).toBeUndefined();
+    await log.propose({ add: 3 });
+    await settle();
+    expect(warnings).toHaveLength(1);
+    await log.close();
+  });
+  it('trickles once per turn in which entries were applied, with the last applied index', async () => {
+    const seen: number[] = [];
+    const { log } = compactingCounter(new MemoryLogStorage(), {
+      policy: { maxEntries: 1000 },
+      compactOnClose: false,
+      trickle: (lastApplied) => seen.push(lastApplied),
+    });
+    await log.open(new CounterMachine());
+    await Promise.all([log.propose({ add: 1 }), log.propose({ add: 2 }), log.propose({ add: 3 })]);
+    await settle();
+    expect(seen).toStrictEqual([3]);
+    await log.propose({ add: 4 });
+    await settle();
+    await settle();
+    expect(seen).toStrictEqual([3, 4]);
+    await log.close();
+  });
 });

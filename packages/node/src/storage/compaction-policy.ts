@@ -115,6 +115,18 @@ export interface CompactionOptions<C> {
   readonly weigh?: (command: C) => number;
   /** Snapshot once more on `close()` when anything was applied since the last one (default true): a clean restart then replays nothing. */
   readonly compactOnClose?: boolean;
+  /**
+   * Called once per turn when a compaction is due, before it runs, until it returns true: lets the
+   * owner spread over several turns work the snapshot would otherwise do in one (a durable queue
+   * writes its held-back bodies, a bounded number per turn). Not called for the compaction on close.
+   */
+  readonly prepare?: () => boolean;
+  /**
+   * Called at most once per turn in which entries were applied, with the index of the last one:
+   * lets the owner do ahead of time, a little per turn, work the next snapshot will need (a durable
+   * queue writes the bodies of its oldest messages, those likely to outlive the next compaction).
+   */
+  readonly trickle?: (lastAppliedIndex: number) => void;
   readonly logger?: StorageLogger;
 }
 
@@ -138,6 +150,10 @@ class CompactingLog<C, R> implements ReplicatedLog<C, R> {
   readonly #tracker: CompactionTracker;
   readonly #weigh: (command: C) => number;
   readonly #compactOnClose: boolean;
+  readonly #prepare: (() => boolean) | undefined;
+  readonly #trickle: ((lastAppliedIndex: number) => void) | undefined;
+  #trickleScheduled = false;
+  #lastAppliedIndex = 0;
   readonly #logger: StorageLogger;
   #open = false;
   #closed = false;
@@ -149,6 +165,8 @@ class CompactingLog<C, R> implements ReplicatedLog<C, R> {
     this.#tracker = new CompactionTracker(options.policy);
     this.#weigh = options.weigh ?? constantWeight;
     this.#compactOnClose = options.compactOnClose ?? true;
+    this.#prepare = options.prepare;
+    this.#trickle = options.trickle;
     this.#logger = options.logger ?? silentStorageLogger;
   }
 
@@ -174,7 +192,14 @@ class CompactingLog<C, R> implements ReplicatedLog<C, R> {
           return machine.apply(command, meta);
         } finally {
           tracker.recordApplied(weigh(command));
-          if (this.#open && tracker.due) this.#schedule();
+          this.#lastAppliedIndex = meta.index;
+          if (this.#open) {
+            if (tracker.due) this.#schedule();
+            if (this.#trickle !== undefined && !this.#trickleScheduled) {
+              this.#trickleScheduled = true;
+              setImmediate(this.#runTrickle);
+            }
+          }
         }
       },
       snapshot: (): Uint8Array => {
@@ -230,14 +255,44 @@ class CompactingLog<C, R> implements ReplicatedLog<C, R> {
     setImmediate(this.#run);
   }
 
+  readonly #runTrickle = (): void => {
+    this.#trickleScheduled = false;
+    if (!this.#open) return;
+    try {
+      this.#trickle?.(this.#lastAppliedIndex);
+    } catch (err) {
+      // The compaction's own preparation writes what this did not; the failure will show there.
+      this.#logger.debug({ err, groupId: this.#log.groupId }, 'trickle before compaction failed');
+    }
+  };
+
   readonly #run = (): void => {
     this.#scheduled = false;
     if (!this.#open || !this.#tracker.due) return;
+    if (!this.#prepared()) return;
     this.#running = this.#compactLogged().finally(() => {
       this.#running = undefined;
       if (this.#open && this.#tracker.due) this.#schedule();
     });
   };
+
+  /** True when the compaction may run now; otherwise it was rescheduled (or postponed on an error). */
+  #prepared(): boolean {
+    const prepare = this.#prepare;
+    if (prepare === undefined) return true;
+    try {
+      if (prepare()) return true;
+    } catch (err) {
+      this.#tracker.postpone();
+      this.#logger.warn(
+        { err, groupId: this.#log.groupId },
+        'preparing a log compaction failed; retrying later',
+      );
+      return false;
+    }
+    this.#schedule();
+    return false;
+  }
 
   async #compactLogged(): Promise<void> {
     try {

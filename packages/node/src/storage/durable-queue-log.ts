@@ -13,6 +13,15 @@ import { queueCommandCodec } from './queue-command-codec.ts';
 import { raftHostOf } from './raft-groups.ts';
 import type { StorageLogger } from './storage-logger.ts';
 
+/** Held-back bodies written per turn while a compaction is being prepared. */
+export const PERSIST_CHUNK_BODIES = 2048;
+/**
+ * Entries after which a held-back body is written ahead of the next compaction, a quarter of the
+ * default policy's `maxEntries`: a message still queued that long after its enqueue most likely
+ * outlives the compaction, and writing it early keeps the compaction's turn and sync small.
+ */
+export const PERSIST_AGE_ENTRIES = 5_000;
+
 export interface DurableQueueLogOptions {
   /** Overrides of `DEFAULT_COMPACTION_POLICY`. */
   readonly compaction?: Partial<CompactionPolicy>;
@@ -35,6 +44,13 @@ export function durableQueueLog(
   );
   return withCompaction(log, {
     weigh: queueCommandWeight,
+    // The snapshot writes every body still held back (see LmdbBodyStore): most of them in chunks
+    // over the turns before it, so no single turn writes (and syncs) tens of MiB at once.
+    prepare: () => storage.bodyStore.persistSomeLogged(groupId, PERSIST_CHUNK_BODIES) <= PERSIST_CHUNK_BODIES,
+    // And ahead of it, a little per turn, the bodies of messages already PERSIST_AGE_ENTRIES old:
+    // those likely to be live at the snapshot. Younger ones (a consumer keeps up) are never written.
+    trickle: (lastApplied) =>
+      storage.bodyStore.persistLoggedUpTo(groupId, lastApplied - PERSIST_AGE_ENTRIES, PERSIST_CHUNK_BODIES),
     ...(options.compaction === undefined ? {} : { policy: options.compaction }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.compactOnClose === undefined ? {} : { compactOnClose: options.compactOnClose }),

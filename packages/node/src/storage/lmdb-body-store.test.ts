@@ -335,6 +335,39 @@ describe('LmdbBodyStore held-back bodies (putLogged)', () => {
     });
   });
 
+  it('writes a bounded number of held-back bodies at a time, oldest first, and counts what is left', async () => {
+    await withStore(1024 * 1024, async (store, committed, reopen) => {
+      for (let id = 1; id <= 5; id++)
+        store.putLogged('g', id, sampleMessage(10, { routingKey: `k${id}` }), false);
+      store.putLogged('other', 1, sampleMessage(10), false);
+      store.delete('g', 2);
+      expect(store.heldBackCountOf('g')).toBe(4);
+      expect(store.persistSomeLogged('g', 2)).toBe(2);
+      expect(store.heldBackCountOf('g')).toBe(2);
+      expect(store.heldBackCount).toBe(3);
+      await store.flushed();
+      expect(committed()).toBe(2);
+      const reopened = await reopen();
+      // The oldest live ones (1 and 3) were written; 4 and 5 are still only in the log.
+      expect(reopened.get('g', 1)?.routingKey).toBe('k1');
+      expect(reopened.get('g', 3)?.routingKey).toBe('k3');
+      expect(reopened.get('g', 4)).toBeUndefined();
+      expect(reopened.persistSomeLogged('g', 10)).toBe(0);
+    });
+  });
+
+  it('writes ahead only the held-back bodies old enough, oldest first, a bounded number per call', async () => {
+    await withStore(1024 * 1024, async (store, committed) => {
+      for (let id = 1; id <= 6; id++) store.putLogged('g', id, sampleMessage(10), false);
+      store.persistLoggedUpTo('g', 4, 3);
+      expect(store.heldBackCountOf('g')).toBe(3); // 1, 2, 3 written; 4 left by the bound of 3
+      store.persistLoggedUpTo('g', 4, 10);
+      expect(store.heldBackCountOf('g')).toBe(2); // 5 and 6 are younger than the bound
+      await store.flushed();
+      expect(committed()).toBe(4);
+    });
+  });
+
   it('writes a held-back body that the recent bounds evict while its message is live', async () => {
     // Room for about two 1,000-byte bodies.
     await withStore(2600, async (store, committed, reopen) => {

@@ -170,8 +170,9 @@ export class LmdbBodyStore implements BodyStore {
   #recentOrder: RecentEntry[] = [];
   #recentHead = 0;
   #recentBytes = 0;
-  /** Recent entries whose body is held back (`putLogged`), not written yet. */
-  #heldBack = 0;
+  /** Recent entries whose body is held back (`putLogged`), not written yet, per group. */
+  readonly #heldBack = new Map<string, Set<RecentEntry>>();
+  #heldBackCount = 0;
 
   /**
    * The body store in `root` (the node's environment, opened with syncs on). Resumes the group
@@ -221,24 +222,78 @@ export class LmdbBodyStore implements BodyStore {
   }
 
   persistLogged(groupId: string): void {
-    const group = this.#recent.get(groupId);
-    if (group === undefined) return;
+    this.persistSomeLogged(groupId, Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Write at most `max` of the group's held-back bodies now (they join the log store's batch being
+   * gathered); returns how many stay held back. Lets a queue spread the writes a snapshot needs over
+   * several turns before it takes it, instead of one long turn and one large sync.
+   */
+  persistSomeLogged(groupId: string, max: number): number {
+    const held = this.#heldBack.get(groupId);
+    if (held === undefined) return 0;
     this.#checkWritable();
-    for (const entry of group.values()) {
-      if (entry.unwritten !== undefined) this.#writeHeldBack(entry);
+    let written = 0;
+    // Deleting the visited entry while iterating a Set is well-defined: iteration goes on.
+    for (const entry of held) {
+      if (written >= max) break;
+      this.#writeHeldBack(entry);
+      written++;
+    }
+    return held.size;
+  }
+
+  /**
+   * Write the group's held-back bodies of messages with id <= `maxId`, oldest first, at most
+   * `max` of them. Held-back bodies are kept in apply order, so this stops at the first younger one.
+   */
+  persistLoggedUpTo(groupId: string, maxId: number, max: number): void {
+    const held = this.#heldBack.get(groupId);
+    if (held === undefined) return;
+    this.#checkWritable();
+    let written = 0;
+    for (const entry of held) {
+      if (entry.id > maxId || written >= max) break;
+      this.#writeHeldBack(entry);
+      written++;
     }
   }
 
   /** Bodies held back by `putLogged` and not written yet, all groups (for tests and management). */
   get heldBackCount(): number {
-    return this.#heldBack;
+    return this.#heldBackCount;
+  }
+
+  /** Bodies of `groupId` held back by `putLogged` and not written yet. */
+  heldBackCountOf(groupId: string): number {
+    return this.#heldBack.get(groupId)?.size ?? 0;
+  }
+
+  #hold(entry: RecentEntry): void {
+    let held = this.#heldBack.get(entry.groupId);
+    if (held === undefined) {
+      held = new Set();
+      this.#heldBack.set(entry.groupId, held);
+    }
+    held.add(entry);
+    this.#heldBackCount++;
+  }
+
+  /** `entry` is no longer held back: written, deleted or superseded. */
+  #release(entry: RecentEntry): void {
+    entry.unwritten = undefined;
+    const held = this.#heldBack.get(entry.groupId);
+    if (held?.delete(entry) === true) {
+      this.#heldBackCount--;
+      if (held.size === 0) this.#heldBack.delete(entry.groupId);
+    }
   }
 
   /** Write a held-back body now (it joins the log store's batch being gathered). */
   #writeHeldBack(entry: RecentEntry): void {
     const encoding = entry.unwritten as Uint8Array;
-    entry.unwritten = undefined;
-    this.#heldBack--;
+    this.#release(entry);
     const key = bodyKey(this.#prefix(entry.groupId), entry.id);
     recordWrite(this.#write(key, encoding), entry.groupId, entry.id, entry.message);
   }
@@ -265,8 +320,7 @@ export class LmdbBodyStore implements BodyStore {
       group?.delete(id);
       this.#recentBytes -= recent.size;
       if (recent.unwritten !== undefined) {
-        recent.unwritten = undefined;
-        this.#heldBack--;
+        this.#release(recent);
         // Never written by this run, and no earlier run wrote it: nothing on disk to delete.
         if (!recent.mayBeStored) return;
       }
@@ -281,10 +335,7 @@ export class LmdbBodyStore implements BodyStore {
     if (group !== undefined) {
       for (const entry of group.values()) {
         this.#recentBytes -= entry.size;
-        if (entry.unwritten !== undefined) {
-          entry.unwritten = undefined;
-          this.#heldBack--;
-        }
+        if (entry.unwritten !== undefined) this.#release(entry);
       }
       this.#recent.delete(groupId);
     }
@@ -322,7 +373,7 @@ export class LmdbBodyStore implements BodyStore {
       unwritten: heldBack ? encoding : undefined,
       mayBeStored,
     };
-    if (heldBack) this.#heldBack++;
+    if (heldBack) this.#hold(entry);
     let group = this.#recent.get(groupId);
     if (group === undefined) {
       group = new Map();
@@ -331,11 +382,8 @@ export class LmdbBodyStore implements BodyStore {
     const replaced = group.get(id);
     if (replaced !== undefined) {
       this.#recentBytes -= replaced.size;
-      if (replaced.unwritten !== undefined) {
-        // Superseded by this put (a replay of the same entry): its bytes need no write of their own.
-        replaced.unwritten = undefined;
-        this.#heldBack--;
-      }
+      // Superseded by this put (a replay of the same entry): its bytes need no write of their own.
+      if (replaced.unwritten !== undefined) this.#release(replaced);
     }
     group.set(id, entry);
     this.#recentBytes += entry.size;
