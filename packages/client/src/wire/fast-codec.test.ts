@@ -429,8 +429,9 @@ describe('decodeBatch (fast decoder) on what protobufjs writes', () => {
     const decoded = f.basicPublish.properties as BasicProperties;
     const remembered = encodePropertiesOnce(decoded);
     expect(Buffer.from(remembered).equals(Buffer.from(encodeProperties(properties)))).toBe(true);
-    // A view of the batch, not a copy.
-    expect(remembered.buffer).toBe((f.basicPublish.body as Uint8Array).buffer);
+    // A copy, not a view of the batch: a queued message must not keep its whole batch alive.
+    expect(remembered.buffer).not.toBe((f.basicPublish.body as Uint8Array).buffer);
+    expect(remembered.byteLength).toBe(remembered.buffer.byteLength);
     expect(encodePropertiesOnce(decoded)).toBe(remembered);
   });
 

@@ -133,9 +133,13 @@ function decodePublish(end: number): BasicPublish {
     else skipField(wireType, 2, field, end);
   }
   // The publisher's bytes are these properties' encoding, unless the field came in several pieces
-  // (merged into one object by the decoder).
+  // (merged into one object by the decoder). Copied (tens of bytes): a view would keep the whole
+  // network batch alive for as long as the queued message keeps its properties.
   if (propertiesFields === 1)
-    rememberPropertiesEncoding(properties as BasicProperties, cursor.buf.subarray(rawStart, rawEnd));
+    rememberPropertiesEncoding(
+      properties as BasicProperties,
+      new Uint8Array(cursor.buf.subarray(rawStart, rawEnd)),
+    );
   return { exchange, routingKey, mandatory, immediate, properties, body };
 }
 
