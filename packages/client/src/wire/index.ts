@@ -34,6 +34,8 @@ export {
   tableGet,
   tableSet,
 } from './field-table.ts';
+export type { ObjectSlot } from './object-slot.ts';
+export { objectSlot } from './object-slot.ts';
 export { encodePropertiesOnce, rememberPropertiesEncoding } from './properties-encoding.ts';
 export { BASIC_PROPERTY_NAMES } from './property-names.ts';
 export type { ReplyCodeValue } from './reply-codes.ts';

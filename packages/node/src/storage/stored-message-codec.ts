@@ -12,11 +12,13 @@
  * The body is last and carries no length, so it is copied once into the encoding and decoded as a
  * view of the encoded bytes (no copy).
  *
- * Encodings are remembered per message object (a WeakMap): the enqueue codec encodes a message
+ * Encodings are remembered per message object (an object slot, `objectSlot` of the wire module:
+ * a private field, cheaper than a WeakMap entry per message): the enqueue codec encodes a message
  * once for the log entry, and the body store, handed the same object when the entry is applied,
  * stores those bytes instead of encoding again. This relies on a `StoredMessage` never being
  * mutated after it was proposed (its type is readonly throughout).
  */
+import { objectSlot } from '@styx/client/wire';
 import type { StoredMessage } from '../queue/types.ts';
 import { decodeBasicProperties, encodeBasicProperties } from './basic-properties-codec.ts';
 import { ByteCursor, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
@@ -24,7 +26,7 @@ import { StoredBytesCorruptedError } from './errors.ts';
 
 const STORED_MESSAGE_FORMAT = 1;
 
-const encodings = new WeakMap<StoredMessage, Uint8Array>();
+const encodingOf = objectSlot<StoredMessage, Uint8Array>();
 
 /** A message measured for encoding: its sizes, and its properties already encoded. */
 export interface MeasuredMessage {
@@ -96,18 +98,18 @@ export function writeStoredMessage(buf: Buffer, pos: number, measured: MeasuredM
  * shared: never modify it.
  */
 export function encodeStoredMessage(message: StoredMessage): Uint8Array {
-  const known = encodings.get(message);
+  const known = encodingOf.read(message);
   if (known !== undefined) return known;
   const measured = measureStoredMessage(message);
   const buf = Buffer.allocUnsafe(measured.size);
   writeStoredMessage(buf, 0, measured);
-  encodings.set(message, buf);
+  encodingOf.write(message, buf);
   return buf;
 }
 
 /** Remember `bytes` as the encoding of `message` (they must decode to it). */
 export function rememberEncoding(message: StoredMessage, bytes: Uint8Array): void {
-  encodings.set(message, bytes);
+  encodingOf.write(message, bytes);
 }
 
 /**
@@ -130,6 +132,6 @@ export function decodeStoredMessage(bytes: Uint8Array, what = 'stored message'):
     for (let i = 0; i < bccCount - 1; i++) bcc[i] = r.string();
   }
   const message: StoredMessage = { exchange, routingKey, properties, body: r.rest(), bcc };
-  encodings.set(message, bytes);
+  encodingOf.write(message, bytes);
   return message;
 }
