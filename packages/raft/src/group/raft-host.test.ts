@@ -81,6 +81,22 @@ describe('RaftHost', () => {
     await host.close();
   });
 
+  it('admits a burst far over the node bound into one group in turn: its core never drops any', async () => {
+    const host = new RaftHost({ nodeId: 'a', logStore: store(), maxBytesInFlight: 4096 });
+    // Unless tuned, a group's uncommitted bound sits above the node's in-flight bound.
+    expect(host.tuning.maxUncommittedEntriesBytes).toBe(8192);
+    const log = host.createLog<CounterCommand, CounterResult>('g', counterCodec);
+    const machine = new CounterMachine();
+    await log.open(machine);
+    const n = 5_000;
+    const proposals = Array.from({ length: n }, (_, i) => log.propose({ add: i + 1 }));
+    const results = await Promise.all(proposals);
+    expect(results).toHaveLength(n);
+    expect(machine.state.values).toHaveLength(n);
+    expect(host.stats.bytesInFlight).toBe(0);
+    await host.close();
+  });
+
   it('rejects proposals still waiting for the bound when the host closes', async () => {
     const host = new RaftHost({ nodeId: 'a', logStore: store(), maxBytesInFlight: 1 });
     const log = host.createLog<CounterCommand, CounterResult>('g', counterCodec);

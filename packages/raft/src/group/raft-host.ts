@@ -101,6 +101,8 @@ export class RaftHost {
   readonly #active = new Set<HostedReplica>();
   #dirty = new Set<HostedReplica>();
   #turnScheduled = false;
+  /** A drain of the admission queue is scheduled (see `#account`). */
+  #drainScheduled = false;
   readonly #outboxes = new Map<NodeId, Outbox>();
   /** The store batch the latest Ready joined, and the replicas waiting on it. */
   #waitingOn: Promise<void> | undefined;
@@ -122,8 +124,10 @@ export class RaftHost {
     this.logStore = options.logStore;
     this.#transport = options.transport;
     this.#tickMs = options.tickMs ?? DEFAULT_TICK_MS;
-    this.#tuning = options.raft ?? {};
     this.#maxBytesInFlight = options.maxBytesInFlight ?? DEFAULT_MAX_BYTES_IN_FLIGHT;
+    // A group's own uncommitted bound above the node's in-flight bound (unless tuned): a burst into
+    // one group then waits in the node's admission queue instead of being dropped by its core.
+    this.#tuning = { maxUncommittedEntriesBytes: 2 * this.#maxBytesInFlight, ...(options.raft ?? {}) };
     this.#random = options.random ?? mathRandom;
     this.#clock = options.clock ?? systemClock;
     if (!(this.#tickMs > 0)) throw new RangeError(`tickMs must be positive, got ${this.#tickMs}`);
@@ -445,8 +449,20 @@ export class RaftHost {
 
   #account(bytes: number): void {
     this.#bytesInFlight += bytes;
-    if (bytes < 0) this.#drainAdmission();
+    if (bytes < 0 && !this.#drainScheduled && this.#admissionHead < this.#admission.length) {
+      // Bytes are released while a replica applies a Ready, before its core has counted the same
+      // entries out of its uncommitted bound (that happens in `advance`, after the applies):
+      // admitting waiting proposals right here would have the core drop them (GroupOverloaded),
+      // en masse in a burst. A microtask runs them once the Ready is finished.
+      this.#drainScheduled = true;
+      queueMicrotask(this.#drainReleased);
+    }
   }
+
+  readonly #drainReleased = (): void => {
+    this.#drainScheduled = false;
+    this.#drainAdmission();
+  };
 
   #drainAdmission(): void {
     const queue = this.#admission;
