@@ -217,7 +217,8 @@ describe('HandOffScheduler', () => {
       const deadline = Math.min(...states.map((x) => x?.nextAttemptAt ?? Infinity));
       expect(s.nextDeadline()).toBe(deadline === Infinity ? undefined : deadline);
       if (step % 7 === 0) {
-        // Due until acted on: asking twice gives the same answer.
+        // Due until acted on: asking twice gives the same answer, and a limit takes the earliest.
+        expect(s.due(now, 3)).toEqual(expectedDue.slice(0, 3));
         expect(s.due(now)).toEqual(expectedDue);
         expect(s.due(now)).toEqual(expectedDue);
       }

@@ -195,14 +195,15 @@ export class HandOffScheduler {
 
   /**
    * Ids due for an attempt at `now` (waiting and due, or in flight and timed out), by due time, then
-   * id. An id stays due until `start`, `fail`, `forget` (...) changes it: one the caller did not get
-   * to (it threw half-way) is returned again by the next call.
+   * id; at most `limit` of them (the earliest). An id stays due until `start`, `fail`, `forget` (...)
+   * changes it: one the caller did not get to (past the limit, or it threw half-way) is returned again
+   * by the next call.
    */
-  due(now: number): number[] {
+  due(now: number, limit = Number.POSITIVE_INFINITY): number[] {
     const out: number[] = [];
     const heap = this.heap;
     const call = ++this.dueCalls;
-    for (;;) {
+    while (out.length < limit) {
       const at = heap.peekTime();
       if (at === undefined || at > now) break;
       const id = heap.peekId() as number;

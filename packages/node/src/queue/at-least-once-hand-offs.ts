@@ -37,6 +37,8 @@ import type { QueueLogger } from './queue-logger.ts';
 import type { QueueMachine } from './queue-machine.ts';
 import type { QueueReply, RemovalReason } from './types.ts';
 
+/** Hand-offs attempted per pump, at most; the rest stay due for the next pump, a timer tick later. */
+export const MAX_ATTEMPTS_PER_PUMP = 1_024;
 /** Longest delay handed to setTimeout, ms (its limit is 2^31 - 1). */
 const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
@@ -152,7 +154,10 @@ export class AtLeastOnceHandOffs {
     this.pumpScheduled = false;
     if (this.stopped) return;
     const now = this.options.clock.now();
-    const due = this.scheduler.due(now);
+    // A bounded number per pump: a burst of 100k expired messages is handed off in slices, the
+    // target committing and delivering the first copies while later ones are built (the timer
+    // armed below re-pumps at once for the rest), instead of one turn that builds them all.
+    const due = this.scheduler.due(now, MAX_ATTEMPTS_PER_PUMP);
     if (due.length > 0) {
       if (now - this.horizonReadAt >= HORIZON_REFRESH_MS) {
         this.horizon = this.options.machine.lowestLiveId() ?? this.horizon;
