@@ -12,14 +12,18 @@ const TWO_32 = 4294967296;
 let lo = 0;
 let hi = 0;
 
-/** Reads a base-128 varint of up to 10 bytes into `lo`/`hi` (both unsigned 32-bit). */
-function readVarint64(r: protobuf.Reader): void {
-  const buf = r.buf;
+/**
+ * Scans a base-128 varint of up to 10 bytes at `buf[pos]`, not reading at or past `end`, into the
+ * module's `lo`/`hi` halves. Returns the position after it, or -1 when `end` cuts it short; throws
+ * when it runs past 10 bytes. Shared by the protobufjs readers here and the hand-written decoder
+ * (wire-reader.ts), which read the halves with `uint64Value` / `sint64Value`.
+ */
+export function scanVarint64(buf: Uint8Array, pos: number, end: number): number {
   let l = 0;
   let h = 0;
   for (let i = 0; i < 10; i++) {
-    if (r.pos >= r.len) throw new RangeError(`index out of range: ${r.pos} >= ${r.len}`);
-    const b = buf[r.pos++] as number;
+    if (pos >= end) return -1;
+    const b = buf[pos++] as number;
     const bits = b & 0x7f;
     if (i < 4) {
       l |= bits << (7 * i);
@@ -33,10 +37,31 @@ function readVarint64(r: protobuf.Reader): void {
     if (b < 0x80) {
       lo = l >>> 0;
       hi = h >>> 0;
-      return;
+      return pos;
     }
   }
   throw new Error('invalid varint encoding');
+}
+
+/** The last scanned varint as an unsigned number (exact up to 2^53 - 1). */
+export function uint64Value(): number {
+  return unsignedValue();
+}
+
+/** The last scanned varint as a zigzag-encoded signed number (sint64). */
+export function sint64Value(): number {
+  zigzagDecode();
+  return signedValue();
+}
+
+/** Reads a base-128 varint of up to 10 bytes into `lo`/`hi` (both unsigned 32-bit). */
+function readVarint64(r: protobuf.Reader): void {
+  const next = scanVarint64(r.buf, r.pos, r.len);
+  if (next < 0) {
+    r.pos = r.len;
+    throw new RangeError(`index out of range: ${r.pos} >= ${r.len}`);
+  }
+  r.pos = next;
 }
 
 /** Reads 8 little-endian bytes into `lo`/`hi`. */
@@ -91,8 +116,7 @@ const numberMethods = {
   },
   sint64(this: protobuf.Reader): number {
     readVarint64(this);
-    zigzagDecode();
-    return signedValue();
+    return sint64Value();
   },
   fixed64(this: protobuf.Reader): number {
     readFixed64(this);

@@ -15,6 +15,7 @@
 import protobuf from 'protobufjs';
 import { PropertiesType, wireType } from './schema.ts';
 import type { BasicProperties, Decimal, FieldArray, FieldEntry, FieldTable, FieldValue } from './types.ts';
+import { FIELD_VALUE_KINDS } from './types.ts';
 import {
   checkDepth,
   cursor,
@@ -65,29 +66,8 @@ const VoidCtor = wireType('Void').ctor as unknown as Ctor<Mutable>;
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
-/** FieldValue members by field number (1..19), as in proto/styx.proto. */
-const VALUE_MEMBERS = [
-  '',
-  'i8',
-  'u8',
-  'i16',
-  'u16',
-  'i32',
-  'u32',
-  'i64',
-  'u64',
-  'f32',
-  'f64',
-  'decimal',
-  'shortStr',
-  'longStr',
-  'bool',
-  'timestamp',
-  'array',
-  'table',
-  'byteArray',
-  'void',
-] as const;
+/** FieldValue members by field number (1..19): FIELD_VALUE_KINDS lists them in proto/styx.proto's order. */
+const VALUE_MEMBERS: readonly string[] = ['', ...FIELD_VALUE_KINDS];
 
 // ================================================================================================ decode
 

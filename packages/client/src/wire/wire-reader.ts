@@ -14,10 +14,10 @@
 // The input and the read position are one shared cursor rather than a reader object per message, so
 // reading allocates nothing. Decoding is synchronous and never re-entered.
 import protobuf from 'protobufjs';
+import { scanVarint64, sint64Value, uint64Value } from './number-reader.ts';
 import { EMPTY_BYTES } from './schema.ts';
 
 const utf8 = protobuf.util.utf8;
-const TWO_32 = 4294967296;
 
 /** Wire types. */
 export const VARINT = 0;
@@ -170,34 +170,14 @@ export function readBool(end: number): boolean {
   throw new Error('invalid varint encoding');
 }
 
-// The two 32-bit halves of the last 64-bit varint read.
-let lo = 0;
-let hi = 0;
-
-/** A varint of at most 10 bytes into `lo`/`hi` (number-reader.ts's readVarint64). */
+/** A varint of at most 10 bytes into number-reader.ts's `lo`/`hi` (its `scanVarint64`). */
 function readVarint64(end: number): void {
-  const buf = cursor.buf;
-  let l = 0;
-  let h = 0;
-  for (let i = 0; i < 10; i++) {
-    if (cursor.pos >= end) throw outOfRange(1, end);
-    const b = buf[cursor.pos++] as number;
-    const bits = b & 127;
-    if (i < 4) {
-      l |= bits << (7 * i);
-    } else if (i === 4) {
-      l |= bits << 28;
-      h |= bits >>> 4;
-    } else {
-      h |= bits << (7 * i - 32);
-    }
-    if (b < 128) {
-      lo = l >>> 0;
-      hi = h >>> 0;
-      return;
-    }
+  const next = scanVarint64(cursor.buf, cursor.pos, end);
+  if (next < 0) {
+    cursor.pos = end;
+    throw outOfRange(1, end);
   }
-  throw new Error('invalid varint encoding');
+  cursor.pos = next;
 }
 
 /** A uint64 as a number (number-reader.ts's uint64). */
@@ -208,21 +188,13 @@ export function readUint64(end: number): number {
     return first;
   }
   readVarint64(end);
-  return hi * TWO_32 + lo;
+  return uint64Value();
 }
 
 /** A zigzag sint64 as a number (number-reader.ts's sint64). */
 export function readSint64(end: number): number {
   readVarint64(end);
-  const mask = -(lo & 1);
-  const l = (((lo >>> 1) | (hi << 31)) ^ mask) >>> 0;
-  const h = ((hi >>> 1) ^ mask) >>> 0;
-  if (h >>> 31 === 0) return h * TWO_32 + l;
-  // Negative: the two's complement, carrying from the low half into the high half.
-  const nl = (~l + 1) >>> 0;
-  let nh = ~h >>> 0;
-  if (nl === 0) nh = (nh + 1) >>> 0;
-  return -(nh * TWO_32 + nl);
+  return sint64Value();
 }
 
 // Little-endian float conversion through shared scratch memory, as protobufjs's util.float does.
