@@ -20,6 +20,14 @@ export { DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_TICK_MS, RaftHost } from './group/
 export type { GroupMessage, PeerBatch, QuiesceNotice, Transport } from './group/transport.ts';
 export type { InMemoryLogOptions } from './in-memory-log.ts';
 export { InMemoryLog } from './in-memory-log.ts';
+export {
+  END_OF_GROUP,
+  GroupPrefixCache,
+  groupIdKey,
+  groupPrefix,
+  indexKey,
+  readIndex,
+} from './lmdb/group-keys.ts';
 export type { LmdbLogStorageOptions } from './lmdb/lmdb-log-storage.ts';
 export { LmdbLogStorage, MAX_GROUP_ID_BYTES } from './lmdb/lmdb-log-storage.ts';
 export { logStoreOnEnvironment, openLogStore } from './lmdb/log-store.ts';

@@ -59,7 +59,7 @@ import type { AttachedWrite, LogStore } from '@styx/raft';
 import type { Database, RootDatabase } from 'lmdb';
 import type { BodyStore } from '../queue/body-store.ts';
 import type { StoredMessage } from '../queue/types.ts';
-import { bodyKey, END_OF_GROUP, groupIdBytes, groupPrefix } from './body-keys.ts';
+import { bodyKey, END_OF_GROUP, GroupPrefixCache, groupIdBytes, readBodyId } from './body-keys.ts';
 import { BodyStoreFailedError, StorageClosedError } from './errors.ts';
 import type { StorageLogger } from './storage-logger.ts';
 import { silentStorageLogger } from './storage-logger.ts';
@@ -71,8 +71,6 @@ export const BODIES_DB = 'bodies';
 export const BODY_DELETIONS_DB = 'body-deletions';
 /** Keys deleted per transaction when a group is deleted: bounds how long one chunk holds the event loop. */
 export const DELETE_CHUNK_KEYS = 10_000;
-/** Group key prefixes kept encoded; beyond this the cache is cleared and refilled. */
-const PREFIX_CACHE_LIMIT = 10_000;
 /** Default bound of the recent bodies kept decoded in memory, bytes of body. */
 export const DEFAULT_RECENT_BODY_BYTES = 32 * 1024 * 1024;
 /** Most recent bodies kept (and eviction records, live or stale), entries. */
@@ -157,7 +155,7 @@ export class LmdbBodyStore implements BodyStore {
   readonly #logStore: LogStore | undefined;
   /** The attached write taking this turn's writes; replaced once its `apply` ran. */
   #batch: BodyBatch | undefined;
-  readonly #prefixes = new Map<string, Buffer>();
+  readonly #prefixes = new GroupPrefixCache();
   /** Oldest first; done generations are removed as soon as their promise resolves. */
   #generations: Generation[] = [];
   readonly #runningDeletions = new Set<Promise<void>>();
@@ -423,8 +421,7 @@ export class LmdbBodyStore implements BodyStore {
       start: bodyKey(prefix, 0),
       end: bodyKey(prefix, END_OF_GROUP),
     })) {
-      const view = Buffer.from(key);
-      ids.add(view.readUInt32BE(prefix.length) * 0x1_0000_0000 + view.readUInt32BE(prefix.length + 4));
+      ids.add(readBodyId(key, prefix.length));
     }
     for (const generation of this.#generations) {
       if (generation.deletedGroups?.has(groupId)) ids.clear();
@@ -540,7 +537,7 @@ export class LmdbBodyStore implements BodyStore {
     const record = groupIdBytes(groupId);
     // Durable before any chunk: a crash in between leaves the record, and the next open resumes.
     await this.#deletions.put(record, DELETION_MARK);
-    this.#prefixes.delete(groupId);
+    this.#prefixes.forget(groupId);
     for (;;) {
       if (this.#closing) return; // the record stays: the next open finishes the deletion
       const more = await this.#bodies.transaction(() => {
@@ -556,13 +553,7 @@ export class LmdbBodyStore implements BodyStore {
   }
 
   #prefix(groupId: string): Buffer {
-    let prefix = this.#prefixes.get(groupId);
-    if (prefix === undefined) {
-      prefix = groupPrefix(groupId);
-      if (this.#prefixes.size >= PREFIX_CACHE_LIMIT) this.#prefixes.clear();
-      this.#prefixes.set(groupId, prefix);
-    }
-    return prefix;
+    return this.#prefixes.get(groupId);
   }
 }
 

@@ -8,10 +8,8 @@ import {
   RunCursor,
   runBytes,
 } from './entry-run.ts';
-import { END_OF_GROUP, groupPrefix, indexKey, readIndex } from './group-keys.ts';
+import { END_OF_GROUP, GroupPrefixCache, indexKey, readIndex } from './group-keys.ts';
 
-/** Group prefixes kept encoded; beyond this the cache is cleared and refilled. */
-const PREFIX_CACHE_LIMIT = 10_000;
 /** Groups whose last index is kept for the write path; beyond this the cache is cleared and refilled. */
 const TAIL_CACHE_LIMIT = 10_000;
 /** Largest value assembled in the reused scratch buffer, bytes; a larger one gets its own buffer. */
@@ -33,7 +31,7 @@ const SCRATCH_MAX_BYTES = MAX_RUN_BYTES;
  */
 export class EntryRuns {
   readonly #db: Database<Uint8Array, Uint8Array>;
-  readonly #prefixes = new Map<string, Buffer>();
+  readonly #prefixes = new GroupPrefixCache();
   /**
    * groupId → the group's highest stored index (0 = none) as the write transactions see it. Read
    * and written only by writes, so that an append finds out without a read whether it overlaps
@@ -52,18 +50,12 @@ export class EntryRuns {
 
   /** The group's key prefix (cached). Throws `RangeError` for an empty or too long group id. */
   prefix(groupId: string): Buffer {
-    let prefix = this.#prefixes.get(groupId);
-    if (prefix === undefined) {
-      prefix = groupPrefix(groupId);
-      if (this.#prefixes.size >= PREFIX_CACHE_LIMIT) this.#prefixes.clear();
-      this.#prefixes.set(groupId, prefix);
-    }
-    return prefix;
+    return this.#prefixes.get(groupId);
   }
 
   /** Drop the group from the prefix cache (it was deleted; it may never come back). */
   forgetPrefix(groupId: string): void {
-    this.#prefixes.delete(groupId);
+    this.#prefixes.forget(groupId);
   }
 
   // ------------------------------------------------------------------------------------ reads

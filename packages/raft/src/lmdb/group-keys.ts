@@ -1,5 +1,6 @@
 /**
- * Binary keys of the LMDB log storage. A group's log records are keyed
+ * Binary keys of a node's per-group LMDB records: the log storage's runs, and the node's body store
+ * (message bodies by group and message id) use the same layout. A group's records are keyed
  * [u16 BE byte length of groupId][groupId UTF-8][u64 BE index], so one group's records form one
  * contiguous range ordered by index, and no group's range overlaps another's (two prefixes that
  * start alike differ in their length field, or are the same group).
@@ -9,6 +10,8 @@
 export const MAX_GROUP_ID_BYTES = 512;
 /** Larger than any index (indexes stay below 2^53); the exclusive end of a group's range. */
 export const END_OF_GROUP = 2 ** 53;
+/** Group prefixes a `GroupPrefixCache` keeps; beyond this it is cleared and refilled. */
+const PREFIX_CACHE_LIMIT = 10_000;
 /** Bytes of the index at the end of a record key. */
 export const INDEX_BYTES = 8;
 
@@ -51,4 +54,25 @@ export function readIndex(key: Uint8Array, prefixLength: number): number {
 
 export function viewOf(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Encoded group prefixes by group id: every key of a group starts with its prefix. */
+export class GroupPrefixCache {
+  readonly #prefixes = new Map<string, Buffer>();
+
+  /** The group's prefix. Throws `RangeError` for an empty or too long group id. */
+  get(groupId: string): Buffer {
+    let prefix = this.#prefixes.get(groupId);
+    if (prefix === undefined) {
+      prefix = groupPrefix(groupId);
+      if (this.#prefixes.size >= PREFIX_CACHE_LIMIT) this.#prefixes.clear();
+      this.#prefixes.set(groupId, prefix);
+    }
+    return prefix;
+  }
+
+  /** Drop the group (it was deleted; it may never come back). */
+  forget(groupId: string): void {
+    this.#prefixes.delete(groupId);
+  }
 }
