@@ -2,7 +2,7 @@
 // than the negotiated frameMax (a larger set is cut at frame boundaries into several messages).
 import { MessageTooLargeError } from '../errors.ts';
 import type { Frame } from '../wire/index.ts';
-import { batchEntrySize, encodeFrame, joinEncodedFrames } from '../wire/index.ts';
+import { batchEntrySize, encodeFrame, sendInBatches } from '../wire/index.ts';
 
 /** Where batches go: the socket. */
 export interface BatchSink {
@@ -31,6 +31,9 @@ export class FrameWriter {
   #pendingBytes = 0;
   #scheduled = false;
   #sentSinceCheck = false;
+  readonly #sendBatch = (batch: Uint8Array): void => {
+    this.#sink.send(batch);
+  };
   #flushBound = (): void => {
     this.#scheduled = false;
     try {
@@ -111,20 +114,8 @@ export class FrameWriter {
     if (pending.length === 0) return;
     this.#pending = [];
     this.#pendingBytes = 0;
-    let start = 0;
-    while (start < pending.length) {
-      let size = batchEntrySize((pending[start] as Uint8Array).length);
-      let end = start + 1;
-      while (end < pending.length) {
-        const next = batchEntrySize((pending[end] as Uint8Array).length);
-        if (size + next > this.#frameMax) break;
-        size += next;
-        end++;
-      }
-      this.#sink.send(joinEncodedFrames(pending, start, end));
-      this.#sentSinceCheck = true;
-      start = end;
-    }
+    sendInBatches(pending, this.#frameMax, this.#sendBatch);
+    this.#sentSinceCheck = true;
   }
 
   /** Drops everything queued (the connection is gone). */

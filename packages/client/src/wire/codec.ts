@@ -121,3 +121,28 @@ export function joinEncodedFrames(frames: readonly Uint8Array[], start = 0, end 
   }
   return out;
 }
+
+/**
+ * Joins encoded frames into as few batches (WebSocket messages) as `frameMax` allows, in order, and
+ * hands each to `send`: a batch is cut at a frame boundary before it would exceed `frameMax`; a
+ * frame larger than `frameMax` on its own goes alone (the caller decides whether that may happen).
+ */
+export function sendInBatches(
+  frames: readonly Uint8Array[],
+  frameMax: number,
+  send: (batch: Uint8Array) => void,
+): void {
+  let start = 0;
+  while (start < frames.length) {
+    let size = batchEntrySize((frames[start] as Uint8Array).length);
+    let end = start + 1;
+    while (end < frames.length) {
+      const next = batchEntrySize((frames[end] as Uint8Array).length);
+      if (size + next > frameMax) break;
+      size += next;
+      end++;
+    }
+    send(joinEncodedFrames(frames, start, end));
+    start = end;
+  }
+}

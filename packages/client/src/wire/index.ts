@@ -13,6 +13,7 @@ export {
   encodeProperties,
   frame,
   joinEncodedFrames,
+  sendInBatches,
 } from './codec.ts';
 export { DEFAULT_FRAME_MAX, DEFAULT_PORT, PROTOCOL_VERSION } from './constants.ts';
 export {

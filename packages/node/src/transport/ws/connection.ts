@@ -1,13 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Frame, Hello } from '@styx/client/wire';
-import {
-  batchEntrySize,
-  decodeBatch,
-  encodeFrame,
-  joinEncodedFrames,
-  PROTOCOL_VERSION,
-  WireError,
-} from '@styx/client/wire';
+import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
@@ -325,21 +318,12 @@ export class Connection implements ChannelHost {
       const f = frames[i] as Frame | Uint8Array;
       if (!(f instanceof Uint8Array)) frames[i] = encodeFrame(f);
     }
-    const encoded = frames as Uint8Array[];
-    let start = 0;
-    while (start < encoded.length) {
-      let size = batchEntrySize((encoded[start] as Uint8Array).length);
-      let end = start + 1;
-      while (end < encoded.length) {
-        const next = batchEntrySize((encoded[end] as Uint8Array).length);
-        if (size + next > this.frameMax) break;
-        size += next;
-        end++;
-      }
-      this.ws.send(joinEncodedFrames(encoded, start, end), { binary: true });
-      start = end;
-    }
+    sendInBatches(frames as Uint8Array[], this.frameMax, this.sendBatch);
   }
+
+  private readonly sendBatch = (batch: Uint8Array): void => {
+    this.ws.send(batch, { binary: true });
+  };
 
   private get socket(): Socket | undefined {
     return (this.ws as unknown as { _socket?: Socket })._socket;
