@@ -170,7 +170,6 @@ export class LmdbBodyStore implements BodyStore {
   #recentBytes = 0;
   /** Recent entries whose body is held back (`putLogged`), not written yet, per group. */
   readonly #heldBack = new Map<string, Set<RecentEntry>>();
-  #heldBackCount = 0;
 
   /**
    * The body store in `root` (the node's environment, opened with syncs on). Resumes the group
@@ -260,7 +259,9 @@ export class LmdbBodyStore implements BodyStore {
 
   /** Bodies held back by `putLogged` and not written yet, all groups (for tests and management). */
   get heldBackCount(): number {
-    return this.#heldBackCount;
+    let count = 0;
+    for (const held of this.#heldBack.values()) count += held.size;
+    return count;
   }
 
   /** Bodies of `groupId` held back by `putLogged` and not written yet. */
@@ -275,17 +276,13 @@ export class LmdbBodyStore implements BodyStore {
       this.#heldBack.set(entry.groupId, held);
     }
     held.add(entry);
-    this.#heldBackCount++;
   }
 
   /** `entry` is no longer held back: written, deleted or superseded. */
   #release(entry: RecentEntry): void {
     entry.unwritten = undefined;
     const held = this.#heldBack.get(entry.groupId);
-    if (held?.delete(entry) === true) {
-      this.#heldBackCount--;
-      if (held.size === 0) this.#heldBack.delete(entry.groupId);
-    }
+    if (held?.delete(entry) === true && held.size === 0) this.#heldBack.delete(entry.groupId);
   }
 
   /** Write a held-back body now (it joins the log store's batch being gathered). */
