@@ -38,6 +38,21 @@ export class LogNotOpenError extends ReplicatedLogError {
   }
 }
 
+/**
+ * Why a log that is not open refuses a call: closed, failed (with the failure that stopped it), or
+ * not opened yet (any other `state`).
+ */
+export function notOpenError(groupId: string, state: string, failure: Error | undefined): Error {
+  switch (state) {
+    case 'closed':
+      return new LogClosedError(groupId);
+    case 'failed':
+      return failure ?? new LogFailedError(groupId, 'unknown');
+    default:
+      return new LogNotOpenError(groupId);
+  }
+}
+
 /** The stored log contradicts an invariant (a gap after the snapshot, an index out of order). */
 export class LogCorruptedError extends ReplicatedLogError {
   constructor(groupId: string, detail: string) {

@@ -1,6 +1,6 @@
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
-import { LogClosedError, LogCorruptedError, LogFailedError, LogNotOpenError } from './errors.ts';
+import { LogClosedError, LogCorruptedError, LogFailedError, notOpenError } from './errors.ts';
 import { ProposalQueue } from './proposal-queue.ts';
 import type {
   CommandCodec,
@@ -245,14 +245,7 @@ export class SingleVoterLog<C, R> implements ReplicatedLog<C, R> {
   }
 
   #notOpenError(): Error {
-    switch (this.#state) {
-      case 'closed':
-        return new LogClosedError(this.groupId);
-      case 'failed':
-        return this.#failure ?? new LogFailedError(this.groupId, 'unknown');
-      default:
-        return new LogNotOpenError(this.groupId);
-    }
+    return notOpenError(this.groupId, this.#state, this.#failure);
   }
 }
 

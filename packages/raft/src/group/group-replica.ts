@@ -15,7 +15,7 @@ import type {
   Snapshot,
   SoftState,
 } from '../raft/types.ts';
-import { EntryType, MessageType, message, RaftRole } from '../raft/types.ts';
+import { EMPTY_CONF_STATE, EntryType, MessageType, message, RaftRole } from '../raft/types.ts';
 import type { CommandCodec, EntryMeta, Role, RoleChange, StateMachine } from '../replicated-log.ts';
 import { GroupOverloadedError } from './errors.ts';
 import {
@@ -27,6 +27,7 @@ import {
   encodeSnapshotData,
   fillCommandHeader,
   isCommandEntry,
+  type SnapshotContent,
 } from './group-codec.ts';
 import type { LogStoreRaftStorage } from './log-store-raft-storage.ts';
 import type { QuiesceNotice } from './transport.ts';
@@ -135,12 +136,13 @@ export class GroupReplica<C, R> implements HostedReplica {
   readonly #clock: Clock;
   readonly #events: ReplicaEvents;
 
+  // The applied position: set from the stored snapshot by the constructor (#adoptSnapshot).
   /** Raft index of the last entry applied (or restored from a snapshot). */
-  #appliedRaft: number;
+  #appliedRaft = 0;
   /** Application index of the last command applied. */
-  #appIndex: number;
-  #appliedTs: number;
-  #confState: ConfState;
+  #appIndex = 0;
+  #appliedTs = 0;
+  #confState: ConfState = EMPTY_CONF_STATE;
   #lastProposedTs = Number.NEGATIVE_INFINITY;
   readonly #pending = new ProposalQueue<PendingProposal<C, R>>();
   #outstanding: Ready | undefined;
@@ -162,18 +164,8 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.#clock = options.clock;
     this.#events = options.events;
     const snapshot = options.storage.storedSnapshot();
-    const content = decodeSnapshotData(snapshot.data);
-    if (content.machine !== undefined) {
-      options.machine.restore(content.machine, {
-        index: content.appIndex,
-        term: snapshot.meta.term,
-        ts: content.ts,
-      });
-    }
-    this.#appliedRaft = snapshot.meta.index;
-    this.#appIndex = content.appIndex;
-    this.#appliedTs = content.ts;
-    this.#confState = snapshot.meta.confState;
+    // A group's bootstrap snapshot has no machine state: the machine starts fresh.
+    this.#adoptSnapshot(snapshot, decodeSnapshotData(snapshot.data));
     this.core = new RaftCore(
       { ...options.config, id: options.host.nodeId, applied: snapshot.meta.index },
       options.storage,
@@ -390,6 +382,21 @@ export class GroupReplica<C, R> implements HostedReplica {
 
   // ------------------------------------------------------------------------------ internals
 
+  /** The machine and the applied position as of `snapshot` (machine untouched when it has no state). */
+  #adoptSnapshot(snapshot: Snapshot, content: SnapshotContent): void {
+    if (content.machine !== undefined) {
+      this.#machine.restore(content.machine, {
+        index: content.appIndex,
+        term: snapshot.meta.term,
+        ts: content.ts,
+      });
+    }
+    this.#appliedRaft = snapshot.meta.index;
+    this.#appIndex = content.appIndex;
+    this.#appliedTs = content.ts;
+    this.#confState = snapshot.meta.confState;
+  }
+
   #apply(entry: Entry): void {
     invariant(
       entry.index === this.#appliedRaft + 1,
@@ -487,15 +494,7 @@ export class GroupReplica<C, R> implements HostedReplica {
       content.machine !== undefined,
       () => `group ${this.groupId}: a snapshot without machine state cannot replace applied state`,
     );
-    this.#machine.restore(content.machine, {
-      index: content.appIndex,
-      term: snapshot.meta.term,
-      ts: content.ts,
-    });
-    this.#appliedRaft = snapshot.meta.index;
-    this.#appIndex = content.appIndex;
-    this.#appliedTs = content.ts;
-    this.#confState = snapshot.meta.confState;
+    this.#adoptSnapshot(snapshot, content);
     // Proposals at or below the snapshot were decided without us seeing them: unknown outcome.
     while (true) {
       const proposal = this.#pending.peek();

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import { LogClosedError, LogCorruptedError, LogFailedError, LogNotOpenError } from '../errors.ts';
+import { LogClosedError, LogCorruptedError, LogFailedError, notOpenError } from '../errors.ts';
 import type { NodeId } from '../raft/types.ts';
 import type { CommandCodec, ReplicatedLog, Role, RoleChange, StateMachine } from '../replicated-log.ts';
 import { RoleListeners } from '../role-listeners.ts';
@@ -243,13 +243,6 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   }
 
   #notOpenError(): Error {
-    switch (this.#state) {
-      case 'closed':
-        return new LogClosedError(this.groupId);
-      case 'failed':
-        return this.#failure ?? new LogFailedError(this.groupId, 'unknown');
-      default:
-        return new LogNotOpenError(this.groupId);
-    }
+    return notOpenError(this.groupId, this.#state, this.#failure);
   }
 }
