@@ -68,6 +68,27 @@ describe('queue declare', () => {
     await ch.deleteQueue(name);
   });
 
+  it('a declare that races the one creating the queue returns only once the queue can be used', async () => {
+    // Several connections declare the same new durable queue at once, as a work queue's workers
+    // do, and consume at once: none may see the queue before its log is open (541 before).
+    const conns = await Promise.all([connect(), connect(), connect(), connect()]);
+    for (let round = 0; round < 5; round++) {
+      const name = unique('q.race');
+      const inboxes = conns.map(() => new Inbox());
+      await Promise.all(
+        conns.map(async (conn, i) => {
+          const ch = await conn.createChannel();
+          await ch.assertQueue(name, { durable: true });
+          await ch.consume(name, (inboxes[i] as Inbox).onMessage);
+        }),
+      );
+      const ch = await (conns[0] as Connection).createChannel();
+      expect((await ch.checkQueue(name)).consumerCount).toBe(conns.length);
+      await ch.deleteQueue(name);
+      await ch.close();
+    }
+  });
+
   it('generates a name for an empty one; a client-chosen amq.* name is 403', async () => {
     const conn = await connect();
     const ch = await conn.createChannel();

@@ -161,6 +161,12 @@ export class QueueActor implements DeadLetterTarget {
   /** What the log drives: the machine, with the body store kept in step and effects executed. */
   private readonly driven: StateMachine<QueueCommand, QueueApplyResult>;
   private state: ActorState = 'new';
+  /**
+   * Settles once the actor takes commands in log order (see `propose`): resolved by `open` right after
+   * the log opened (and a fresh group's first config was proposed), rejected if opening failed.
+   */
+  private readonly opened: Promise<void>;
+  private settleOpened: (error?: unknown) => void = () => {};
   /** Duties taken for the current leadership (reset when leadership is lost). */
   private leading = false;
   private unsubscribeRole: (() => void) | undefined = undefined;
@@ -181,6 +187,10 @@ export class QueueActor implements DeadLetterTarget {
   private handOffs: AtLeastOnceHandOffs | undefined = undefined;
 
   constructor(options: QueueActorOptions) {
+    this.opened = new Promise<void>((resolve, reject) => {
+      this.settleOpened = (error) => (error === undefined ? resolve() : reject(error));
+    });
+    this.opened.catch(() => undefined); // nobody may be waiting: not an unhandled rejection
     this.vhost = options.vhost;
     this.name = options.name;
     this.groupId = options.groupId;
@@ -241,14 +251,31 @@ export class QueueActor implements DeadLetterTarget {
     if (this.state !== 'new')
       throw new QueueActorStateError(`queue ${this.name}: open() on a ${this.state} actor`);
     this.unsubscribeRole = this.log.onRole(this.onRole);
-    // Effects are not executed while the log replays: they were executed (or are re-derived below).
-    await this.log.open(this.driven);
-    this.state = 'open';
-    if (this.log.role !== 'leader') return;
-    if (this.machine.lastAppliedIndex === 0) {
-      await this.log.propose({ type: 'setConfig', config: this.initialConfig });
+    try {
+      // Effects are not executed while the log replays: they were executed (or are re-derived below).
+      await this.log.open(this.driven);
+    } catch (error) {
+      this.settleOpened(error);
+      throw error;
     }
+    this.state = 'open';
+    const leader = this.log.role === 'leader';
+    const first =
+      leader && this.machine.lastAppliedIndex === 0
+        ? this.log.propose({ type: 'setConfig', config: this.initialConfig })
+        : undefined;
+    // Commands that arrived while the log opened go in now: after the first config.
+    this.settleOpened();
+    if (!leader) return;
+    await first;
     this.takeLeadership();
+  }
+
+  /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
+  private propose(command: QueueCommand): Promise<QueueApplyResult> {
+    return this.state === 'new'
+      ? this.opened.then(() => this.log.propose(command))
+      : this.log.propose(command);
   }
 
   /** Stop the timer and close the log; stored state is kept. */
@@ -305,9 +332,9 @@ export class QueueActor implements DeadLetterTarget {
    * this queue already has it.
    */
   enqueue(message: StoredMessage, ttl: number | undefined, handOff?: HandOffId): Promise<QueueReply> {
-    return this.log
-      .propose({ type: 'enqueue', size: message.body.byteLength, ttl, message, handOff })
-      .then(replyOf);
+    return this.propose({ type: 'enqueue', size: message.body.byteLength, ttl, message, handOff }).then(
+      replyOf,
+    );
   }
 
   /** Attach a consumer; resolves `ok` or `locked` (exclusivity). `prefetch` 0 = unlimited. */
@@ -318,53 +345,51 @@ export class QueueActor implements DeadLetterTarget {
     noAck: boolean,
     exclusive: boolean,
   ): Promise<QueueReply> {
-    return this.log
-      .propose({ type: 'consume', owner, tag, prefetch, noAck, exclusive })
-      .then(this.consumeReply);
+    return this.propose({ type: 'consume', owner, tag, prefetch, noAck, exclusive }).then(this.consumeReply);
   }
 
   cancel(owner: OwnerId, tag: string): Promise<void> {
-    return this.log.propose({ type: 'cancel', owner, tag }).then(toVoid);
+    return this.propose({ type: 'cancel', owner, tag }).then(toVoid);
   }
 
   /** Ack. Unknown ids, or ids `owner` does not hold, are ignored. */
   settle(owner: OwnerId, ids: readonly number[]): Promise<void> {
-    return this.log.propose({ type: 'settle', owner, ids }).then(toVoid);
+    return this.propose({ type: 'settle', owner, ids }).then(toVoid);
   }
 
   /** Nack/reject with requeue, or recover. */
   returnMessages(owner: OwnerId, ids: readonly number[]): Promise<void> {
-    return this.log.propose({ type: 'return', owner, ids }).then(toVoid);
+    return this.propose({ type: 'return', owner, ids }).then(toVoid);
   }
 
   /** Nack/reject without requeue. */
   discard(owner: OwnerId, ids: readonly number[]): Promise<void> {
-    return this.log.propose({ type: 'discard', owner, ids }).then(toVoid);
+    return this.propose({ type: 'discard', owner, ids }).then(toVoid);
   }
 
   /** basic.get: the head message, or undefined when the queue is empty. */
   get(owner: OwnerId, noAck: boolean): Promise<QueueGetResult | undefined> {
-    return this.log.propose({ type: 'get', owner, noAck }).then(this.getResult);
+    return this.propose({ type: 'get', owner, noAck }).then(this.getResult);
   }
 
   /** Remove every ready message; resolves with how many. */
   purge(): Promise<number> {
-    return this.log.propose(PURGE_COMMAND).then(purgedCount);
+    return this.propose(PURGE_COMMAND).then(purgedCount);
   }
 
   /** The owner (channel) is gone: its consumers go, its unacked messages come back. */
   ownerDown(owner: OwnerId): Promise<void> {
-    return this.log.propose({ type: 'ownerDown', owner }).then(toVoid);
+    return this.propose({ type: 'ownerDown', owner }).then(toVoid);
   }
 
   /** A use of the queue that resets its `x-expires` clock (declare, passive declare). */
   touch(): Promise<void> {
-    return this.log.propose(TOUCH_COMMAND).then(toVoid);
+    return this.propose(TOUCH_COMMAND).then(toVoid);
   }
 
   /** A new effective configuration (arguments + policy). */
   setConfig(config: QueueConfig): Promise<void> {
-    return this.log.propose({ type: 'setConfig', config }).then(toVoid);
+    return this.propose({ type: 'setConfig', config }).then(toVoid);
   }
 
   // ------------------------------------------------------------------------------ reads (local state)
