@@ -1,6 +1,7 @@
-// The `styx` command line as an operator meets it: help, usage errors (exit 2), a busy port and a
-// data dir already in use (exit 1, with a message that says so), clean stops on SIGTERM and SIGINT
-// (exit 0, "stopped" logged, the data dir free again), and JSON log lines when stdout is not a TTY.
+// The `styx` command line as an operator meets it: help, usage errors (exit 2; a leading `--`, as
+// pnpm 10 hands it on, is not one), a busy port and a data dir already in use (exit 1, with a message
+// that says so), clean stops on SIGTERM and SIGINT (exit 0, "stopped" logged, the data dir free
+// again), and JSON log lines when stdout is not a TTY.
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:net';
 import { createServer } from 'node:net';
@@ -97,6 +98,29 @@ describe('styx --help and usage errors', () => {
     expect(r.stderr).toMatch(/^styx server: .*'--no-such-flag'/);
     expect(r.stderr).toMatch(/Usage: styx server/);
     expect(r.stdout).toBe('');
+  });
+
+  it.each([
+    [['--', '--help'], /^Usage: styx <command>/],
+    [['--', 'server', '--help'], /^Usage: styx server/],
+    [['server', '--', '--help'], /^Usage: styx server/],
+    [['ctl', '--', '--help'], /^Usage: styx ctl/],
+  ])('a leading `--` (pnpm 10 hands it on) is dropped: styx %j exits 0', async (args, usage) => {
+    const r = await run(args);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(usage);
+  });
+
+  it.each([
+    [['server', '--', '--no-such-flag'], /'--no-such-flag'/],
+    [['server', '--', 'stray'], /'stray'/],
+    [['server', '--', '--port', '0', '--', '--help'], /'--help'/],
+    [['server', 'stray'], /'stray'/],
+  ])('server %j is still a usage error, exit 2', async (args, message) => {
+    const r = await run(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).toMatch(/Usage: styx server/);
   });
 
   it.each([

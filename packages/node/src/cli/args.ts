@@ -11,10 +11,23 @@ export class UsageError extends Error {
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** parseArgs with errors turned into UsageError (unknown flags, missing values). */
-export function parse<O extends Options>(args: string[], options: O, allowPositionals = false) {
+/**
+ * `argv` without a `--` in front of everything else. pnpm 10 hands the `--` of
+ * `pnpm start -- --port 5690` on to the script, so `styx server` gets `-- --port 5690`: there it
+ * separates nothing from nothing and is dropped. A `--` further on keeps its meaning (everything
+ * after it is positional), so a stray word or an unknown flag is still a usage error.
+ */
+export function withoutLeadingSeparator(argv: readonly string[]): string[] {
+  return argv[0] === '--' ? argv.slice(1) : [...argv];
+}
+
+/**
+ * parseArgs with errors turned into UsageError (unknown flags, missing values, stray positionals),
+ * after dropping a leading `--` (withoutLeadingSeparator).
+ */
+export function parse<O extends Options>(args: readonly string[], options: O, allowPositionals = false) {
   try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
+    return parseArgs({ args: withoutLeadingSeparator(args), options, allowPositionals, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
   }

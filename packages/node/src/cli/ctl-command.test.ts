@@ -272,6 +272,31 @@ describe('exchanges and bindings', () => {
   });
 });
 
+describe('a leading `--` (as `pnpm styx ctl -- …` hands it on)', () => {
+  it('is dropped: the command and its options after it are read as usual', async () => {
+    await declare('q');
+    expect(await ctl('--', 'list_queues', '-s', '-p', '/', 'name')).toEqual({
+      code: 0,
+      stdout: 'q\n',
+      stderr: '',
+    });
+    expect((await ctl('--', '--help')).code).toBe(0);
+  });
+
+  it('does not let unknown flags or stray arguments through: exit 2 with the usage', async () => {
+    const flag = await ctl('--', 'list_queues', '--colour');
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/^styx ctl: .*'--colour'.*\n\nUsage: styx ctl list_queues/);
+    const stray = await ctl('--', 'clear_policy', 'a', 'b');
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toMatch(/^styx ctl: clear_policy takes 1 argument, got 2/);
+    // A later `--` still ends the options: `-p` after it is a (bad) column, not a vhost.
+    const later = await ctl('--', 'list_queues', '--', '-p', '/');
+    expect(later.code).toBe(2);
+    expect(later.stderr).toContain("invalid column '-p'");
+  });
+});
+
 describe('help and failures to reach the node', () => {
   it('prints the usage with --help (exit 0) and without a command (exit 2)', async () => {
     expect(await ctl('--help')).toEqual({ code: 0, stdout: `${CTL_USAGE}\n`, stderr: '' });

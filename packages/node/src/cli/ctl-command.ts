@@ -12,8 +12,7 @@
  * Exit codes: 0 done; 1 refused by the node (its reason is printed); 2 bad usage; 69 the node is not
  * reachable; 75 the node did not answer within --timeout.
  */
-import { parseArgs } from 'node:util';
-import { UsageError } from './args.ts';
+import { parse, UsageError } from './args.ts';
 
 /** The management API's default address (styx server --management-port, --management-host). */
 const DEFAULT_NODE = 'http://127.0.0.1:15680';
@@ -570,14 +569,6 @@ const OPTIONS = {
   'apply-to': { type: 'string' },
 } as const;
 
-function parseCtlArgs(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
-  }
-}
-
 function parseNode(value: string): string {
   let url: URL;
   try {
@@ -596,7 +587,7 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
   // Known before parsing, so a parse error (an unknown flag) still prints that command's usage.
   let name: string | undefined = argv.find((a) => Object.hasOwn(COMMANDS, a));
   try {
-    const { values, positionals } = parseCtlArgs(argv);
+    const { values, positionals } = parse(argv, OPTIONS, true);
     const [command, ...args] = positionals;
     name = command;
     if (command === undefined) {

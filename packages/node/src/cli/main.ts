@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { DataDirLockedError } from '../broker/data-dir.ts';
-import { UsageError } from './args.ts';
+import { UsageError, withoutLeadingSeparator } from './args.ts';
 
 const USAGE = `Usage: styx <command> [options]
 
@@ -15,7 +15,8 @@ Options:
 const VERSION = '0.1.0';
 
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  // `pnpm styx -- server …` hands its `--` on (see withoutLeadingSeparator).
+  const [command, ...rest] = withoutLeadingSeparator(argv);
   switch (command) {
     case undefined:
     case '-h':
