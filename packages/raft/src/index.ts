@@ -13,6 +13,7 @@ export {
 export { GroupAlreadyOpenError, GroupOverloadedError, PeerUnreachableError } from './group/errors.ts';
 export type { BatchFilter } from './group/in-process-transport.ts';
 export { InProcessHub, InProcessTransport } from './group/in-process-transport.ts';
+export { decodePeerBatch, encodePeerBatch } from './group/peer-batch-codec.ts';
 export type { RaftGroupLogOptions } from './group/raft-group-log.ts';
 export { RaftGroupLog } from './group/raft-group-log.ts';
 export type { RaftHostOptions, RaftHostStats, RaftTuning } from './group/raft-host.ts';
@@ -31,6 +32,7 @@ export {
 export type { LmdbLogStorageOptions } from './lmdb/lmdb-log-storage.ts';
 export { LmdbLogStorage, MAX_GROUP_ID_BYTES } from './lmdb/lmdb-log-storage.ts';
 export { logStoreOnEnvironment, openLogStore } from './lmdb/log-store.ts';
+export { RaftDecodeError } from './raft/errors.ts';
 export type {
   CommandCodec,
   EntryMeta,

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { RaftDecodeError } from '../raft/errors.ts';
+import { EntryType, MessageType, message } from '../raft/types.ts';
+import { decodePeerBatch, encodePeerBatch } from './peer-batch-codec.ts';
+import type { PeerBatch } from './transport.ts';
+
+const sample: PeerBatch = {
+  from: 'n1',
+  messages: [
+    {
+      groupId: 'queue/orders',
+      message: message(MessageType.App, 'n1', 'n2', 4, {
+        logTerm: 4,
+        index: 10,
+        commit: 9,
+        entries: [{ term: 4, index: 11, type: EntryType.Normal, data: new Uint8Array([1, 2, 3]) }],
+      }),
+    },
+    { groupId: 'metadata', message: message(MessageType.Heartbeat, 'n1', 'n2', 2, { commit: 5 }) },
+  ],
+  quiesce: [{ groupId: 'queue/idle-ü', term: 3, commit: 2 ** 40 }],
+};
+
+describe('peer batch codec', () => {
+  it('round-trips messages of several groups and quiesce notices', () => {
+    expect(decodePeerBatch(encodePeerBatch(sample))).toEqual(sample);
+  });
+
+  it('round-trips an empty batch', () => {
+    const empty: PeerBatch = { from: 'n3', messages: [], quiesce: [] };
+    expect(decodePeerBatch(encodePeerBatch(empty))).toEqual(empty);
+  });
+
+  it('decodes into fresh memory: the input bytes can be reused afterwards', () => {
+    const bytes = encodePeerBatch(sample);
+    const decoded = decodePeerBatch(bytes);
+    bytes.fill(0);
+    expect(decoded).toEqual(sample);
+  });
+
+  it('throws RaftDecodeError on every truncation of a valid batch', () => {
+    const bytes = encodePeerBatch(sample);
+    for (let length = 0; length < bytes.length; length++) {
+      expect(() => decodePeerBatch(bytes.subarray(0, length)), `length ${length}`).toThrow(RaftDecodeError);
+    }
+  });
+
+  it('throws RaftDecodeError on trailing bytes, an unknown version and absurd counts', () => {
+    const bytes = encodePeerBatch(sample);
+    const trailing = new Uint8Array(bytes.length + 1);
+    trailing.set(bytes);
+    expect(() => decodePeerBatch(trailing)).toThrow(RaftDecodeError);
+
+    const badVersion = bytes.slice();
+    badVersion[0] = 9;
+    expect(() => decodePeerBatch(badVersion)).toThrow(/version 9/);
+
+    // version 1, from "", then a message count of 2^21 (varint 0x80 0x80 0x80 0x01).
+    const hugeCount = new Uint8Array([1, 0, 0x80, 0x80, 0x80, 0x01]);
+    expect(() => decodePeerBatch(hugeCount)).toThrow(/too many messages/);
+  });
+
+  it('throws RaftDecodeError when an embedded message is corrupt', () => {
+    const single: PeerBatch = {
+      from: 'a',
+      messages: [{ groupId: 'g', message: message(MessageType.Vote, 'a', 'b', 1) }],
+      quiesce: [],
+    };
+    const bytes = encodePeerBatch(single);
+    // from "a" (2 bytes) after the version, count, groupId "g" (2 bytes), message length: then the
+    // message's own version byte.
+    const corrupt = bytes.slice();
+    corrupt[7] = 77;
+    expect(() => decodePeerBatch(corrupt)).toThrow(RaftDecodeError);
+  });
+
+  it('never throws anything but RaftDecodeError on random garbage', () => {
+    let seed = 12345;
+    const next = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    for (let i = 0; i < 500; i++) {
+      const garbage = Uint8Array.from({ length: next() % 64 }, () => next() % 256);
+      garbage[0] = 1; // get past the version byte most of the time
+      try {
+        decodePeerBatch(garbage);
+      } catch (error) {
+        expect(error).toBeInstanceOf(RaftDecodeError);
+      }
+    }
+  });
+});
