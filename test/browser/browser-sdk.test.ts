@@ -3,8 +3,9 @@
 // the bundle, connects to a real `styx server` over the browser's own WebSocket, declares a queue,
 // publishes with confirms, consumes and acks. What the page saw comes back from page.evaluate.
 //
-// Chromium is a hard requirement: without it this file FAILS (never skips), saying how to install it
-// (`apt-get install -y chromium`; CI does it in .ci/run).
+// Chromium is a hard requirement: without it this file FAILS (never skips), saying how to install it.
+// `npx -y pnpm@10 test` installs it first (test/support/ensure-test-deps.ts); this failure is for a
+// run of vitest on its own.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
@@ -17,8 +18,8 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
 import { REPO_ROOT, startBroker } from '../support/broker-process.ts';
+import { CHROMIUM, MISSING_CHROMIUM } from '../support/ensure-test-deps.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const CLIENT = join(REPO_ROOT, 'packages', 'client');
 const BUNDLE = join(CLIENT, 'dist', 'browser', 'styx-client.js');
 /** The last line esbuild writes: a bundle read without it is incomplete (being rewritten). */
@@ -91,10 +92,6 @@ async function serve(bundle: string): Promise<{ server: Server; origin: string }
   });
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
-
-const MISSING_CHROMIUM =
-  `Chromium is required for the browser SDK test and ${CHROMIUM} is missing: ` +
-  'install it with `apt-get update && apt-get install -y chromium` (CI does this in .ci/run)';
 
 // Outside the suite so that, when Chromium is missing, it is reported as a failed test (the suite's
 // beforeAll fails too, and vitest would otherwise count its tests only as skipped).
