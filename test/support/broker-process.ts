@@ -42,7 +42,7 @@ export interface StartOptions {
 }
 
 /** A loopback port free right now (the OS picks it; it is released before the node binds it). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,5 +1,5 @@
-// Child Node processes for tests (the CLI, example programs): output collected as it arrives, every
-// wait bounded, and nothing left running (killSpawned() in afterAll).
+// Child processes for tests (the CLI, example programs, the README's commands): output collected as
+// it arrives, every wait bounded, and nothing left running (killSpawned() in afterAll).
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 
@@ -27,19 +27,44 @@ export interface Spawned {
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<Exit>;
 }
 
-const running = new Set<ChildProcess>();
+export interface SpawnOptions {
+  readonly cwd: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Run it in a process group of its own, which every kill here then reaches whole: for a command
+   * such as `npx pnpm start`, whose program runs in a grandchild.
+   */
+  readonly group?: boolean;
+}
+
+/** Each running child, with how to SIGKILL it (and its group). */
+const running = new Map<ChildProcess, () => void>();
 
 /** Runs `node args…` with the current Node binary (process.execPath), stdio piped. */
-export function spawnNode(
-  args: readonly string[],
-  options: { readonly cwd: string; readonly env?: NodeJS.ProcessEnv },
-): Spawned {
-  const child = spawn(process.execPath, args, {
+export function spawnNode(args: readonly string[], options: SpawnOptions): Spawned {
+  return spawnCommand(process.execPath, args, options);
+}
+
+/** Runs `command args…` (looked up on PATH), stdio piped. */
+export function spawnCommand(command: string, args: readonly string[], options: SpawnOptions): Spawned {
+  const child = spawn(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.group === true,
   });
-  running.add(child);
+  const kill = (signal: NodeJS.Signals): void => {
+    if (options.group !== true || child.pid === undefined) {
+      child.kill(signal);
+      return;
+    }
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
+  running.set(child, () => kill('SIGKILL'));
   let out = '';
   let err = '';
   let finished: Exit | undefined;
@@ -60,7 +85,8 @@ export function spawnNode(
     finished = { code, signal, stdout: out, stderr: err };
     notify();
   });
-  const describeChild = () => `node ${args.join(' ')}\n--- stdout:\n${out}\n--- stderr:\n${err}`;
+  const name = command === process.execPath ? 'node' : command;
+  const describeChild = () => `${name} ${args.join(' ')}\n--- stdout:\n${out}\n--- stderr:\n${err}`;
 
   const waitUntil = <T>(ready: () => T | undefined, timeoutMs: number, what: string): Promise<T> =>
     new Promise((resolve, reject) => {
@@ -94,7 +120,7 @@ export function spawnNode(
     try {
       return await waitUntil(() => finished, timeoutMs, 'exit');
     } catch (e) {
-      child.kill('SIGKILL');
+      kill('SIGKILL');
       throw e;
     }
   };
@@ -107,14 +133,14 @@ export function spawnNode(
     waitForOutput: (pattern, timeoutMs = CHILD_WAIT_MS) =>
       waitUntil(() => out.match(pattern) ?? undefined, timeoutMs, `output matching ${pattern}`),
     stop: (signal = 'SIGINT', timeoutMs = CHILD_WAIT_MS) => {
-      if (finished === undefined) child.kill(signal);
+      if (finished === undefined) kill(signal);
       return exited(timeoutMs);
     },
   };
 }
 
-/** SIGKILLs every child spawned here that is still running (for afterAll). */
+/** SIGKILLs every child spawned here that is still running, with its group (for afterAll). */
 export function killSpawned(): void {
-  for (const child of running) child.kill('SIGKILL');
+  for (const kill of running.values()) kill();
   running.clear();
 }

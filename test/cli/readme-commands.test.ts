@@ -1,0 +1,227 @@
+// The README's commands, read from README.md and run as written where a test can: the start command
+// of "Two commands" and the CLI section's `npx -y pnpm@10 start -- --port 5690 …` example go through
+// npx and pnpm exactly as a user's shell would (pnpm 10 hands the `--` on to `styx server`), with
+// flags after `--` as the README says to pass them: a loopback port, a management port and a temporary
+// data dir of the test's own. Each broker must take a WebSocket client and answer the management
+// API, then stop cleanly on SIGTERM, the whole npx → pnpm → styx chain exiting 0. The install command
+// is not run (it would rewrite the shared node_modules under the other tests), nor the test command
+// (it is the run this test is part of): their text is checked, and the step the test command runs
+// before vitest is run, and its branches checked against a fake machine.
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import * as amqp from '@styx/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, REPO_ROOT } from '../support/broker-process.ts';
+import type { System } from '../support/ensure-test-deps.ts';
+import { CHROMIUM, ensureChromium, INSTALL_CHROMIUM, MISSING_CHROMIUM } from '../support/ensure-test-deps.ts';
+import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
+
+/** How the README runs pnpm, on a machine with only Node and npm. */
+const PNPM = 'npx -y pnpm@10';
+/** npx may have to fetch pnpm, and pnpm starts Node 24: more than a bare `node` start. */
+const START_WAIT_MS = 60_000;
+const DEPS_SCRIPT = join(REPO_ROOT, 'test', 'support', 'ensure-test-deps.ts');
+
+const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
+const rootScripts = (
+  JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  }
+).scripts;
+
+/** The text of the README section under `## title`, up to the next `## `. */
+function section(title: string): string {
+  const start = readme.indexOf(`\n## ${title}\n`);
+  if (start < 0) throw new Error(`README.md has no section '## ${title}'`);
+  const end = readme.indexOf('\n## ', start + 1);
+  return readme.slice(start, end < 0 ? undefined : end);
+}
+
+/** The commands in the ```sh blocks of `text`, one per line. */
+function shellCommands(text: string): string[] {
+  return [...text.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].flatMap((m) =>
+    (m[1] as string).split('\n').filter((line) => line.trim() !== ''),
+  );
+}
+
+const twoCommands = shellCommands(section('Two commands'));
+const [installAndStart = '', testCommand = ''] = twoCommands;
+/** The CLI section's example of flags passed after `--`. */
+const flagsExample = /`(npx -y pnpm@10 start -- [^`]*)`/.exec(section('The CLI'))?.[1] ?? '';
+
+/** The environment of a plain shell: without what an outer `pnpm test` set for its scripts. */
+function shellEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !/^(npm|pnpm)_/i.test(key) && key !== 'NODE'),
+  );
+}
+
+const tempDirs: string[] = [];
+
+afterAll(async () => {
+  killSpawned();
+  for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * Runs `command` (a README line, split on spaces: none of them quotes anything) plus `extra` from the
+ * repository root, in a process group of its own; waits until the broker says it listens, checks a
+ * WebSocket client and the management API against it, SIGTERMs the broker and expects the whole
+ * chain to exit 0 after the broker logged "stopped". Returns the broker's JSON log lines.
+ */
+async function runBrokerCommand(
+  command: string,
+  extra: (ports: { port: number; managementPort: number; dataDir: string }) => string[],
+): Promise<Array<Record<string, unknown>>> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'styx-readme-'));
+  tempDirs.push(dataDir);
+  const port = await freePort();
+  const managementPort = await freePort();
+  const [program = '', ...words] = command.split(' ');
+  const p = spawnCommand(program, [...words, ...extra({ port, managementPort, dataDir })], {
+    cwd: REPO_ROOT,
+    env: shellEnv(),
+    group: true,
+  });
+  const listening = await p.waitForOutput(/^\{.*"msg":"Styx listening on [^"]*".*$/m, START_WAIT_MS);
+  const announced = JSON.parse(listening[0]) as { url: string; pid: number; dataDir: string };
+  expect(announced.url).toBe(`ws://127.0.0.1:${port}`);
+  expect(announced.dataDir).toBe(dataDir);
+
+  const conn = await amqp.connect(announced.url);
+  const ch = await conn.createChannel();
+  expect((await ch.assertQueue('readme', { durable: true })).queue).toBe('readme');
+  await conn.close();
+  const overview = await fetch(`http://127.0.0.1:${managementPort}/api/overview`, {
+    headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+  });
+  expect(overview.status).toBe(200);
+  expect(((await overview.json()) as { product_name?: unknown }).product_name).toBe('Styx');
+
+  // The broker itself, as a supervisor would signal it: its pid is in every log line.
+  process.kill(announced.pid, 'SIGTERM');
+  const exit = await p.exited();
+  const logs = exit.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(logs.at(-1)?.msg, exit.stdout + exit.stderr).toBe('stopped');
+  expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 0, signal: null });
+  return logs;
+}
+
+describe('README "Two commands"', () => {
+  it('are the install-and-start line and the test line, both through npx and pnpm 10', () => {
+    expect(twoCommands).toEqual([installAndStart, testCommand]);
+    expect(installAndStart).toBe(`${PNPM} install && ${PNPM} start`);
+    expect(testCommand).toBe(`${PNPM} test`);
+  });
+
+  it(
+    'the start command, with flags after `--` as the README says, serves clients and the management API and stops cleanly',
+    { timeout: START_WAIT_MS + 30_000 },
+    async () => {
+      const start = installAndStart.split(' && ')[1] ?? '';
+      expect(start).toBe(`${PNPM} start`);
+      await runBrokerCommand(start, ({ port, managementPort, dataDir }) => [
+        '--',
+        '--port',
+        String(port),
+        '--management-port',
+        String(managementPort),
+        '--data-dir',
+        dataDir,
+      ]);
+    },
+  );
+});
+
+describe('README "The CLI": passing flags after `--`', () => {
+  it(
+    `${flagsExample}, on a free port, runs a broker at that log level`,
+    { timeout: START_WAIT_MS + 30_000 },
+    async () => {
+      expect(flagsExample).toMatch(/^npx -y pnpm@10 start -- --port 5690 --log-level debug$/);
+      const logs = await runBrokerCommand(flagsExample, ({ port, managementPort, dataDir }) => [
+        '--management-port',
+        String(managementPort),
+        '--data-dir',
+        dataDir,
+        // The README's --port 5690 stays; a later --port wins, so the test does not take 5690.
+        '--port',
+        String(port),
+      ]);
+      // pino's debug level is 20: the node logged at debug, as --log-level debug asked.
+      expect(logs.some((line) => line.level === 20)).toBe(true);
+    },
+  );
+});
+
+describe('the test command brings what the tests need beyond npm', () => {
+  it('runs test/support/ensure-test-deps.ts, then `vitest run` (pnpm appends the arguments to it)', () => {
+    expect(rootScripts.test).toBe(`node ${relative(REPO_ROOT, DEPS_SCRIPT)} && vitest run`);
+  });
+
+  it('that step, with Chromium installed, does nothing and exits 0', async () => {
+    // `npx -y pnpm@10 test` ran the step before vitest, so Chromium is there; vitest run on its own
+    // fails here without it (installing a browser is not this test's job).
+    expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
+    const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
+    expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
+  });
+
+  /** A machine where Chromium is `present` (or appears once apt-get installs it). */
+  function fakeMachine(options: { present: boolean; isRoot: boolean; aptWorks?: boolean }) {
+    let installed = options.present;
+    const ran: string[] = [];
+    const said: string[] = [];
+    const system: System = {
+      exists: (path) => path === CHROMIUM && installed,
+      isRoot: options.isRoot,
+      run(command, args, env) {
+        ran.push(`${env.DEBIAN_FRONTEND}: ${command} ${args.join(' ')}`);
+        if (options.aptWorks === false) return 100;
+        if (args[0] === 'install') installed = true;
+        return 0;
+      },
+      say: (text) => said.push(text),
+    };
+    return { system, ran, said };
+  }
+
+  it('does nothing when Chromium is there', () => {
+    for (const isRoot of [true, false]) {
+      const m = fakeMachine({ present: true, isRoot });
+      expect(ensureChromium(m.system)).toBe(0);
+      expect([...m.ran, ...m.said]).toEqual([]);
+    }
+  });
+
+  it("as root, installs Debian's chromium with apt-get (update first, non-interactive)", () => {
+    const m = fakeMachine({ present: false, isRoot: true });
+    expect(ensureChromium(m.system)).toBe(0);
+    expect(m.ran).toEqual([
+      'noninteractive: apt-get update -qq',
+      'noninteractive: apt-get install -y -qq chromium',
+    ]);
+  });
+
+  it('as anyone else, says exactly what to install and fails, so the tests do not start', () => {
+    const m = fakeMachine({ present: false, isRoot: false });
+    expect(ensureChromium(m.system)).toBe(1);
+    expect(m.ran).toEqual([]);
+    expect(m.said.join('\n')).toContain(`\n  ${INSTALL_CHROMIUM}\n`);
+    expect(INSTALL_CHROMIUM).toBe('sudo apt-get install chromium');
+  });
+
+  it('fails, saying so, when apt-get does not install it', () => {
+    const m = fakeMachine({ present: false, isRoot: true, aptWorks: false });
+    expect(ensureChromium(m.system)).toBe(1);
+    expect(m.ran).toEqual(['noninteractive: apt-get update -qq']);
+    expect(m.said.join('\n')).toMatch(
+      /apt-get could not install chromium[\s\S]*sudo apt-get install chromium/,
+    );
+  });
+});
