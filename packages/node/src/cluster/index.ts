@@ -1,0 +1,30 @@
+export type { ClusterEvent, ClusterEventHandler, ClusterEventKind } from './cluster-gossip.ts';
+export { CLUSTER_EVENTS_TOPIC, ClusterGossip, parseClusterEvent } from './cluster-gossip.ts';
+export type { ClusterSecretSource } from './cluster-secret.ts';
+export {
+  CLUSTER_SECRET_ENV,
+  loadClusterSecret,
+  MIN_CLUSTER_SECRET_LENGTH,
+  swarmKeyFromSecret,
+} from './cluster-secret.ts';
+export { ClusterGater } from './connection-gater.ts';
+export {
+  ClusterError,
+  ClusterSecretInvalidError,
+  ClusterSecretMissingError,
+  FrameTooLargeError,
+  NodeIdentityError,
+  PeerAddressError,
+} from './errors.ts';
+export type { ClusterLibp2p, ClusterNodeOptions, ClusterServices } from './libp2p-node.ts';
+export { createClusterNode, DEFAULT_INBOUND_CONNECTIONS_PER_SECOND, listenAddress } from './libp2p-node.ts';
+export type { Libp2pTransportOptions } from './libp2p-transport.ts';
+export {
+  DEFAULT_DIAL_TIMEOUT_MS,
+  DEFAULT_MAX_FRAME_BYTES,
+  Libp2pTransport,
+  RAFT_PROTOCOL,
+} from './libp2p-transport.ts';
+export type { NodeIdentity } from './node-identity.ts';
+export { loadNodeIdentity, NODE_KEY_FILE } from './node-identity.ts';
+export { peerMultiaddr } from './peer-address.ts';

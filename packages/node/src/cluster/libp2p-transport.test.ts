@@ -1,0 +1,245 @@
+import { noise } from '@chainsafe/libp2p-noise';
+import { yamux } from '@chainsafe/libp2p-yamux';
+import { generateKeyPair } from '@libp2p/crypto/keys';
+import type { Stream } from '@libp2p/interface';
+import { peerIdFromPrivateKey } from '@libp2p/peer-id';
+import { tcp } from '@libp2p/tcp';
+import type { PeerBatch } from '@styx/raft';
+import { encodePeerBatch, PeerUnreachableError } from '@styx/raft';
+import { transportCompliance } from '@styx/raft/compliance';
+import { createLibp2p } from 'libp2p';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FrameTooLargeError } from './errors.ts';
+import { RAFT_PROTOCOL } from './libp2p-transport.ts';
+import { peerMultiaddr } from './peer-address.ts';
+import { encodeFrame } from './raft-frames.ts';
+import type { LocalNode } from './test-support/local-cluster.ts';
+import { deadAddress, LocalCluster } from './test-support/local-cluster.ts';
+
+const WAIT = { timeout: 10_000 };
+
+/** A one-heartbeat batch from `from` carrying `seq`. */
+function batch(from: string, seq: number): PeerBatch {
+  return {
+    from,
+    messages: [
+      {
+        groupId: 'g',
+        message: {
+          type: 8, // Heartbeat
+          from,
+          to: 'x',
+          term: 1,
+          logTerm: 0,
+          index: 0,
+          entries: [],
+          commit: seq,
+          reject: false,
+          rejectHint: 0,
+          context: '',
+          snapshot: undefined,
+        },
+      },
+    ],
+    quiesce: [],
+  };
+}
+
+function received(local: LocalNode): PeerBatch[] {
+  const batches: PeerBatch[] = [];
+  local.transport.onReceive((b) => batches.push(b));
+  return batches;
+}
+
+const warnings = (local: LocalNode, text: string): Record<string, unknown>[] =>
+  local.lines.filter((line) => line.level === 40 && String(line.msg).includes(text));
+
+let cluster = new LocalCluster();
+let unreachable = '';
+
+transportCompliance('Libp2pTransport (3 nodes on loopback)', {
+  async start(count) {
+    cluster = new LocalCluster();
+    const nodes = await cluster.startMesh(count);
+    // A member with an address where nothing listens.
+    const ghost = peerIdFromPrivateKey(await generateKeyPair('Ed25519')).toString();
+    const address = await deadAddress();
+    for (const n of nodes) {
+      n.gater.approveJoin(ghost);
+      n.transport.addPeer(ghost, address);
+    }
+    unreachable = ghost;
+    return nodes.map((n) => n.transport);
+  },
+  async cut(index) {
+    const local = cluster.nodes[index];
+    if (local !== undefined) await cluster.stopNode(local);
+  },
+  unreachablePeer: () => unreachable,
+  teardown: () => cluster.stop(),
+});
+
+describe('Libp2pTransport admission and robustness', () => {
+  let local = new LocalCluster();
+
+  afterEach(async () => {
+    await local.stop();
+    local = new LocalCluster();
+  });
+
+  it('refuses a node with another cluster secret: nothing reaches the receiver', async () => {
+    const [a, b] = await local.startMesh(2);
+    if (a === undefined || b === undefined) throw new Error('no nodes');
+    const intruderId = await local.identity();
+    // A member id (so the gater would admit it) but the wrong secret.
+    a.gater.approveJoin(intruderId.nodeId);
+    const intruder = await local.start(intruderId, {
+      secret: 'not the secret of this cluster at all',
+      members: [a.nodeId],
+    });
+    intruder.transport.addPeer(a.nodeId, a.address);
+    const atA = received(a);
+    await expect(intruder.transport.send(a.nodeId, batch(intruder.nodeId, 1))).rejects.toBeInstanceOf(
+      PeerUnreachableError,
+    );
+    expect(atA).toEqual([]);
+    expect(a.node.getConnections().filter((c) => c.remotePeer.toString() === intruder.nodeId)).toEqual([]);
+    // The members still talk.
+    await b.transport.send(a.nodeId, batch(b.nodeId, 2));
+    await vi.waitFor(() => expect(atA.length).toBe(1), WAIT);
+  });
+
+  it('refuses a node without any cluster secret (no private network)', async () => {
+    const [a] = await local.startMesh(1);
+    if (a === undefined) throw new Error('no node');
+    const atA = received(a);
+    const outsider = await createLibp2p({
+      addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
+      transports: [tcp()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [yamux()],
+    });
+    try {
+      const target = peerMultiaddr(a.address, a.node.peerId);
+      await expect(
+        outsider.dialProtocol(target, RAFT_PROTOCOL, { signal: AbortSignal.timeout(3_000) }),
+      ).rejects.toThrow();
+      expect(atA).toEqual([]);
+    } finally {
+      await outsider.stop();
+    }
+  });
+
+  it('refuses a node with the secret whose peer id is not a member, before any batch, and logs it', async () => {
+    const [a] = await local.startMesh(1);
+    if (a === undefined) throw new Error('no node');
+    const atA = received(a);
+    const stranger = await local.start(await local.identity(), { members: [a.nodeId] });
+    stranger.transport.addPeer(a.nodeId, a.address);
+    await expect(stranger.transport.send(a.nodeId, batch(stranger.nodeId, 1))).rejects.toBeInstanceOf(
+      PeerUnreachableError,
+    );
+    expect(atA).toEqual([]);
+    await vi.waitFor(() => expect(warnings(a, 'connection refused').length).toBeGreaterThan(0), WAIT);
+    expect(warnings(a, 'connection refused')[0]?.peer).toBe(stranger.nodeId);
+
+    // Approved, the same node gets in (a join the operator allowed).
+    a.gater.approveJoin(stranger.nodeId);
+    await stranger.transport.send(a.nodeId, batch(stranger.nodeId, 2));
+    await vi.waitFor(() => expect(atA.map((b) => b.from)).toEqual([stranger.nodeId]), WAIT);
+  });
+
+  it('does not dial a peer outside the membership', async () => {
+    const [a, b] = await local.startMesh(2);
+    if (a === undefined || b === undefined) throw new Error('no nodes');
+    a.gater.setMembers([a.nodeId]);
+    const atB = received(b);
+    await expect(a.transport.send(b.nodeId, batch(a.nodeId, 1))).rejects.toBeInstanceOf(PeerUnreachableError);
+    expect(atB).toEqual([]);
+    expect(warnings(a, 'connection refused')[0]?.direction).toBe('dial');
+  });
+
+  it('closes only the stream of a malformed frame; the node keeps serving its peers', async () => {
+    const [a, b, c] = await local.startMesh(3);
+    if (a === undefined || b === undefined || c === undefined) throw new Error('no nodes');
+    const atA = received(a);
+    // b's regular stream is open and delivering.
+    await b.transport.send(a.nodeId, batch(b.nodeId, 1));
+    await vi.waitFor(() => expect(atA.length).toBe(1), WAIT);
+
+    const target = peerMultiaddr(a.address, a.node.peerId);
+    const closed = (stream: Stream): Promise<void> =>
+      new Promise((resolve) => {
+        if (stream.status !== 'open') resolve();
+        else stream.addEventListener('close', () => resolve(), { once: true });
+      });
+
+    // Garbage in a well-formed frame.
+    const garbage = await b.node.dialProtocol(target, RAFT_PROTOCOL);
+    garbage.send(encodeFrame(new Uint8Array([1, 2, 3, 4, 5])));
+    await closed(garbage);
+    // A length prefix past the bound.
+    const huge = await b.node.dialProtocol(target, RAFT_PROTOCOL);
+    huge.send(new Uint8Array([0xff, 0xff, 0xff, 0xff]));
+    await closed(huge);
+    // A sound batch that claims another sender than the connection's proven peer.
+    const forged = await b.node.dialProtocol(target, RAFT_PROTOCOL);
+    forged.send(encodeFrame(encodePeerBatch(batch(c.nodeId, 99))));
+    await closed(forged);
+
+    expect(warnings(a, 'malformed raft frame').length).toBe(3);
+    expect(atA.length).toBe(1);
+    // The connection and the other streams are untouched.
+    await b.transport.send(a.nodeId, batch(b.nodeId, 2));
+    await c.transport.send(a.nodeId, batch(c.nodeId, 3));
+    await vi.waitFor(
+      () => expect(atA.map((x) => x.messages[0]?.message.commit).sort()).toEqual([1, 2, 3]),
+      WAIT,
+    );
+  });
+
+  it('reconnects on a later send: a peer without an address, then a peer that restarted elsewhere', async () => {
+    const [a, b] = await local.startMesh(2);
+    if (a === undefined || b === undefined) throw new Error('no nodes');
+    const late = await local.identity();
+    a.gater.approveJoin(late.nodeId);
+    await expect(a.transport.send(late.nodeId, batch(a.nodeId, 1))).rejects.toBeInstanceOf(
+      PeerUnreachableError,
+    );
+    const lateNode = await local.start(late, { members: [a.nodeId] });
+    const atLate = received(lateNode);
+    a.transport.addPeer(late.nodeId, lateNode.address);
+    await a.transport.send(late.nodeId, batch(a.nodeId, 2));
+    await vi.waitFor(() => expect(atLate.length).toBe(1), WAIT);
+
+    // b stops and comes back with the same identity on another port.
+    const down: string[] = [];
+    a.transport.onPeerDown((peer) => down.push(peer));
+    await a.transport.send(b.nodeId, batch(a.nodeId, 3));
+    await local.stopNode(b);
+    await vi.waitFor(() => expect(down).toContain(b.nodeId), WAIT);
+    await expect(a.transport.send(b.nodeId, batch(a.nodeId, 4))).rejects.toBeInstanceOf(PeerUnreachableError);
+    const b2 = await local.start(b.identity, { members: [a.nodeId] });
+    const atB2 = received(b2);
+    a.transport.addPeer(b.nodeId, b2.address);
+    await a.transport.send(b.nodeId, batch(a.nodeId, 5));
+    await vi.waitFor(() => expect(atB2.map((x) => x.messages[0]?.message.commit)).toEqual([5]), WAIT);
+  });
+
+  it('rejects an outgoing batch above the frame bound, and the stream goes on', async () => {
+    const [idA, idB] = [await local.identity(), await local.identity()];
+    const members = [idA.nodeId, idB.nodeId];
+    const a = await local.start(idA, { members, maxFrameBytes: 1024 });
+    const b = await local.start(idB, { members });
+    a.transport.addPeer(b.nodeId, b.address);
+    const atB = received(b);
+    const big = batch(a.nodeId, 1);
+    const bigger: PeerBatch = {
+      ...big,
+      quiesce: Array.from({ length: 200 }, (_, i) => ({ groupId: `q${i}`, term: 1, commit: i })),
+    };
+    await expect(a.transport.send(b.nodeId, bigger)).rejects.toBeInstanceOf(FrameTooLargeError);
+    await a.transport.send(b.nodeId, batch(a.nodeId, 2));
+    await vi.waitFor(() => expect(atB.map((x) => x.messages[0]?.message.commit)).toEqual([2]), WAIT);
+  });
+});

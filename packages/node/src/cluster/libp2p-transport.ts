@@ -1,0 +1,279 @@
+import type { Connection, Libp2p, PeerId, Stream } from '@libp2p/interface';
+import { peerIdFromString } from '@libp2p/peer-id';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import type { PeerBatch, Transport } from '@styx/raft';
+import { decodePeerBatch, encodePeerBatch, PeerUnreachableError } from '@styx/raft';
+import type { Logger } from '../logging/logger.ts';
+import { FrameTooLargeError, PeerAddressError } from './errors.ts';
+import { peerMultiaddr } from './peer-address.ts';
+import { encodeFrame, FrameDecoder } from './raft-frames.ts';
+
+/** The libp2p protocol of Raft batch streams. */
+export const RAFT_PROTOCOL = '/styx/raft/1.0.0';
+
+/**
+ * Default bound on one Raft frame (one `PeerBatch`), bytes: 64 MiB, the host's default bound on
+ * bytes in flight (`DEFAULT_MAX_BYTES_IN_FLIGHT`), so any batch a host can form fits. A larger
+ * outgoing batch is refused (its send rejects and Raft retries, its leaders probing with smaller
+ * messages); a larger incoming prefix closes the stream before its payload is buffered.
+ */
+export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Default time a send waits for a connection and a stream to a peer, ms. A dead peer's sends fail
+ * after it (together: the sends queued behind one dial share it), and Raft counts them unreachable.
+ */
+export const DEFAULT_DIAL_TIMEOUT_MS = 5_000;
+
+export interface Libp2pTransportOptions {
+  /** The node's started libp2p host (see `createClusterNode`). */
+  readonly node: Libp2p;
+  readonly logger: Logger;
+  /** See `DEFAULT_MAX_FRAME_BYTES`. */
+  readonly maxFrameBytes?: number;
+  /** See `DEFAULT_DIAL_TIMEOUT_MS`. */
+  readonly dialTimeoutMs?: number;
+}
+
+/** This node's side of the Raft stream to one peer. */
+interface OutboundLink {
+  /** The open stream, once a dial succeeded; dropped when it closes (the next send dials again). */
+  stream: Stream | undefined;
+  /** The dial in progress: every send made meanwhile waits on it, and fails with it. */
+  opening: Promise<Stream> | undefined;
+  /** Settles when the last send queued on this link has been written (or failed): keeps order. */
+  tail: Promise<void>;
+}
+
+const ignore = (): void => {};
+
+/**
+ * The Raft `Transport` over libp2p: one outbound protocol stream per peer (`RAFT_PROTOCOL`),
+ * opened on the first send and again on a later send after it closed. Each batch is one frame, a
+ * u32 big-endian length then the `encodePeerBatch` bytes.
+ *
+ * - Order: sends to one peer are written one after the other on that one stream, so a peer reads
+ *   them in send order; a batch lost with a broken stream is never re-sent (at most once).
+ * - `send` resolves once the frame is handed to the stream and the stream's buffer has drained,
+ *   and rejects with `PeerUnreachableError` when the peer has no known address, cannot be dialled
+ *   within the dial timeout, or the stream broke.
+ * - `onPeerDown` fires when the last connection to a peer closes.
+ * - An inbound frame that does not decode (or whose batch claims another sender than the proven
+ *   peer id of its connection) closes that stream only and is logged; the connection and every
+ *   other peer's streams go on.
+ *
+ * Node ids are peer id strings. Peers are reached at the addresses given to `addPeer`: there is no
+ * discovery, the membership says where each node listens.
+ */
+export class Libp2pTransport implements Transport {
+  readonly nodeId: string;
+  readonly #node: Libp2p;
+  readonly #log: Logger;
+  readonly #maxFrameBytes: number;
+  readonly #dialTimeoutMs: number;
+  readonly #addresses = new Map<string, Multiaddr>();
+  readonly #links = new Map<string, OutboundLink>();
+  readonly #inbound = new Set<Stream>();
+  /** Aborts the dials and drains in progress at close. */
+  readonly #closing = new AbortController();
+  #receive: ((batch: PeerBatch) => void) | undefined;
+  #peerDown: ((peer: string) => void) | undefined;
+  #closed = false;
+
+  private constructor(options: Libp2pTransportOptions) {
+    this.#node = options.node;
+    this.nodeId = options.node.peerId.toString();
+    this.#log = options.logger.child({ component: 'raft-transport' });
+    this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.#dialTimeoutMs = options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
+  }
+
+  /** Register the Raft protocol on `options.node` and start listening for peers' streams. */
+  static async start(options: Libp2pTransportOptions): Promise<Libp2pTransport> {
+    const transport = new Libp2pTransport(options);
+    await options.node.handle(RAFT_PROTOCOL, (stream, connection) => transport.#accept(stream, connection), {
+      // One stream per peer is the norm; a few more cover a reconnect racing the old stream's close.
+      maxInboundStreams: 8,
+    });
+    options.node.addEventListener('peer:disconnect', transport.#onDisconnect);
+    return transport;
+  }
+
+  /**
+   * Where `nodeId` listens: `host:port` or a multiaddr (throws `PeerAddressError` when it is
+   * neither, or when `nodeId` is not a peer id). Replaces an earlier address; the stream already
+   * open, if any, stays in use until it closes.
+   */
+  addPeer(nodeId: string, address: string): void {
+    let peer: PeerId;
+    try {
+      peer = peerIdFromString(nodeId);
+    } catch {
+      throw new PeerAddressError(address, `node id ${nodeId} is not a libp2p peer id`);
+    }
+    this.#addresses.set(nodeId, peerMultiaddr(address, peer));
+  }
+
+  /**
+   * Open a connection to `nodeId` now, without sending (Raft opens its stream on a first send;
+   * gossip needs connections to spread events). Rejects with `PeerUnreachableError`.
+   */
+  async connect(nodeId: string): Promise<void> {
+    const address = this.#addresses.get(nodeId);
+    if (address === undefined || this.#closed) throw new PeerUnreachableError(nodeId);
+    try {
+      await this.#node.dial(address, { signal: this.#dialSignal() });
+    } catch (error) {
+      this.#log.debug({ peer: nodeId, err: error }, 'cannot connect to the peer');
+      throw new PeerUnreachableError(nodeId);
+    }
+  }
+
+  /** Forget `nodeId`'s address and close the stream to it (the node left the cluster). */
+  removePeer(nodeId: string): void {
+    this.#addresses.delete(nodeId);
+    const link = this.#links.get(nodeId);
+    this.#links.delete(nodeId);
+    link?.stream?.abort(new Error('peer removed'));
+  }
+
+  send(peer: string, batch: PeerBatch): Promise<void> {
+    if (this.#closed) return Promise.reject(new PeerUnreachableError(peer));
+    // Encoded now: the caller may reuse the batch's objects once `send` returns.
+    const payload = encodePeerBatch(batch);
+    if (payload.byteLength > this.#maxFrameBytes) {
+      return Promise.reject(new FrameTooLargeError(payload.byteLength, this.#maxFrameBytes));
+    }
+    const frame = encodeFrame(payload);
+    const link = this.#link(peer);
+    const stream = this.#streamFor(peer, link);
+    const written = Promise.all([stream, link.tail]).then(([s]) => this.#write(peer, link, s, frame));
+    link.tail = written.then(ignore, ignore);
+    return written;
+  }
+
+  onReceive(handler: (batch: PeerBatch) => void): void {
+    this.#receive = handler;
+  }
+
+  onPeerDown(handler: (peer: string) => void): void {
+    this.#peerDown = handler;
+  }
+
+  /** Stop sending and receiving: unregister the protocol and abort every Raft stream. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closing.abort();
+    this.#node.removeEventListener('peer:disconnect', this.#onDisconnect);
+    const closed = new Error('raft transport closed');
+    for (const link of this.#links.values()) link.stream?.abort(closed);
+    for (const stream of this.#inbound) stream.abort(closed);
+    this.#links.clear();
+    this.#inbound.clear();
+    await this.#node.unhandle(RAFT_PROTOCOL).catch(ignore);
+  }
+
+  #link(peer: string): OutboundLink {
+    let link = this.#links.get(peer);
+    if (link === undefined) {
+      link = { stream: undefined, opening: undefined, tail: Promise.resolve() };
+      this.#links.set(peer, link);
+    }
+    return link;
+  }
+
+  /** The link's open stream, or the dial under way (starting one when there is none). */
+  #streamFor(peer: string, link: OutboundLink): Promise<Stream> {
+    const open = link.stream;
+    if (open !== undefined && open.writeStatus === 'writable') return Promise.resolve(open);
+    if (link.opening !== undefined) return link.opening;
+    const opening = this.#open(peer, link);
+    const settled = (): void => {
+      if (link.opening === opening) link.opening = undefined;
+    };
+    link.opening = opening;
+    opening.then(settled, settled);
+    return opening;
+  }
+
+  #dialSignal(): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(this.#dialTimeoutMs), this.#closing.signal]);
+  }
+
+  async #open(peer: string, link: OutboundLink): Promise<Stream> {
+    try {
+      const address = this.#addresses.get(peer);
+      if (address === undefined) throw new PeerUnreachableError(peer);
+      const stream = await this.#node.dialProtocol(address, RAFT_PROTOCOL, { signal: this.#dialSignal() });
+      if (this.#closed || this.#links.get(peer) !== link) {
+        stream.abort(new Error('raft transport closed'));
+        throw new PeerUnreachableError(peer);
+      }
+      link.stream = stream;
+      stream.addEventListener('close', () => {
+        if (link.stream === stream) link.stream = undefined;
+      });
+      return stream;
+    } catch (error) {
+      if (error instanceof PeerUnreachableError) throw error;
+      this.#log.debug({ peer, err: error }, 'cannot open a raft stream to the peer');
+      throw new PeerUnreachableError(peer);
+    }
+  }
+
+  async #write(peer: string, link: OutboundLink, stream: Stream, frame: Uint8Array): Promise<void> {
+    try {
+      if (this.#closed) throw new Error('raft transport closed');
+      // `send` queues the frame even when it returns false; waiting for the drain bounds what
+      // this node buffers for a slow peer to the sends the host still counts as in flight.
+      if (!stream.send(frame)) await stream.onDrain({ signal: this.#closing.signal });
+    } catch (error) {
+      if (link.stream === stream) link.stream = undefined;
+      this.#log.debug({ peer, err: error }, 'raft stream to the peer broke');
+      throw new PeerUnreachableError(peer);
+    }
+  }
+
+  #accept(stream: Stream, connection: Connection): void {
+    if (this.#closed) {
+      stream.abort(new Error('raft transport closed'));
+      return;
+    }
+    const peer = connection.remotePeer.toString();
+    const frames = new FrameDecoder(this.#maxFrameBytes);
+    this.#inbound.add(stream);
+    stream.addEventListener('close', () => this.#inbound.delete(stream));
+    stream.addEventListener('message', (event) => {
+      const chunks = event.data instanceof Uint8Array ? [event.data] : event.data;
+      const batches: PeerBatch[] = [];
+      let failure: unknown;
+      try {
+        for (const chunk of chunks) {
+          for (const payload of frames.push(chunk)) {
+            const batch = decodePeerBatch(payload);
+            if (batch.from !== peer) throw new Error(`batch claims to come from ${batch.from}`);
+            batches.push(batch);
+          }
+        }
+      } catch (error) {
+        failure = error;
+      }
+      // The batches before a bad frame are sound: deliver them, then drop the stream.
+      for (const batch of batches) {
+        if (!this.#closed && stream.status === 'open') this.#receive?.(batch);
+      }
+      if (failure !== undefined) {
+        this.#log.warn({ peer, err: failure }, 'malformed raft frame from a peer: closing its stream');
+        stream.abort(failure instanceof Error ? failure : new Error(String(failure)));
+      }
+    });
+  }
+
+  readonly #onDisconnect = (event: CustomEvent<PeerId>): void => {
+    const peer = event.detail.toString();
+    const link = this.#links.get(peer);
+    if (link !== undefined) link.stream = undefined;
+    if (!this.#closed) this.#peerDown?.(peer);
+  };
+}

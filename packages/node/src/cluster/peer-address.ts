@@ -1,0 +1,33 @@
+import { isIP } from 'node:net';
+import type { PeerId } from '@libp2p/interface';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import { multiaddr } from '@multiformats/multiaddr';
+import { PeerAddressError } from './errors.ts';
+
+/**
+ * A TCP multiaddr for an operator's `host:port` (`10.0.0.5:4370`, `[fd00::5]:4370`,
+ * `node-b.internal:4370`), or the multiaddr itself when the address starts with `/`. With `peer`,
+ * the result ends in `/p2p/<peer>`, so a dial proves that the listener holds that peer's key.
+ */
+export function peerMultiaddr(address: string, peer?: PeerId): Multiaddr {
+  let base: Multiaddr;
+  if (address.startsWith('/')) {
+    try {
+      base = multiaddr(address);
+    } catch (error) {
+      throw new PeerAddressError(address, String(error));
+    }
+  } else {
+    const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address);
+    const host = match?.[1] ?? match?.[2];
+    const port = Number(match?.[3]);
+    if (host === undefined || !(port >= 0 && port <= 65_535)) {
+      throw new PeerAddressError(address, 'expected host:port or [ipv6]:port');
+    }
+    const family = isIP(host);
+    const protocol = family === 4 ? 'ip4' : family === 6 ? 'ip6' : 'dns';
+    base = multiaddr(`/${protocol}/${host}/tcp/${port}`);
+  }
+  if (peer === undefined) return base;
+  return base.encapsulate(`/p2p/${peer.toString()}`);
+}

@@ -1,0 +1,74 @@
+import { FrameTooLargeError } from './errors.ts';
+
+/** Bytes of a frame's length prefix (u32 big-endian). */
+const PREFIX_BYTES = 4;
+
+/** One frame: the payload's length as a u32 big-endian, then the payload. */
+export function encodeFrame(payload: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(PREFIX_BYTES + payload.byteLength);
+  new DataView(frame.buffer).setUint32(0, payload.byteLength);
+  frame.set(payload, PREFIX_BYTES);
+  return frame;
+}
+
+/**
+ * Cuts a byte stream into the payloads of `encodeFrame`, whatever the chunking of the stream.
+ * Holds at most one frame's bytes (plus one chunk): a prefix above `maxFrameBytes` throws
+ * `FrameTooLargeError` as soon as the prefix is read, before its payload is buffered, so a corrupt
+ * or hostile prefix cannot make the reader allocate gigabytes.
+ */
+export class FrameDecoder {
+  readonly #maxFrameBytes: number;
+  #chunks: Uint8Array[] = [];
+  #buffered = 0;
+  /** The payload length of the frame being read, once its prefix is in. */
+  #expected: number | undefined;
+
+  constructor(maxFrameBytes: number) {
+    this.#maxFrameBytes = maxFrameBytes;
+  }
+
+  /** Feed the next chunk; returns the payloads it completed (fresh copies or views of `chunk`). */
+  push(chunk: Uint8Array): Uint8Array[] {
+    if (chunk.byteLength > 0) {
+      this.#chunks.push(chunk);
+      this.#buffered += chunk.byteLength;
+    }
+    const payloads: Uint8Array[] = [];
+    for (;;) {
+      if (this.#expected === undefined) {
+        if (this.#buffered < PREFIX_BYTES) break;
+        const prefix = this.#take(PREFIX_BYTES);
+        const length = new DataView(prefix.buffer, prefix.byteOffset, PREFIX_BYTES).getUint32(0);
+        if (length > this.#maxFrameBytes) throw new FrameTooLargeError(length, this.#maxFrameBytes);
+        this.#expected = length;
+      }
+      if (this.#buffered < this.#expected) break;
+      payloads.push(this.#take(this.#expected));
+      this.#expected = undefined;
+    }
+    return payloads;
+  }
+
+  /** Remove the first `n` buffered bytes (n <= buffered): a view when they lie in one chunk. */
+  #take(n: number): Uint8Array {
+    this.#buffered -= n;
+    const first = this.#chunks[0];
+    if (first !== undefined && first.byteLength >= n) {
+      if (first.byteLength === n) this.#chunks.shift();
+      else this.#chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = new Uint8Array(n);
+    let filled = 0;
+    while (filled < n) {
+      const chunk = this.#chunks[0] as Uint8Array;
+      const used = Math.min(chunk.byteLength, n - filled);
+      out.set(chunk.subarray(0, used), filled);
+      filled += used;
+      if (used === chunk.byteLength) this.#chunks.shift();
+      else this.#chunks[0] = chunk.subarray(used);
+    }
+    return out;
+  }
+}
