@@ -6,7 +6,7 @@ import { decodeMessage, encodeMessage } from '../message-codec.ts';
 import type { Mutations } from '../mutations.ts';
 import { NO_MUTATIONS } from '../mutations.ts';
 import type { ConfState, Message, NodeId } from '../types.ts';
-import { EntryType, RaftRole } from '../types.ts';
+import { EntryType, MessageType, RaftRole } from '../types.ts';
 import { Checker } from './checker.ts';
 import { EventQueue } from './event-queue.ts';
 import { encodeKvCommand } from './kv-machine.ts';
@@ -176,6 +176,8 @@ export class Simulation {
   #nextOpId = 0;
   #nextConfChange = 0;
   #partitionId = 0;
+  /** What the last nemesis event did, for the trace (empty when it did nothing). */
+  #lastNemesis = '';
   #faultPhase = true;
   #probeOps: number[] = [];
   #probeCommitted = false;
@@ -219,6 +221,9 @@ export class Simulation {
       this.checker.fail(`exception at step ${this.stats.steps}: ${errorText(error)}`);
     }
     if (this.checker.violations.length === 0) this.#checkLinearizability();
+    if (this.checker.violations.length > 0 && (this.#options.traceLast ?? 0) > 0) {
+      this.#trace.push(...this.#clusterState());
+    }
     this.stats.simTimeMs = Math.round(this.#now);
     this.stats.elections = this.checker.leaders.size;
     this.stats.commits = this.checker.canonicalLength - 1;
@@ -383,6 +388,33 @@ export class Simulation {
   // Events
 
   #handle(event: SimEvent): boolean {
+    const handled = this.#handleEvent(event);
+    if (handled && (this.#options.traceLast ?? 0) > 0) this.#annotate(event);
+    return handled;
+  }
+
+  /**
+   * Finish the trace line of an event just handled: the state of the replica it touched, as it is
+   * after the event (for a nemesis, what it did). A failing seed is read from these lines.
+   */
+  #annotate(event: SimEvent): void {
+    const line = this.#trace.length - 1;
+    if (line < 0) return;
+    let node: SimNode | undefined;
+    if (event.kind === 'deliver') node = this.nodes.get(event.to);
+    else if ('node' in event) node = event.node;
+    if (node !== undefined) this.#trace[line] += ` | ${nodeState(node)}`;
+    else if (event.kind === 'nemesis' && this.#lastNemesis !== '') this.#trace[line] += this.#lastNemesis;
+  }
+
+  /** One line per replica: what the trace of a failing seed ends with. */
+  #clusterState(): string[] {
+    const lines: string[] = [];
+    for (const node of this.nodes.values()) lines.push(`state ${nodeState(node)}`);
+    return lines;
+  }
+
+  #handleEvent(event: SimEvent): boolean {
     switch (event.kind) {
       case 'deliver':
         return this.#deliver(event);
@@ -482,7 +514,7 @@ export class Simulation {
     this.#traceHash = h;
     const keep = this.#options.traceLast ?? 0;
     if (keep > 0) {
-      let text = `${this.#now.toFixed(3)} ${event.kind} ${node}`;
+      let text = `${this.#now.toFixed(3)} ${event.kind}${node === '' ? '' : ` ${node}`}`;
       if (event.kind === 'deliver') {
         const m = decodeMessage(event.bytes);
         text += ` ${describe(m)}`;
@@ -596,6 +628,7 @@ export class Simulation {
         break;
       }
     }
+    this.#lastNemesis = '';
     switch (chosen) {
       case 'crash':
         this.#nemesisCrash();
@@ -617,12 +650,17 @@ export class Simulation {
         break;
       case 'snapshot': {
         const up = this.#liveNodes().filter((n) => n.up && !n.paused);
-        if (up.length > 0) this.#prng.pick(up).compact();
+        if (up.length > 0) {
+          const node = this.#prng.pick(up);
+          node.compact();
+          this.#lastNemesis = ` snapshot ${node.id}`;
+        }
         break;
       }
       case 'skew': {
         const node = this.#prng.pick(this.#liveNodes());
         node.skew = 1 + (this.#prng.nextFloat() * 2 - 1) * this.params.skew;
+        this.#lastNemesis = ` skew ${node.id} x${node.skew.toFixed(2)}`;
         break;
       }
       case 'network': {
@@ -630,6 +668,9 @@ export class Simulation {
         faults.dropRate = this.#prng.pick([0, 0.01, 0.05, 0.2]);
         faults.duplicateRate = this.#prng.pick([0, 0.01, 0.05]);
         faults.delayMeanMs = this.#prng.pick([0.5, 2, 5, 12]);
+        this.#lastNemesis =
+          ` network drop ${faults.dropRate} duplicate ${faults.duplicateRate}` +
+          ` delay ${faults.delayMeanMs} ms`;
         break;
       }
     }
@@ -648,6 +689,7 @@ export class Simulation {
     this.stats.crashes++;
     const downFor = this.#prng.between(5, this.params.crashMaxMs);
     this.#queue.push(this.#now + downFor, { kind: 'restart', node });
+    this.#lastNemesis = ` crash ${node.id} for ${downFor.toFixed(0)} ms`;
   }
 
   #nemesisPartition(): void {
@@ -660,10 +702,9 @@ export class Simulation {
     this.#network.partitionNodes(kind, ids, focus);
     this.stats.partitions++;
     const id = ++this.#partitionId;
-    this.#queue.push(this.#now + this.#prng.between(20, this.params.partitionMaxMs), {
-      kind: 'heal',
-      partition: id,
-    });
+    const lasts = this.#prng.between(20, this.params.partitionMaxMs);
+    this.#queue.push(this.#now + lasts, { kind: 'heal', partition: id });
+    this.#lastNemesis = ` partition ${kind}${focus !== undefined ? ` around ${focus}` : ''} for ${lasts.toFixed(0)} ms`;
   }
 
   #nemesisClog(): void {
@@ -678,9 +719,11 @@ export class Simulation {
         this.#network.clog(node, other, until);
         this.#network.clog(other, node, until);
       }
+      this.#lastNemesis = ` clog ${node} both ways until ${until.toFixed(0)}`;
     } else {
       const other = this.#prng.pick(ids.filter((id) => id !== node));
       this.#network.clog(node, other, until);
+      this.#lastNemesis = ` clog ${node}->${other} until ${until.toFixed(0)}`;
     }
     this.stats.clogs++;
   }
@@ -693,11 +736,9 @@ export class Simulation {
     node.paused = true;
     node.tickGen++;
     this.stats.pauses++;
-    this.#queue.push(this.#now + this.#prng.between(5, this.params.pauseMaxMs), {
-      kind: 'resume',
-      node,
-      gen: node.tickGen,
-    });
+    const pausedFor = this.#prng.between(5, this.params.pauseMaxMs);
+    this.#queue.push(this.#now + pausedFor, { kind: 'resume', node, gen: node.tickGen });
+    this.#lastNemesis = ` pause ${node.id} for ${pausedFor.toFixed(0)} ms`;
   }
 
   #nemesisTransfer(): void {
@@ -705,7 +746,9 @@ export class Simulation {
     if (leader === undefined) return;
     const voters = leader.core.membership().voters.incoming.filter((id) => id !== leader.id);
     if (voters.length === 0) return;
-    leader.core.transferLeader(this.#prng.pick(voters));
+    const to = this.#prng.pick(voters);
+    leader.core.transferLeader(to);
+    this.#lastNemesis = ` transfer ${leader.id}->${to}`;
     this.stats.transfers++;
     leader.pump();
     this.checker.observe(leader);
@@ -793,6 +836,7 @@ export class Simulation {
     const context = changes.length === 0 ? '' : `cc${++this.#nextConfChange}`;
     const cc: ConfChangeV2 = { transition, changes, context };
     if (context !== '') this.checker.recordConfChangeProposal(context);
+    this.#lastNemesis = ` conf change ${transition} [${changes.map((c) => `${c.type} ${c.nodeId}`).join(', ')}] via ${leader.id}`;
     try {
       leader.core.proposeConfChange(cc);
     } catch (error) {
@@ -936,14 +980,30 @@ export class Simulation {
   }
 }
 
+/** Message type names for the trace, by wire number. */
+const MESSAGE_NAMES = new Map<number, string>(Object.entries(MessageType).map(([name, n]) => [n, name]));
+
 function describe(m: Message): string {
-  let text = `${m.from}->${m.to} t${m.type} term=${m.term} idx=${m.index} lt=${m.logTerm} c=${m.commit}`;
+  const type = MESSAGE_NAMES.get(m.type) ?? `t${m.type}`;
+  let text = `${m.from}->${m.to} ${type} term=${m.term} idx=${m.index} lt=${m.logTerm} c=${m.commit}`;
   if (m.entries.length > 0) text += ` ents=${m.entries.length}@${(m.entries[0] as { index: number }).index}`;
   if (m.reject) text += ` reject hint=${m.rejectHint}`;
   if (m.snapshot !== undefined)
     text += ` snap=${m.snapshot.meta.index} chunk=${m.snapshot.chunk}/${m.snapshot.count}`;
   if (m.context !== '') text += ` ctx=${m.context}`;
   return text;
+}
+
+/** A replica as a failing seed's reader needs it: role, term, durable/in-memory last index, commit. */
+function nodeState(node: SimNode): string {
+  if (node.retired) return `${node.id} retired`;
+  if (!node.up) return `${node.id} down, durable last ${node.durable.lastIndex()}`;
+  const core = node.core;
+  return (
+    `${node.id} ${core.role}${node.paused ? ' (paused)' : ''} term ${core.term}` +
+    `${core.lead !== undefined && core.lead !== node.id ? ` lead ${core.lead}` : ''}` +
+    ` last ${node.durable.lastIndex()}/${core.lastIndex} commit ${core.commitIndex} applied ${node.kv.appliedIndex}`
+  );
 }
 
 function errorText(error: unknown): string {
