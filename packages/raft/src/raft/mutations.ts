@@ -44,6 +44,28 @@ export interface Mutations {
   readonly fixedElectionTimeout: boolean;
   /** #15: the inflight message/byte bounds and the uncommitted bytes bound are ignored. */
   readonly unboundedQueues: boolean;
+  /**
+   * Found by wide sweeps: an append acknowledgement made before a conflicting append replaced the
+   * entry it acknowledges is still released after the next sync (it promises an entry not on disk).
+   */
+  readonly ackReplacedEntries: boolean;
+  /**
+   * Found by wide sweeps: a follower installs a snapshot while the host still applies the committed
+   * entries of an earlier Ready, so a conf change among them lands on the snapshot's configuration.
+   */
+  readonly installSnapshotWhileApplying: boolean;
+  /**
+   * Found by wide sweeps: without pre-vote and check-quorum, an append or heartbeat from a leader
+   * of a lower term is ignored instead of answered, so a replica that raised its term and cannot
+   * reach the leader with vote requests (its configuration is stale) is never caught up.
+   */
+  readonly silentToStaleLeader: boolean;
+  /**
+   * Found by wide sweeps: adopting a newer term from a vote request restarts the election timer,
+   * so a candidate that cannot win, on a faster clock, keeps the replica that could win from ever
+   * campaigning (no pre-vote to stop it).
+   */
+  readonly termBumpResetsElectionTimer: boolean;
 }
 
 export type MutationName = keyof Mutations;
@@ -66,6 +88,10 @@ export const NO_MUTATIONS: Mutations = Object.freeze({
   stableToIgnoresTerm: false,
   fixedElectionTimeout: false,
   unboundedQueues: false,
+  ackReplacedEntries: false,
+  installSnapshotWhileApplying: false,
+  silentToStaleLeader: false,
+  termBumpResetsElectionTimer: false,
 });
 
 /** Every mutation name, in §1.6 order. */

@@ -190,6 +190,8 @@ export class RaftCore {
   /** Read requests that arrived before this leader committed an entry of its term. */
   #readsBeforeTermCommit: { from: NodeId; context: string }[] = [];
   #assembly: SnapshotAssembly | undefined;
+  /** A received snapshot waiting for the host to finish applying the outstanding Ready. */
+  #deferredSnapshot: { from: NodeId; term: number; snapshot: Snapshot } | undefined;
   /** Entries were appended since the last broadcast; flushed at `ready()` (batching). */
   #bcastPending = false;
   /** The commit index moved since the last broadcast; flushed at `ready()` with the entries. */
@@ -501,6 +503,7 @@ export class RaftCore {
     let persistedMessages: Message[] = [];
     const selfMessages: Message[] = [];
     for (const m of this.#msgsAfterAppend) {
+      if (!this.#acknowledgesHeldEntry(m)) continue;
       if (m.to === this.id) selfMessages.push(m);
       else persistedMessages.push(m);
     }
@@ -542,6 +545,22 @@ export class RaftCore {
     };
   }
 
+  /**
+   * Whether `m`, if it acknowledges an append, still tells the truth. An acknowledgement waits for
+   * the next Ready's sync, but the log may change before that Ready is cut: a newer leader's
+   * conflicting append can replace the acknowledged entry, which then never reaches the disk.
+   * Released after the sync of the replacement, it would promise an entry we do not hold, and an
+   * old leader could count it toward committing that entry. An acknowledgement holds while our
+   * entry at its index still has the term it had when it was made (by log matching, so does the
+   * whole prefix); one that does not is dropped, as a lost message would be.
+   */
+  #acknowledgesHeldEntry(m: Message): boolean {
+    if (m.type !== MessageType.AppResp || m.reject || m.index === 0 || this.#mut.ackReplacedEntries) {
+      return true;
+    }
+    return this.#log.term(m.index) === m.logTerm;
+  }
+
   /** The host finished the last Ready: it is persisted, its messages sent, its entries applied. */
   advance(): void {
     const rd = this.#outstanding;
@@ -559,6 +578,14 @@ export class RaftCore {
       log.appliedTo(rd.applyingTo);
       if (this.#role === RaftRole.Leader) {
         this.#uncommittedBytes = Math.max(0, this.#uncommittedBytes - rd.committedBytes);
+      }
+    }
+    const deferred = this.#deferredSnapshot;
+    if (deferred !== undefined) {
+      this.#deferredSnapshot = undefined;
+      // Still the follower of the leader that sent it (a new term or role dropped it in #reset).
+      if (this.#role === RaftRole.Follower && this.#lead === deferred.from) {
+        this.#installSnapshot(deferred.from, deferred.snapshot);
       }
     }
     // Auto-leave: once the joint config this leader is responsible for is applied, leave it.
@@ -596,6 +623,7 @@ export class RaftCore {
     this.#heartbeatElapsed = 0;
     this.#resetRandomizedElectionTimeout();
     this.#leadTransferee = undefined;
+    this.#deferredSnapshot = undefined;
     this.#votes.clear();
     this.#grantedResponses = 0;
     const next = this.#log.lastIndex() + 1;
@@ -805,15 +833,24 @@ export class RaftCore {
       ) {
         this.#becomeFollower(m.term, m.from);
       } else {
+        // A newer term from a candidate (or a reply naming it) is adopted, but it does not restart
+        // our election timer: only a leader's message or a granted vote does (Raft §5.2). A
+        // candidate whose log is too old to win, on a faster clock, would otherwise hold back
+        // forever the timer of the one replica whose log could win.
+        const elapsed = this.#electionElapsed;
         this.#becomeFollower(m.term, undefined);
+        if (!this.#mut.termBumpResetsElectionTimer) this.#electionElapsed = elapsed;
       }
     } else if (m.term < this.#term && !this.#mut.acceptStaleTerm) {
       if (
-        (this.#cfg.checkQuorum || this.#cfg.preVote) &&
-        (m.type === MessageType.App || m.type === MessageType.Heartbeat)
+        (m.type === MessageType.App || m.type === MessageType.Heartbeat) &&
+        (this.#cfg.checkQuorum || this.#cfg.preVote || !this.#mut.silentToStaleLeader)
       ) {
-        // A leader cut off from us may have missed our higher term; with check-quorum or pre-vote
-        // nothing else would tell it. Answer so it steps down.
+        // A leader cut off from us may have missed our higher term: answer so it steps down. Our
+        // own vote requests are no substitute: with check-quorum the leader ignores them inside its
+        // lease, and a replica whose configuration is stale (it missed the change that made the
+        // leader a voter) never sends them to the leader at all. Unanswered, such a replica stays
+        // behind forever while the leader keeps its older term.
         this.#send(this.#msg(MessageType.AppResp, m.from, this.#term, 0, 0, NO_ENTRIES, 0, false, 0, ''));
       } else if (m.type === MessageType.PreVote) {
         // Reject explicitly: a pre-candidate stuck at a lower term would otherwise never learn ours.
@@ -957,14 +994,12 @@ export class RaftCore {
   #handleAppend(m: Message): void {
     const log = this.#log;
     if (m.index < log.committed) {
-      this.#send(
-        this.#msg(MessageType.AppResp, m.from, this.#term, 0, log.committed, NO_ENTRIES, 0, false, 0, ''),
-      );
+      this.#sendAppendAck(m.from, log.committed);
       return;
     }
     const lastNew = log.maybeAppend(m.index, m.logTerm, m.commit, m.entries, this.#mut);
     if (lastNew >= 0) {
-      this.#send(this.#msg(MessageType.AppResp, m.from, this.#term, 0, lastNew, NO_ENTRIES, 0, false, 0, ''));
+      this.#sendAppendAck(m.from, lastNew);
       return;
     }
     // Reject with a hint: the largest index <= min(m.index, our last) whose term is <= m.logTerm.
@@ -1004,9 +1039,7 @@ export class RaftCore {
     if (meta.index <= log.committed && !this.#mut.installStaleSnapshot) {
       // Nothing to install: we already have (and committed) everything it covers.
       this.#assembly = undefined;
-      this.#send(
-        this.#msg(MessageType.AppResp, m.from, this.#term, 0, log.committed, NO_ENTRIES, 0, false, 0, ''),
-      );
+      this.#sendAppendAck(m.from, log.committed);
       return;
     }
     let asm = this.#assembly;
@@ -1047,10 +1080,43 @@ export class RaftCore {
       return;
     }
     this.#assembly = undefined;
-    const data = concat(asm.chunks, asm.totalBytes);
-    const snapshot: Snapshot = { meta, data };
-    const index = this.#restore(snapshot) ? log.lastIndex() : log.committed;
-    this.#send(this.#msg(MessageType.AppResp, m.from, this.#term, 0, index, NO_ENTRIES, 0, false, 0, ''));
+    const snapshot: Snapshot = { meta, data: concat(asm.chunks, asm.totalBytes) };
+    if (log.applying > log.applied && !this.#mut.installSnapshotWhileApplying) {
+      // The host is applying committed entries of the outstanding Ready. Installing now would put
+      // the snapshot's configuration under them (a conf change among them would then apply to a
+      // configuration that already includes it): install once they are applied, in advance().
+      this.#deferredSnapshot = { from: m.from, term: m.term, snapshot };
+      return;
+    }
+    this.#installSnapshot(m.from, snapshot);
+  }
+
+  #installSnapshot(from: NodeId, snapshot: Snapshot): void {
+    const log = this.#log;
+    this.#sendAppendAck(from, this.#restore(snapshot) ? log.lastIndex() : log.committed);
+  }
+
+  /**
+   * Acknowledge holding the log up to `index`. The acknowledgement carries the term of our entry
+   * at `index` (as `logTerm`, which a leader reads only on rejections) so that `ready()` can tell
+   * whether that entry is still the one we hold when the acknowledgement is released.
+   */
+  #sendAppendAck(to: NodeId, index: number): void {
+    const term = this.#log.term(index);
+    this.#send(
+      this.#msg(
+        MessageType.AppResp,
+        to,
+        this.#term,
+        term === NO_TERM ? 0 : term,
+        index,
+        NO_ENTRIES,
+        0,
+        false,
+        0,
+        '',
+      ),
+    );
   }
 
   #sendSnapResp(to: NodeId, index: number, reject: boolean, nextChunk: number): void {
@@ -1269,7 +1335,7 @@ export class RaftCore {
           MessageType.AppResp,
           this.id,
           this.#term,
-          0,
+          this.#term,
           index,
           NO_ENTRIES,
           0,
@@ -1280,7 +1346,9 @@ export class RaftCore {
         return;
       }
     }
-    pending.push(this.#msg(MessageType.AppResp, this.id, this.#term, 0, index, NO_ENTRIES, 0, false, 0, ''));
+    pending.push(
+      this.#msg(MessageType.AppResp, this.id, this.#term, this.#term, index, NO_ENTRIES, 0, false, 0, ''),
+    );
   }
 
   #maybeCommit(): boolean {

@@ -399,6 +399,15 @@ export class Checker {
       );
       return;
     }
+    // An acknowledgement names the term of the entry it acknowledges (see RaftCore): the disk must
+    // hold that very entry, not an older one at the same index.
+    if (m.logTerm > 0 && index > snapIndex && durable.term(index) !== m.logTerm) {
+      this.fail(
+        `${node.id} acknowledged index ${index} of term ${m.logTerm} to ${m.to}, but its durable ` +
+          `entry there has term ${durable.term(index)}`,
+      );
+      return;
+    }
     const leader = leaderNode(m.to);
     if (leader === undefined) return;
     // The acknowledgement says our log matches the leader's up to `index`; the leader's log only

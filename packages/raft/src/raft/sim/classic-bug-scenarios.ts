@@ -464,11 +464,20 @@ function stableToAba(mutations: Mutations): readonly string[] {
       c.heal();
       c.isolate('a');
       c.deliver((m) => m.to === 'b' && isApp(m));
+      const index = c.core('b').lastIndex;
+      const term = c.core('b').termAt(index);
       c.releaseSync('b');
+      c.flushSyncs();
+      // The replacement must survive the completion of the fsync that wrote the old entry. (Its
+      // acknowledgement is held back when the entry reverts, so the checker alone may not see it.)
+      const reverted = c.core('b').termAt(index) !== term || c.node('b').durable.term(index) !== term;
       c.stabilize();
       c.put('c', 1, 20);
       c.stabilize();
-      return problems(c);
+      return problems(
+        c,
+        reverted ? [`b's entry ${index} of term ${term} reverted to the one it replaced`] : [],
+      );
     },
   );
 }
@@ -559,6 +568,97 @@ function staleSnapshot(mutations: Mutations): readonly string[] {
   );
 }
 
+/**
+ * Found by wide sweeps (seed 83005684): an acknowledgement made while an earlier fsync was in
+ * flight must not leave once a newer leader's append replaced the entry it acknowledges. b holds
+ * a's entries 2 and 3 (3 only in memory, its acknowledgement waiting for b's next sync) when c's
+ * no-op of term 2 replaces both; b's next sync writes only c's entry 2.
+ */
+function ackOfReplacedEntry(mutations: Mutations): readonly string[] {
+  const ids = ['a', 'b', 'c', 'd', 'e'];
+  return guarded(
+    () => new ScriptedCluster({ voters: ids, raft: { ...BASE, maxSizePerMsg: ONE_ENTRY }, mutations }),
+    (c) => {
+      c.elect('a');
+      c.stabilize();
+      for (const id of ['c', 'd', 'e']) c.cut('a', id);
+      c.holdSync('b');
+      c.put('a', 1, 10);
+      c.flushSyncs();
+      c.deliver((m) => m.to === 'b' && isApp(m));
+      c.put('a', 1, 11);
+      c.flushSyncs();
+      c.deliver((m) => m.to === 'b' && isApp(m));
+      const acked = c.core('b').lastIndex;
+      c.drop(() => true);
+      c.heal();
+      c.isolate('a');
+      c.winElection('c');
+      c.deliver((m) => m.to === 'b' && isApp(m));
+      const replaced = c.core('b').termAt(acked) !== 1;
+      c.releaseSync('b');
+      c.stabilize();
+      return problems(c, replaced ? [] : [`scenario: b's entry ${acked} was not replaced`]);
+    },
+  );
+}
+
+/**
+ * Found by wide sweeps (seed 55505479): a replica that missed the membership changes making the
+ * current leader a voter, and raised its term meanwhile, must still be caught up. Its vote
+ * requests go only to the members it knows (here, removed replicas), so only its answer to the
+ * leader's heartbeat can tell the leader about its term. Without pre-vote and check-quorum.
+ */
+function staleConfigReplica(mutations: Mutations): readonly string[] {
+  const voter = (nodeId: NodeId) => ({
+    transition: ConfChangeTransition.Auto,
+    changes: [{ type: ConfChangeType.AddVoter, nodeId }],
+  });
+  const remove = (nodeId: NodeId) => ({
+    transition: ConfChangeTransition.Auto,
+    changes: [{ type: ConfChangeType.RemoveNode, nodeId }],
+  });
+  return guarded(
+    () => new ScriptedCluster({ voters: ['c', 'd', 'e'], raft: BASE, mutations }),
+    (c) => {
+      c.elect('d');
+      c.stabilize();
+      // c misses the group moving from {c, d, e} to {a, b, c}, and campaigns in vain meanwhile.
+      c.addNode('a');
+      c.addNode('b');
+      c.isolate('c');
+      for (const change of [voter('a'), voter('b')]) {
+        c.proposeConfChange('d', change);
+        c.stabilize();
+      }
+      c.transferLeader('d', 'a');
+      c.stabilize();
+      for (const change of [remove('d'), remove('e')]) {
+        c.proposeConfChange('a', change);
+        c.stabilize();
+      }
+      c.crash('d');
+      c.crash('e');
+      for (let i = 0; i < 3; i++) {
+        c.campaign('c');
+        c.stabilize();
+      }
+      c.heal();
+      const write = c.put(c.leader() ?? 'a', 1, 10);
+      for (let round = 0; round < 40 * (BASE.electionTicks ?? 10); round++) {
+        c.tickAll();
+        c.stabilize();
+      }
+      const leader = c.leader();
+      const behind =
+        leader === undefined ||
+        !c.checker.committedIndexOf(write) ||
+        c.core('c').commitIndex < c.core(leader).commitIndex;
+      return problems(c, behind ? ['c, with a stale configuration and a higher term, never caught up'] : []);
+    },
+  );
+}
+
 export const CLASSIC_BUG_SCENARIOS: readonly ClassicBugScenario[] = [
   { bug: '#1 persist before reply', mutation: 'replyBeforePersist', run: persistBeforeReply },
   {
@@ -605,6 +705,16 @@ export const CLASSIC_BUG_SCENARIOS: readonly ClassicBugScenario[] = [
   },
   { bug: '#14 randomized election timeouts', mutation: 'fixedElectionTimeout', run: electionJitter },
   { bug: '#15 bounded queues', mutation: 'unboundedQueues', run: boundedQueues },
+  {
+    bug: 'sweep: no acknowledgement of a replaced entry',
+    mutation: 'ackReplacedEntries',
+    run: ackOfReplacedEntry,
+  },
+  {
+    bug: 'sweep: a stale leader is told of a higher term',
+    mutation: 'silentToStaleLeader',
+    run: staleConfigReplica,
+  },
 ];
 
 /** Run every scenario against the correct core (NO_MUTATIONS). */
