@@ -16,6 +16,7 @@ export {
   NodeIdentityError,
   PeerAddressError,
 } from './errors.ts';
+export { libp2pLogBridge } from './libp2p-log-bridge.ts';
 export type { ClusterLibp2p, ClusterNodeOptions, ClusterServices } from './libp2p-node.ts';
 export { createClusterNode, DEFAULT_INBOUND_CONNECTIONS_PER_SECOND, listenAddress } from './libp2p-node.ts';
 export type { Libp2pTransportOptions } from './libp2p-transport.ts';

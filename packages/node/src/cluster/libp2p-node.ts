@@ -8,7 +8,9 @@ import type { Libp2p, PrivateKey } from '@libp2p/interface';
 import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { createLibp2p } from 'libp2p';
+import type { Logger } from '../logging/logger.ts';
 import type { ClusterGater } from './connection-gater.ts';
+import { libp2pLogBridge } from './libp2p-log-bridge.ts';
 import { peerMultiaddr } from './peer-address.ts';
 
 /** The libp2p services a cluster node runs (a type alias: libp2p's `ServiceMap` is an index type). */
@@ -29,6 +31,8 @@ export interface ClusterNodeOptions {
   readonly swarmKey: Uint8Array;
   /** Who may connect (members and approved joins). */
   readonly gater: ClusterGater;
+  /** Gets libp2p's error logs, refused handshakes among them (see `libp2pLogBridge`). */
+  readonly logger: Logger;
   /**
    * Inbound connections accepted per second from one IP address (default
    * `DEFAULT_INBOUND_CONNECTIONS_PER_SECOND`). libp2p's own default (5) is meant for public
@@ -50,6 +54,7 @@ export const DEFAULT_INBOUND_CONNECTIONS_PER_SECOND = 100;
 export async function createClusterNode(options: ClusterNodeOptions): Promise<ClusterLibp2p> {
   return createLibp2p<ClusterServices>({
     privateKey: options.privateKey,
+    logger: libp2pLogBridge(options.logger),
     addresses: { listen: [peerMultiaddr(options.listen).toString()] },
     transports: [tcp()],
     connectionProtector: preSharedKey({ psk: options.swarmKey }),

@@ -104,6 +104,7 @@ describe('Libp2pTransport admission and robustness', () => {
     );
     expect(atA).toEqual([]);
     expect(a.node.getConnections().filter((c) => c.remotePeer.toString() === intruder.nodeId)).toEqual([]);
+    await vi.waitFor(() => expect(warnings(a, 'handshake failed').length).toBeGreaterThan(0), WAIT);
     // The members still talk.
     await b.transport.send(a.nodeId, batch(b.nodeId, 2));
     await vi.waitFor(() => expect(atA.length).toBe(1), WAIT);

@@ -261,7 +261,7 @@ export class Libp2pTransport implements Transport {
       }
       // The batches before a bad frame are sound: deliver them, then drop the stream.
       for (const batch of batches) {
-        if (!this.#closed && stream.status === 'open') this.#receive?.(batch);
+        if (!this.#closed) this.#receive?.(batch);
       }
       if (failure !== undefined) {
         this.#log.warn({ peer, err: failure }, 'malformed raft frame from a peer: closing its stream');

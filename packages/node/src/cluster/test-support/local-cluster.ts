@@ -73,6 +73,7 @@ export class LocalCluster {
       listen: '127.0.0.1:0',
       swarmKey: swarmKeyFromSecret(options.secret ?? TEST_SECRET),
       gater,
+      logger,
     });
     const transport = await Libp2pTransport.start({
       node,
