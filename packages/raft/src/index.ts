@@ -10,11 +10,17 @@ export {
   NotLeaderError,
   ReplicatedLogError,
 } from './errors.ts';
-export { GroupAlreadyOpenError, GroupOverloadedError, PeerUnreachableError } from './group/errors.ts';
+export {
+  BarrierTimeoutError,
+  GroupAlreadyOpenError,
+  GroupOverloadedError,
+  MembershipChangeError,
+  PeerUnreachableError,
+} from './group/errors.ts';
 export type { BatchFilter } from './group/in-process-transport.ts';
 export { InProcessHub, InProcessTransport } from './group/in-process-transport.ts';
 export { decodePeerBatch, encodePeerBatch } from './group/peer-batch-codec.ts';
-export type { RaftGroupLogOptions } from './group/raft-group-log.ts';
+export type { MemberProgress, MembershipChange, RaftGroupLogOptions } from './group/raft-group-log.ts';
 export { RaftGroupLog } from './group/raft-group-log.ts';
 export type { RaftHostOptions, RaftHostStats, RaftTuning } from './group/raft-host.ts';
 export { DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_TICK_MS, RaftHost } from './group/raft-host.ts';
@@ -33,6 +39,7 @@ export type { LmdbLogStorageOptions } from './lmdb/lmdb-log-storage.ts';
 export { LmdbLogStorage, MAX_GROUP_ID_BYTES } from './lmdb/lmdb-log-storage.ts';
 export { logStoreOnEnvironment, openLogStore } from './lmdb/log-store.ts';
 export { RaftDecodeError } from './raft/errors.ts';
+export type { ConfState, NodeId } from './raft/types.ts';
 export type {
   CommandCodec,
   EntryMeta,

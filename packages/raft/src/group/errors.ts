@@ -25,3 +25,20 @@ export class GroupOverloadedError extends ReplicatedLogError {
     super('GROUP_OVERLOADED', `group ${groupId}: too many uncommitted bytes, proposal refused`);
   }
 }
+
+/**
+ * A membership change was refused: another one is still in progress, or the change does not apply
+ * to the current membership (adding a voter twice, removing a node that is not a member).
+ */
+export class MembershipChangeError extends ReplicatedLogError {
+  constructor(groupId: string, detail: string) {
+    super('MEMBERSHIP_CHANGE_REFUSED', `group ${groupId}: membership change refused: ${detail}`);
+  }
+}
+
+/** A read barrier was not confirmed by a leader in time (no leader, or cut off from it). */
+export class BarrierTimeoutError extends ReplicatedLogError {
+  constructor(groupId: string, ms: number) {
+    super('BARRIER_TIMEOUT', `group ${groupId}: no leader confirmed the commit index within ${ms} ms`);
+  }
+}

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { LogFailedError, NotLeaderError } from '../errors.ts';
 import { ProposalQueue } from '../proposal-queue.ts';
+import type { ConfChangeV2 } from '../raft/conf-change.ts';
 import { decodeConfChange } from '../raft/conf-change.ts';
 import { DropReason, invariant, ProposalDroppedError } from '../raft/errors.ts';
 import { RaftCore } from '../raft/raft-core.ts';
@@ -17,7 +18,7 @@ import type {
 } from '../raft/types.ts';
 import { EMPTY_CONF_STATE, EntryType, MessageType, message, RaftRole } from '../raft/types.ts';
 import type { CommandCodec, EntryMeta, Role, RoleChange, StateMachine } from '../replicated-log.ts';
-import { GroupOverloadedError } from './errors.ts';
+import { BarrierTimeoutError, GroupOverloadedError, MembershipChangeError } from './errors.ts';
 import {
   COMMAND_HEADER_BYTES,
   commandBytes,
@@ -100,7 +101,19 @@ interface PendingProposal<C, R> {
   readonly reject: (error: unknown) => void;
 }
 
-/** Consumed slots at the head of the pending queue before it is compacted (proposals). */
+/** A membership change this replica proposed as leader, settled when its entry applies. */
+interface PendingConfChange {
+  readonly raftIndex: number;
+  readonly term: number;
+  readonly resolve: (confState: ConfState) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** A read barrier: the commit index a leader confirmed (-1 until then), served once applied. */
+interface PendingBarrier {
+  index: number;
+  readonly resolve: () => void;
+}
 
 /**
  * One replica of a Raft group on a host: a `RaftCore` over the group's `LogStoreRaftStorage`, the
@@ -150,6 +163,9 @@ export class GroupReplica<C, R> implements HostedReplica {
   #earlyApplied = 0;
   /** A leader serves (reports 'leader') once it has applied up to its term's first entry. */
   #termStartIndex = Number.POSITIVE_INFINITY;
+  #pendingConf: PendingConfChange | undefined;
+  readonly #barriers = new Map<string, PendingBarrier>();
+  #nextBarrier = 0;
   #role: Role = 'follower';
   #roleTerm = -1;
   #roleLeader: string | undefined;
@@ -242,6 +258,88 @@ export class GroupReplica<C, R> implements HostedReplica {
     return result;
   }
 
+  /** The membership as of the applied index (a snapshot's, then each applied change's). */
+  get membership(): ConfState {
+    return this.#confState;
+  }
+
+  /**
+   * Propose a membership change (leader only); resolves with the new membership once its entry
+   * applies here. One change at a time: a second one while the first is unapplied is refused.
+   */
+  proposeConfChange(cc: ConfChangeV2): Promise<ConfState> {
+    if (this.#role !== 'leader') return Promise.reject(new NotLeaderError(this.groupId, this.core.lead));
+    if (this.quiesced) this.#host.wake(this);
+    let raftIndex: number;
+    try {
+      raftIndex = this.core.proposeConfChange(cc);
+    } catch (error) {
+      if (error instanceof ProposalDroppedError) {
+        return Promise.reject(
+          error.reason === DropReason.NotLeader || error.reason === DropReason.Transferring
+            ? new NotLeaderError(this.groupId, error.leader)
+            : new MembershipChangeError(this.groupId, error.message),
+        );
+      }
+      return Promise.reject(error);
+    }
+    const term = this.core.term;
+    const result = new Promise<ConfState>((resolve, reject) => {
+      this.#pendingConf = { raftIndex, term, resolve, reject };
+    });
+    this.#host.markDirty(this);
+    return result;
+  }
+
+  /**
+   * Wait until this replica has applied everything committed when the call was made, as a leader
+   * confirmed it (Raft's ReadIndex: on a follower the request goes to the leader). After it, reads
+   * of the local machine see every write acknowledged before the call, on any replica. Rejects
+   * with `BarrierTimeoutError` when no leader confirms within `timeoutMs`.
+   */
+  barrier(timeoutMs: number): Promise<void> {
+    if (this.#stopped) return Promise.reject(new LogFailedError(this.groupId, 'stopped'));
+    const context = `b${++this.#nextBarrier}`;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#barriers.delete(context);
+        reject(new BarrierTimeoutError(this.groupId, timeoutMs));
+      }, timeoutMs);
+      timer.unref?.();
+      this.#barriers.set(context, {
+        index: -1,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+      this.#askBarrier(context);
+    });
+  }
+
+  /** Ask the leader for the commit index of barrier `context` (again, when none was known). */
+  #askBarrier(context: string): void {
+    if (this.quiesced) this.#host.wake(this);
+    const barrier = this.#barriers.get(context);
+    if (barrier === undefined) return;
+    // Without a known leader the request is dropped at once; pump() asks again once one is known.
+    barrier.index = this.core.readIndex(context) ? -1 : -2;
+    this.#host.markDirty(this);
+  }
+
+  /** Serve the barriers whose confirmed index is applied; re-ask those that found no leader. */
+  #serveBarriers(): void {
+    if (this.#barriers.size === 0) return;
+    for (const [context, barrier] of this.#barriers) {
+      if (barrier.index >= 0 && barrier.index <= this.#appliedRaft) {
+        this.#barriers.delete(context);
+        barrier.resolve();
+      } else if (barrier.index === -2 && this.core.lead !== undefined) {
+        this.#askBarrier(context);
+      }
+    }
+  }
+
   pump(): void {
     if (this.#stopped || this.#outstanding !== undefined || !this.core.hasReady()) return;
     let rd = this.core.ready();
@@ -250,6 +348,10 @@ export class GroupReplica<C, R> implements HostedReplica {
     if (rd.snapshot !== undefined) rd = { ...rd, snapshot: this.#incomingSnapshot(rd.snapshot) };
     this.#outstanding = rd;
     this.#earlyApplied = 0;
+    for (const rs of rd.readStates) {
+      const barrier = this.#barriers.get(rs.context);
+      if (barrier !== undefined) barrier.index = rs.index;
+    }
     if (rd.softState !== undefined) this.#onSoftState(rd.softState);
     const host = this.#host;
     for (const m of rd.messages) host.send(this.groupId, m);
@@ -294,6 +396,7 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.core.advance();
     this.#storage.trimCache(this.#appliedRaft);
     this.#updateRole();
+    this.#serveBarriers();
     host.markDirty(this);
     this.#events.onProgress();
   }
@@ -371,6 +474,7 @@ export class GroupReplica<C, R> implements HostedReplica {
       proposal.reject(error);
     }
     if (bytes > 0) this.#host.account(-bytes);
+    this.#settleConfChange(Number.POSITIVE_INFINITY, error);
   }
 
   fail(error: Error): void {
@@ -405,9 +509,15 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.#appliedRaft = entry.index;
     if (entry.type === EntryType.ConfChange) {
       this.#confState = this.core.applyConfChange(decodeConfChange(entry.data));
+      const pending = this.#pendingConf;
+      if (pending !== undefined && pending.raftIndex === entry.index && pending.term === entry.term) {
+        this.#pendingConf = undefined;
+        pending.resolve(this.#confState);
+      }
       this.#settleLost(entry.index);
       return;
     }
+    this.#settleConfChange(entry.index, new NotLeaderError(this.groupId, this.core.lead));
     const data = entry.data;
     if (!isCommandEntry(data)) {
       this.#settleLost(entry.index);
@@ -438,6 +548,17 @@ export class GroupReplica<C, R> implements HostedReplica {
     } catch {
       // Deterministic: the leader's apply threw the same way and rejected its proposal.
     }
+  }
+
+  /**
+   * A membership change proposed at or below `index` that did not apply as ours (another entry
+   * took its index, a snapshot covered it, the replica stopped) fails with `error`.
+   */
+  #settleConfChange(index: number, error: unknown): void {
+    const pending = this.#pendingConf;
+    if (pending === undefined || pending.raftIndex > index) return;
+    this.#pendingConf = undefined;
+    pending.reject(error);
   }
 
   /** The entry at `index` is not a command of ours: a proposal waiting there was lost. */
@@ -495,6 +616,7 @@ export class GroupReplica<C, R> implements HostedReplica {
       () => `group ${this.groupId}: a snapshot without machine state cannot replace applied state`,
     );
     this.#adoptSnapshot(snapshot, content);
+    this.#settleConfChange(snapshot.meta.index, new NotLeaderError(this.groupId, this.core.lead));
     // Proposals at or below the snapshot were decided without us seeing them: unknown outcome.
     while (true) {
       const proposal = this.#pending.peek();

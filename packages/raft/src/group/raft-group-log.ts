@@ -1,7 +1,16 @@
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import { LogClosedError, LogCorruptedError, LogFailedError, notOpenError } from '../errors.ts';
-import type { NodeId } from '../raft/types.ts';
+import {
+  LogClosedError,
+  LogCorruptedError,
+  LogFailedError,
+  NotLeaderError,
+  notOpenError,
+} from '../errors.ts';
+import type { ConfChangeV2 } from '../raft/conf-change.ts';
+import { ConfChangeTransition, ConfChangeType } from '../raft/conf-change.ts';
+import type { ConfState, NodeId } from '../raft/types.ts';
+import { EMPTY_CONF_STATE } from '../raft/types.ts';
 import type { CommandCodec, ReplicatedLog, Role, RoleChange, StateMachine } from '../replicated-log.ts';
 import { RoleListeners } from '../role-listeners.ts';
 import {
@@ -30,7 +39,37 @@ export interface RaftGroupLogOptions {
    * election timeout.
    */
   readonly campaignOnOpen?: boolean;
+  /**
+   * Open a replica for a group this node is joining: with nothing stored it starts with an empty
+   * membership (no voters; it never campaigns) and waits for the group's leader, which adds it as a
+   * learner and sends it the log or a snapshot. `voters` is ignored.
+   */
+  readonly join?: boolean;
 }
+
+/** One change of a group's membership. */
+export interface MembershipChange {
+  readonly type: 'addVoter' | 'addLearner' | 'remove';
+  readonly nodeId: NodeId;
+}
+
+/** How far a member has replicated, as the leader sees it. */
+export interface MemberProgress {
+  /** Highest index known to be on the member's disk. */
+  readonly match: number;
+  /** Heard from within the last election timeout. */
+  readonly active: boolean;
+}
+
+function memberSet(conf: ConfState): Set<NodeId> {
+  return new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners, ...conf.learnersNext]);
+}
+
+const CHANGE_TYPES = {
+  addVoter: ConfChangeType.AddVoter,
+  addLearner: ConfChangeType.AddLearner,
+  remove: ConfChangeType.RemoveNode,
+} as const;
 
 /**
  * A replica of a Raft group as a `ReplicatedLog`: what a queue actor or the metadata store runs on,
@@ -61,6 +100,7 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   readonly #voters: readonly NodeId[];
   readonly #clock: Clock;
   readonly #campaign: boolean;
+  readonly #join: boolean;
   readonly #roles = new RoleListeners();
   #state: 'new' | 'opening' | 'open' | 'closed' | 'failed' = 'new';
   #failure: Error | undefined;
@@ -73,10 +113,11 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     this.groupId = groupId;
     this.#codec = codec;
     this.#host = options.host;
-    this.#voters = options.voters ?? [options.host.nodeId];
+    this.#join = options.join ?? false;
+    this.#voters = this.#join ? [] : (options.voters ?? [options.host.nodeId]);
     this.#clock = options.clock ?? systemClock;
-    this.#campaign = options.campaignOnOpen ?? this.#isSingleVoter();
-    if (this.#voters.length === 0) throw new RangeError(`group ${groupId}: no voters`);
+    this.#campaign = !this.#join && (options.campaignOnOpen ?? this.#isSingleVoter());
+    if (this.#voters.length === 0 && !this.#join) throw new RangeError(`group ${groupId}: no voters`);
   }
 
   /** Lifecycle of this log object. */
@@ -91,6 +132,62 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   /** The Raft index this replica has applied up to (tests and diagnostics). */
   get appliedIndex(): number {
     return this.#replica?.appliedIndex ?? 0;
+  }
+
+  /** The membership as of the applied index (empty before `open`). */
+  get membership(): ConfState {
+    return this.#replica?.membership ?? EMPTY_CONF_STATE;
+  }
+
+  /** The leader this replica knows of, if any (itself when it leads). */
+  get leader(): NodeId | undefined {
+    return this.#state === 'open' ? this.#replica?.core.lead : undefined;
+  }
+
+  /** Replication progress of every member, while this replica leads (else empty). */
+  progress(): ReadonlyMap<NodeId, MemberProgress> {
+    const out = new Map<NodeId, MemberProgress>();
+    const replica = this.#replica;
+    if (this.#state !== 'open' || replica === undefined) return out;
+    for (const [id, pr] of replica.core.status().progress) {
+      out.set(id, { match: pr.match, active: id === this.#host.nodeId || pr.recentActive });
+    }
+    return out;
+  }
+
+  /**
+   * Change the group's membership (on the leader; elsewhere `NotLeaderError` with the leader's
+   * id). Several changes at once go through a joint configuration, left automatically. Resolves
+   * with the new membership once the change is applied here; `MembershipChangeError` when another
+   * change is in progress or this one does not apply.
+   */
+  async changeMembership(changes: readonly MembershipChange[]): Promise<ConfState> {
+    if (this.#state !== 'open') throw this.#notOpenError();
+    const replica = this.#replica as GroupReplica<C, R>;
+    const members = memberSet(replica.membership);
+    if (changes.some((change) => change.type !== 'remove' && !members.has(change.nodeId))) {
+      // A joiner's replica starts from an empty membership at index 0, not from the one this
+      // group started with: it must receive a snapshot (which carries the membership), never the
+      // log from index 1. Compacting first puts the start of the log behind a snapshot.
+      if (replica.role !== 'leader') throw new NotLeaderError(this.groupId, replica.core.lead);
+      await this.compact();
+    }
+    const cc: ConfChangeV2 = {
+      transition: ConfChangeTransition.Auto,
+      changes: changes.map((change) => ({ type: CHANGE_TYPES[change.type], nodeId: change.nodeId })),
+      context: '',
+    };
+    return replica.proposeConfChange(cc);
+  }
+
+  /**
+   * Resolves once this replica has applied every entry committed before the call, as the group's
+   * leader confirmed it: afterwards the local machine reflects every write acknowledged anywhere
+   * before the call. Rejects with `BarrierTimeoutError` after `timeoutMs` without a leader's answer.
+   */
+  barrier(timeoutMs: number): Promise<void> {
+    if (this.#state !== 'open') return Promise.reject(this.#notOpenError());
+    return (this.#replica as GroupReplica<C, R>).barrier(timeoutMs);
   }
 
   async open(machine: StateMachine<C, R>): Promise<void> {
@@ -108,6 +205,8 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
           ...singleVoter(host.nodeId),
           voters: [...this.#voters].sort(),
         });
+      } else if (format === 'single-voter' && this.#join) {
+        throw new LogCorruptedError(this.groupId, 'single-voter data cannot join a group');
       } else if (format === 'single-voter') {
         if (!this.#isSingleVoter()) {
           throw new LogCorruptedError(this.groupId, 'single-voter data cannot seed a multi-voter group');

@@ -1,0 +1,140 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CounterCommand, CounterResult } from '../compliance/index.ts';
+import { CounterMachine, counterCodec } from '../compliance/index.ts';
+import { NotLeaderError } from '../errors.ts';
+import { openLogStore } from '../lmdb/log-store.ts';
+import type { LogStore } from '../storage/log-store.ts';
+import { BarrierTimeoutError, MembershipChangeError } from './errors.ts';
+import { InProcessHub } from './in-process-transport.ts';
+import type { RaftGroupLog } from './raft-group-log.ts';
+import { RaftHost } from './raft-host.ts';
+
+type CounterLog = RaftGroupLog<CounterCommand, CounterResult>;
+
+/** Hosts n1..nN on their own LMDB stores, over one in-process hub. */
+class Hosts {
+  readonly hub = new InProcessHub();
+  readonly dirs: string[] = [];
+  readonly stores: LogStore[] = [];
+  readonly hosts = new Map<string, RaftHost>();
+
+  constructor(ids: readonly string[]) {
+    for (const id of ids) {
+      const dir = mkdtempSync(join(tmpdir(), `styx-membership-${id}-`));
+      const store = openLogStore(dir);
+      this.dirs.push(dir);
+      this.stores.push(store);
+      this.hosts.set(
+        id,
+        new RaftHost({ nodeId: id, logStore: store, transport: this.hub.connect(id), tickMs: 10 }),
+      );
+    }
+  }
+
+  host(id: string): RaftHost {
+    return this.hosts.get(id) as RaftHost;
+  }
+
+  async close(): Promise<void> {
+    for (const host of this.hosts.values()) await host.close();
+    for (const store of this.stores) await store.close();
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function eventually(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** Add `id` (whose replica opened with `join`) as a learner, wait until it caught up, promote it. */
+async function grow(leader: CounterLog, id: string): Promise<void> {
+  await leader.changeMembership([{ type: 'addLearner', nodeId: id }]);
+  const target = leader.appliedIndex;
+  await eventually(() => (leader.progress().get(id)?.match ?? 0) >= target);
+  await leader.changeMembership([{ type: 'addVoter', nodeId: id }]);
+}
+
+describe('RaftGroupLog membership', () => {
+  let hosts: Hosts;
+
+  beforeEach(() => {
+    hosts = new Hosts(['n1', 'n2', 'n3']);
+  });
+
+  afterEach(async () => {
+    await hosts.close();
+  });
+
+  it('grows a one-voter group to three voters; joiners catch up from a snapshot and serve barriers', async () => {
+    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
+    await first.open(new CounterMachine());
+    for (let i = 1; i <= 5; i++) await first.propose({ add: i });
+
+    const machines = new Map<string, CounterMachine>();
+    const logs = new Map<string, CounterLog>();
+    for (const id of ['n2', 'n3']) {
+      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
+      const machine = new CounterMachine();
+      await log.open(machine);
+      expect(log.membership.voters).toEqual([]);
+      machines.set(id, machine);
+      logs.set(id, log);
+      await grow(first, id);
+    }
+    expect([...first.membership.voters].sort()).toEqual(['n1', 'n2', 'n3']);
+    await first.propose({ add: 100 });
+    for (const [id, log] of logs) {
+      await log.barrier(2000);
+      expect(machines.get(id)?.state.total, id).toBe(115);
+      expect([...log.membership.voters].sort()).toEqual(['n1', 'n2', 'n3']);
+      expect(log.leader).toBe('n1');
+      await expect(log.propose({ add: 1 })).rejects.toBeInstanceOf(NotLeaderError);
+      await expect(log.changeMembership([{ type: 'remove', nodeId: 'n1' }])).rejects.toBeInstanceOf(
+        NotLeaderError,
+      );
+    }
+  });
+
+  it('refuses a change that does not apply (removing the only voter)', async () => {
+    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
+    await first.open(new CounterMachine());
+    await expect(first.changeMembership([{ type: 'remove', nodeId: 'n1' }])).rejects.toBeInstanceOf(
+      MembershipChangeError,
+    );
+    expect(first.membership.voters).toEqual(['n1']);
+  });
+
+  it('hands leadership over when the leader removes itself, and the group goes on', async () => {
+    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
+    await first.open(new CounterMachine());
+
+    await first.propose({ add: 1 });
+    const others = new Map<string, CounterLog>();
+    for (const id of ['n2', 'n3']) {
+      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
+      await log.open(new CounterMachine());
+      others.set(id, log);
+      await grow(first, id);
+    }
+    await first.changeMembership([{ type: 'remove', nodeId: 'n1' }]);
+    await eventually(() => first.role === 'removed');
+    const n2 = others.get('n2') as CounterLog;
+    const n3 = others.get('n3') as CounterLog;
+    await eventually(() => n2.role === 'leader' || n3.role === 'leader');
+    const leader = n2.role === 'leader' ? n2 : n3;
+    const result = await leader.propose({ add: 10 });
+    expect(result.total).toBe(11);
+    expect([...leader.membership.voters].sort()).toEqual(['n2', 'n3']);
+  });
+
+  it('a barrier without any reachable leader times out', async () => {
+    const joiner = hosts
+      .host('n2')
+      .createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
+    await joiner.open(new CounterMachine());
+    await expect(joiner.barrier(100)).rejects.toBeInstanceOf(BarrierTimeoutError);
+  });
+});
