@@ -45,6 +45,12 @@ describe('sim CLI', () => {
     expect(lines.at(-1)).toMatch(/violations: [1-9]\d*$/);
   });
 
+  it('takes the `--` pnpm hands on (npx -y pnpm@10 raft:sweep -- --start S)', () => {
+    const { status, lines } = sim('--seeds', '100000', '--', '--seeds', '2', '--start', '7', '--steps', '300');
+    expect(status).toBe(0);
+    expect(lines.at(-1)).toMatch(/^sim: 2 seeds x 300 steps .*violations: 0$/);
+  });
+
   it('refuses bad arguments', () => {
     expect(sim('--seeds', '0').status).toBe(2);
     expect(sim('--mutation', 'nope').status).toBe(2);
