@@ -83,6 +83,8 @@ const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, Fiel
     definition: 'object',
   },
   clearPolicy: { vhost: 'string', name: 'string' },
+  addClusterNode: { id: 'string', peerId: 'string', name: 'string', address: 'string' },
+  forgetClusterNode: { node: 'string' },
 };
 
 function fits(spec: FieldSpec, v: unknown): boolean {

@@ -20,6 +20,7 @@
  * - Policies are validated whole (policy-definition.ts): a bad pattern, apply-to, priority or
  *   definition is 406 with the reason; clearing a missing policy is 404 (RabbitMQ's "Parameter
  *   does not exist"). Which policy applies to a resource: policy-match.ts.
+ * - The cluster's members and forgotten nodes: cluster-membership.ts.
  */
 
 import type { FieldTable } from '@styx/client/wire';
@@ -28,6 +29,8 @@ import type { EntryMeta, StateMachine } from '@styx/raft';
 import { createRoutingIndex } from '../router/create-index.ts';
 import type { HeadersPattern } from '../router/headers-match.ts';
 import { parseHeadersPattern } from '../router/headers-match.ts';
+import type { ClusterNodeRow } from './cluster-membership.ts';
+import { ClusterMembership } from './cluster-membership.ts';
 import { checkCommandShape } from './command-shape.ts';
 import {
   argumentsEquivalent,
@@ -55,6 +58,7 @@ import type { BindingEntry, ExchangeNode, QueueNode, VhostNode } from './state.t
 import type {
   BindCommand,
   BindingRecord,
+  ClusterNodeRecord,
   DestinationKind,
   ExchangeRecord,
   ExchangeType,
@@ -89,11 +93,12 @@ const EXCHANGE_EQUIVALENCE_KEYS: readonly string[] = ['alternate-exchange'];
 const EMPTY_TABLE: FieldTable = Object.freeze({ entries: [] }) as unknown as FieldTable;
 
 /**
- * Snapshot format version. Version 2 added policies (`policies` in each vhost); restore also reads
- * version 1 (no policies) and refuses others.
+ * Snapshot format version. Version 2 added policies (`policies` in each vhost), version 3 the
+ * cluster's members (`clusterNodes`, `forgottenNodes`); restore also reads versions 1 and 2 (no
+ * policies, no members) and refuses others.
  */
-const SNAPSHOT_VERSION = 2;
-const READABLE_SNAPSHOT_VERSIONS: readonly number[] = [1, 2];
+const SNAPSHOT_VERSION = 3;
+const READABLE_SNAPSHOT_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** A snapshot that cannot be restored: corrupt storage or a newer format. Never expected. */
 export class SnapshotFormatError extends Error {
@@ -190,8 +195,9 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
   private readonly permissionsByUser = new Map<string, Map<string, PermissionRecord>>();
   /** connection id → its exclusive queues (one connection uses one vhost). */
   private readonly exclusiveByOwner = new Map<string, Set<QueueNode>>();
+  private readonly membership = new ClusterMembership();
 
-  apply(command: MetadataCommand, _meta?: EntryMeta): MetadataReply {
+  apply(command: MetadataCommand, meta?: EntryMeta): MetadataReply {
     const bad = checkCommandShape(command);
     if (bad !== undefined) return bad;
     switch (command.type) {
@@ -225,6 +231,10 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         return this.setPolicy(command);
       case 'clearPolicy':
         return this.clearPolicy(command.vhost, command.name);
+      case 'addClusterNode':
+        return this.membership.add(command, meta?.ts ?? 0);
+      case 'forgetClusterNode':
+        return this.membership.forget(command.node);
     }
   }
 
@@ -310,6 +320,26 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
     return vh === undefined || vh.policies.size === 0
       ? undefined
       : selectPolicy(vh.policies.values(), kind, name);
+  }
+
+  /** The cluster's members, oldest first (empty until the cluster layer records this node). */
+  clusterNodes(): ClusterNodeRecord[] {
+    return this.membership.nodes();
+  }
+
+  /** The member with this node id, else the member with this name. */
+  clusterNode(idOrName: string): ClusterNodeRecord | undefined {
+    return this.membership.node(idOrName);
+  }
+
+  /** Whether this node id or peer id belonged to a member removed by forgetClusterNode. */
+  isForgotten(idOrPeerId: string): boolean {
+    return this.membership.isForgotten(idOrPeerId);
+  }
+
+  /** The node ids and peer ids of forgotten members, in the order they were forgotten. */
+  forgottenNodes(): string[] {
+    return this.membership.forgotten();
   }
 
   /** The vhost's graph, for the router. Internal: callers must not modify it. */
@@ -798,7 +828,17 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
     }));
     const users = Array.from(this.usersByName.values(), (u) => [u.name, u.passwordHash, u.tags]);
     const permissions = this.allPermissions().map((p) => [p.user, p.vhost, p.configure, p.write, p.read]);
-    const json = JSON.stringify({ version: SNAPSHOT_VERSION, vhosts, users, permissions }, fieldJsonReplacer);
+    const json = JSON.stringify(
+      {
+        version: SNAPSHOT_VERSION,
+        vhosts,
+        users,
+        permissions,
+        clusterNodes: this.membership.snapshotNodes(),
+        forgottenNodes: this.membership.forgotten(),
+      },
+      fieldJsonReplacer,
+    );
     return new TextEncoder().encode(json);
   }
 
@@ -834,6 +874,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         }
         byVhost.set(vhost, { user, vhost, configure, write, read });
       }
+      this.membership.restore(data.clusterNodes, data.forgottenNodes);
     } catch (err) {
       if (err instanceof SnapshotFormatError) throw err;
       throw new SnapshotFormatError('metadata snapshot has an unexpected shape', { cause: err });
@@ -914,4 +955,8 @@ interface SnapshotData {
   readonly vhosts: readonly SnapshotVhost[];
   readonly users: readonly [string, string, readonly string[]][];
   readonly permissions: readonly [string, string, string, string, string][];
+  /** Absent before version 3. */
+  readonly clusterNodes?: readonly ClusterNodeRow[];
+  /** Absent before version 3. */
+  readonly forgottenNodes?: readonly string[];
 }

@@ -119,6 +119,23 @@ export interface PolicyRecord {
   readonly definition: PolicyDefinition;
 }
 
+/**
+ * A member of the cluster: one node, as the metadata group records it. The cluster layer admits
+ * peers, routes Raft traffic and sizes the metadata group's voters from this table alone.
+ */
+export interface ClusterNodeRecord {
+  /** The node's Raft node id (unique, never reused once forgotten). */
+  readonly id: string;
+  /** The node's libp2p peer id (unique, never reused once forgotten). */
+  readonly peerId: string;
+  /** The node's readable name (`styx server --node-name`), unique in the cluster. */
+  readonly name: string;
+  /** Where other nodes reach it: its cluster listen address, `HOST:PORT`. */
+  readonly address: string;
+  /** When it first joined: the `ts` of the entry that added it, ms since the epoch. */
+  readonly joinedAt: number;
+}
+
 // ---------------------------------------------------------------------------------------- commands
 
 /**
@@ -219,7 +236,24 @@ export type MetadataCommand =
       readonly definition: Readonly<Record<string, unknown>>;
     }
   /** Removes a policy; 404 if there is none of that name in the vhost. */
-  | { readonly type: 'clearPolicy'; readonly vhost: string; readonly name: string };
+  | { readonly type: 'clearPolicy'; readonly vhost: string; readonly name: string }
+  /**
+   * Records a node as a member of the cluster, or updates the name and address of the member with
+   * this id and peer id (a restart). 406 when the id or peer id was forgotten, when either belongs
+   * to another member, or when another member has the name (see cluster-membership.ts).
+   */
+  | {
+      readonly type: 'addClusterNode';
+      readonly id: string;
+      readonly peerId: string;
+      readonly name: string;
+      readonly address: string;
+    }
+  /**
+   * Removes a member (rabbitmqctl's forget_cluster_node), named by id or by name; its id and peer
+   * id may never join again. 404 for an unknown node; 406 for the last member.
+   */
+  | { readonly type: 'forgetClusterNode'; readonly node: string };
 
 export interface BindCommand {
   readonly type: 'bind';

@@ -25,6 +25,19 @@ describe('jsonCommandCodec', () => {
     expect(bytes?.byteArray).toBeInstanceOf(Uint8Array);
   });
 
+  it('round-trips the cluster membership commands', () => {
+    const add = {
+      type: 'addClusterNode',
+      id: '12D3KooWQ',
+      peerId: '12D3KooWQ',
+      name: 'styx@host-a',
+      address: '[::1]:25680',
+    };
+    const forget = { type: 'forgetClusterNode', node: 'styx@host-a' };
+    expect(roundTrip(add)).toStrictEqual(add);
+    expect(roundTrip(forget)).toStrictEqual(forget);
+  });
+
   it('keeps what plain JSON loses: undefined, NaN, ±Infinity, -0, byte arrays', () => {
     const command = {
       missing: undefined,
