@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Broker } from '../broker/broker.ts';
 import { silentLogger } from '../logging/logger.ts';
 import { ManagementServer } from '../management/management-server.ts';
+import { FakeClusterView } from '../management/test-support/fake-cluster-view.ts';
 import { CTL_USAGE, ctlCommand } from './ctl-command.ts';
 
 interface Run {
@@ -269,6 +270,120 @@ describe('exchanges and bindings', () => {
         '\texchange\tq\tqueue\tq\t{}\n' +
         'amq.topic\texchange\tq\tqueue\tk.#\t{}\n',
     );
+  });
+});
+
+describe('cluster_status, join_cluster and forget_cluster_node', () => {
+  let view: FakeClusterView;
+  let clustered: ManagementServer;
+  /** `ctl` against the node whose cluster is `view`. */
+  const onCluster = (...argv: string[]): Promise<Run> => ctl(...argv, '--node', clustered.url as string);
+
+  beforeEach(async () => {
+    view = new FakeClusterView();
+    clustered = new ManagementServer({ broker, logger: silentLogger(), cluster: view });
+    await clustered.start('127.0.0.1', 0);
+  });
+
+  afterEach(async () => {
+    await clustered.close();
+  });
+
+  it('shows the members, the running ones and the metadata leader as rabbitmqctl does', async () => {
+    expect(await onCluster('cluster_status')).toEqual({
+      code: 0,
+      stdout:
+        'Cluster status of node styx-1 ...\n' +
+        'Disk Nodes\n\nstyx-1\nstyx-2\nstyx-3\n\n' +
+        'Running Nodes\n\nstyx-1\nstyx-3\n\n' +
+        'Metadata Leader\n\nstyx-1\n\n' +
+        'Members\n\n' +
+        'name\tid\tcluster_address\trunning\tmetadata_role\n' +
+        'styx-1\tid-1\t10.0.0.1:25680\ttrue\tvoter\n' +
+        'styx-2\tid-2\t10.0.0.2:25680\tfalse\tvoter\n' +
+        'styx-3\tid-3\t10.0.0.3:25680\ttrue\tlearner\n',
+      stderr: '',
+    });
+    view.leader = undefined;
+    const quiet = await onCluster('cluster_status', '-q');
+    expect(quiet.stdout).toMatch(/^Disk Nodes\n/);
+    expect(quiet.stdout).toContain('Metadata Leader\n\n(none)\n');
+  });
+
+  it('prints one JSON object with --formatter json', async () => {
+    const r = await onCluster('cluster_status', '--formatter', 'json');
+    expect(r.code).toBe(0);
+    const status = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(status).toMatchObject({
+      node: 'styx-1',
+      node_id: 'id-1',
+      disk_nodes: ['styx-1', 'styx-2', 'styx-3'],
+      running_nodes: ['styx-1', 'styx-3'],
+      metadata_leader: 'styx-1',
+    });
+    expect((status.members as unknown[])[2]).toMatchObject({ name: 'styx-3', metadata_role: 'learner' });
+  });
+
+  it('shows a node without clustering as a cluster of one', async () => {
+    const r = await ctl('cluster_status', '-q');
+    expect(r.stdout).toBe(
+      'Disk Nodes\n\nctl-test\n\nRunning Nodes\n\nctl-test\n\nMetadata Leader\n\nctl-test\n\n' +
+        'Members\n\nname\tid\tcluster_address\trunning\tmetadata_role\nctl-test\tctl-test\t\ttrue\tvoter\n',
+    );
+  });
+
+  it('joins the cluster of a HOST:PORT and forgets nodes by name or id', async () => {
+    const url = clustered.url as string;
+    expect(await onCluster('join_cluster', '10.0.0.9:25680')).toEqual({
+      code: 0,
+      stdout: `Clustering node ${url} with 10.0.0.9:25680 ...\n`,
+      stderr: '',
+    });
+    expect(await onCluster('forget_cluster_node', 'styx-2')).toEqual({
+      code: 0,
+      stdout: 'Removing node styx-2 from the cluster ...\n',
+      stderr: '',
+    });
+    expect((await onCluster('forget_cluster_node', 'id-3', '-q')).stdout).toBe('');
+    expect(view.joined).toEqual(['10.0.0.9:25680']);
+    expect(view.forgotten).toEqual(['styx-2', 'id-3']);
+  });
+
+  it("prints the node's refusal and exits 1", async () => {
+    expect(await onCluster('forget_cluster_node', 'nope', '-q')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "styx ctl: Error: no cluster node 'nope'\n",
+    });
+    const alone = await ctl('join_cluster', '10.0.0.9:25680', '-q');
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toBe(
+      'styx ctl: Error: cannot join a cluster: clustering is not enabled on this node (start it with ' +
+        '--cluster-listen HOST:PORT)\n',
+    );
+  });
+
+  it('refuses a bad address or a missing argument with exit 2 and the command usage', async () => {
+    const bad = await onCluster('join_cluster', 'node-b');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(
+      /^styx ctl: 'node-b' is not HOST:PORT .*\n\nUsage: styx ctl join_cluster HOST:PORT\n/,
+    );
+    const none = await onCluster('forget_cluster_node');
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/^styx ctl: forget_cluster_node takes 1 argument, got 0/);
+    expect(view.joined).toEqual([]);
+  });
+
+  it('explains each verb with --help', async () => {
+    expect((await ctl('cluster_status', '--help')).stdout).toMatch(
+      /^Usage: styx ctl cluster_status\n\nshow the cluster the node belongs to/,
+    );
+    expect((await ctl('join_cluster', '--help')).stdout).toContain('--cluster-listen address');
+    expect((await ctl('forget_cluster_node', '--help')).stdout).toContain('may never rejoin');
+    for (const verb of ['cluster_status', 'join_cluster HOST:PORT', 'forget_cluster_node NODE']) {
+      expect(CTL_USAGE).toContain(`  ${verb}\n`);
+    }
   });
 });
 

@@ -12,6 +12,7 @@
  * Exit codes: 0 done; 1 refused by the node (its reason is printed); 2 bad usage; 69 the node is not
  * reachable; 75 the node did not answer within --timeout.
  */
+import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
 
 /** The management API's default address (styx server --management-port, --management-host). */
@@ -84,7 +85,11 @@ interface Context {
   readonly priority: string | undefined;
   readonly applyTo: string | undefined;
   readonly io: CtlIo;
-  request(method: 'GET' | 'PUT' | 'DELETE', path: readonly string[], body?: unknown): Promise<unknown>;
+  request(
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    path: readonly string[],
+    body?: unknown,
+  ): Promise<unknown>;
 }
 
 // ---------------------------------------------------------------------------------- columns
@@ -162,6 +167,14 @@ const PERMISSION_COLUMNS: readonly Column[] = ['user', 'configure', 'write', 're
 
 const USER_COLUMNS: readonly Column[] = [field('user', 'name'), field('tags')];
 
+const MEMBER_COLUMNS: readonly Column[] = [
+  field('name'),
+  field('id'),
+  field('cluster_address'),
+  field('running'),
+  field('metadata_role'),
+];
+
 const VHOST_COLUMNS: readonly Column[] = [
   field('name'),
   field('messages'),
@@ -237,6 +250,51 @@ function arg(args: readonly string[], i: number): string {
 
 async function list(ctx: Context, path: readonly string[]): Promise<Row[]> {
   return (await ctx.request('GET', path)) as Row[];
+}
+
+/** GET /api/cluster as cluster-api.ts answers it. */
+interface ClusterJson {
+  readonly self: { readonly id: string; readonly name: string };
+  readonly metadata_leader: { readonly id: string; readonly name: string | null } | null;
+  readonly members: readonly Row[];
+}
+
+/**
+ * rabbitmqctl cluster_status's sections (disk nodes, running nodes), then the metadata leader and
+ * a table of the members; `--formatter json` prints one object with the same content.
+ */
+function printClusterStatus(ctx: Context, status: ClusterJson): void {
+  const names = (rows: readonly Row[]): string[] => rows.map((m) => String(m.name));
+  const running = names(status.members.filter((m) => m.running === true));
+  const leader = status.metadata_leader;
+  const leaderName = leader === null ? null : (leader.name ?? leader.id);
+  if (ctx.json) {
+    const out = {
+      node: status.self.name,
+      node_id: status.self.id,
+      disk_nodes: names(status.members),
+      running_nodes: running,
+      metadata_leader: leaderName,
+      members: status.members,
+    };
+    ctx.io.stdout(`${JSON.stringify(out, null, 2)}\n`);
+    return;
+  }
+  announce(ctx, `Cluster status of node ${status.self.name} ...`);
+  const section = (title: string, lines: readonly string[]): string =>
+    `${title}\n\n${lines.length === 0 ? '(none)' : lines.join('\n')}\n`;
+  const table = [
+    MEMBER_COLUMNS.map(([name]) => name).join('\t'),
+    ...status.members.map((row) => MEMBER_COLUMNS.map(([, read]) => cell(read(row))).join('\t')),
+  ];
+  ctx.io.stdout(
+    [
+      section('Disk Nodes', names(status.members)),
+      section('Running Nodes', running),
+      section('Metadata Leader', leaderName === null ? [] : [leaderName]),
+      section('Members', table),
+    ].join('\n'),
+  );
 }
 
 /** The user record, or a refusal naming the user (404) — for commands that must not create it. */
@@ -470,6 +528,48 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       await ctx.request('DELETE', ['permissions', ctx.vhost, user]);
     },
   },
+  cluster_status: {
+    usage: '',
+    summary:
+      'show the cluster the node belongs to: its members (disk nodes), those this node reaches now ' +
+      '(running nodes), the leader of the metadata group, and per member its id, cluster address and ' +
+      'role in the metadata group (voter, learner or none). A node started without --cluster-listen is ' +
+      'a cluster of one',
+    min: 0,
+    max: 0,
+    async run(ctx) {
+      printClusterStatus(ctx, (await ctx.request('GET', ['cluster'])) as ClusterJson);
+    },
+  },
+  join_cluster: {
+    usage: 'HOST:PORT',
+    summary:
+      'make the node (--node) join the cluster that the node listening for cluster peers at HOST:PORT ' +
+      "(its --cluster-listen address) belongs to. The node must have clustering enabled and the cluster's " +
+      'secret',
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      const address = arg(args, 0);
+      const problem = clusterAddressProblem(address);
+      if (problem !== undefined) throw new UsageError(problem);
+      announce(ctx, `Clustering node ${ctx.node} with ${address} ...`);
+      await ctx.request('POST', ['cluster', 'join'], { address });
+    },
+  },
+  forget_cluster_node: {
+    usage: 'NODE',
+    summary:
+      'remove a member from the cluster for good, named by its node name or id (run it on another ' +
+      'member). The forgotten node may never rejoin under that identity: to bring the machine back, ' +
+      'start it with an empty data dir',
+    min: 1,
+    max: 1,
+    async run(ctx, args) {
+      announce(ctx, `Removing node ${arg(args, 0)} from the cluster ...`);
+      await ctx.request('DELETE', ['cluster', 'nodes', arg(args, 0)]);
+    },
+  },
 };
 
 export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]
@@ -491,7 +591,7 @@ function commandUsage(name: string, spec: CommandSpec): string {
       ? ''
       : '\n  --priority N            policy priority, an integer; the highest matching policy applies (default: 0)' +
         '\n  --apply-to KIND         queues, exchanges or all (default: all)';
-  return `Usage: styx ctl ${name} ${spec.usage}\n\n${spec.summary}\n\n${GLOBAL_OPTIONS}${extra}`;
+  return `${`Usage: styx ctl ${name} ${spec.usage}`.trimEnd()}\n\n${spec.summary}\n\n${GLOBAL_OPTIONS}${extra}`;
 }
 
 // ---------------------------------------------------------------------------------- http

@@ -4,6 +4,7 @@
  * management API sends.
  */
 import { ReplyCode } from '@styx/client/wire';
+import { ClusterError } from '../cluster/errors.ts';
 import type { MetadataError } from '../metadata/types.ts';
 
 /** The `error` field of an error reply, one per failure mode. */
@@ -14,7 +15,8 @@ export type ApiErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
-  | 'internal_error';
+  | 'internal_error'
+  | 'service_unavailable';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -78,4 +80,24 @@ export function fromMetadataError(error: MetadataError): ApiError {
   if (error.code === ReplyCode.NOT_FOUND) return notFound(error.text);
   if (error.code === ReplyCode.ACCESS_REFUSED) return forbidden(error.text);
   return badRequest(error.text);
+}
+
+/**
+ * A ClusterView refusal as an HTTP error (see cluster-view.ts): an unknown node is 404, a refused
+ * change or a node without clustering 400, no reachable metadata leader 503. Anything else is
+ * returned as it is (a 500 when thrown).
+ */
+export function fromClusterError(error: unknown): unknown {
+  if (!(error instanceof ClusterError)) return error;
+  switch (error.code) {
+    case 'CLUSTER_NODE_NOT_FOUND':
+      return notFound(error.message);
+    case 'CLUSTERING_DISABLED':
+    case 'CLUSTER_CHANGE_REFUSED':
+      return badRequest(error.message);
+    case 'CLUSTER_UNAVAILABLE':
+      return new ApiError(503, 'service_unavailable', error.message);
+    default:
+      return error;
+  }
 }

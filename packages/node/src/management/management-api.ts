@@ -10,6 +10,9 @@
  *   GET                 /api/queues[/{vhost}[/{name}]]
  *   GET                 /api/exchanges[/{vhost}[/{name}]] (the default exchange is 'amq.default' in a path)
  *   GET                 /api/bindings[/{vhost}]
+ *   GET                 /api/nodes[/{node}], /api/cluster
+ *   POST                /api/cluster/join                 DELETE         /api/cluster/nodes/{node}
+ *                       (the cluster endpoints: cluster-api.ts)
  *
  * Authorization (the user is already authenticated):
  * - tag `administrator`: everything, every vhost;
@@ -25,10 +28,13 @@
  */
 import { tableGet } from '@styx/client/wire';
 import type { Broker } from '../broker/broker.ts';
+import type { ClusterView } from '../cluster/cluster-view.ts';
+import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
+import { clusterRoutes } from './cluster-api.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
 import type { Json } from './views.ts';
@@ -42,7 +48,7 @@ import {
   userJson,
 } from './views.ts';
 
-export type Method = 'GET' | 'PUT' | 'DELETE';
+export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** One API request, authenticated, its path split and decoded. */
 export interface ApiRequest {
@@ -60,9 +66,10 @@ export interface ApiResponse {
   readonly body?: Json;
 }
 
-type Handler = (request: ApiRequest) => Promise<ApiResponse> | ApiResponse;
+export type Handler = (request: ApiRequest) => Promise<ApiResponse> | ApiResponse;
 
-interface Route {
+/** An endpoint: its path and a handler per method. */
+export interface Route {
   /** Literal segments and ':param' placeholders, after the leading 'api'. */
   readonly path: readonly string[];
   readonly methods: Readonly<Partial<Record<Method, Handler>>>;
@@ -99,9 +106,11 @@ export class ManagementApi {
   private readonly broker: Broker;
   private readonly routes: readonly Route[];
 
-  constructor(broker: Broker) {
+  /** `cluster` defaults to the node alone (`singleNodeClusterView`). */
+  constructor(broker: Broker, cluster: ClusterView = singleNodeClusterView({ nodeName: broker.nodeName })) {
     this.broker = broker;
     this.routes = [
+      ...clusterRoutes(cluster),
       { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
       { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
       { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },

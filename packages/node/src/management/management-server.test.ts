@@ -6,6 +6,7 @@ import { Broker } from '../broker/broker.ts';
 import { silentLogger } from '../logging/logger.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { ManagementServer } from './management-server.ts';
+import { FakeClusterView } from './test-support/fake-cluster-view.ts';
 
 const GUEST = { user: 'guest', password: 'guest' };
 
@@ -641,6 +642,150 @@ describe('authorization', () => {
     await api('DELETE', '/api/permissions/team/member');
     expect((await api('GET', '/api/queues/team', undefined, user)).status).toBe(404);
     expect((await api('GET', '/api/vhosts', undefined, user)).body).toEqual([]);
+  });
+});
+
+describe('the cluster of a node without clustering', () => {
+  it('is the node alone: online, the only voter and the metadata leader', async () => {
+    const self = {
+      name: 'mgmt-test',
+      type: 'disc',
+      running: true,
+      id: 'mgmt-test',
+      peer_id: '',
+      cluster_address: '',
+      metadata_role: 'voter',
+      is_metadata_leader: true,
+      is_self: true,
+    };
+    expect(await api('GET', '/api/nodes')).toMatchObject({ status: 200, body: [self] });
+    expect((await api('GET', '/api/nodes/mgmt-test')).body).toEqual(self);
+    expect((await api('GET', '/api/cluster')).body).toEqual({
+      self: { id: 'mgmt-test', name: 'mgmt-test' },
+      metadata_leader: { id: 'mgmt-test', name: 'mgmt-test' },
+      members: [self],
+    });
+  });
+
+  it('refuses to join or forget with 400, saying clustering is not enabled', async () => {
+    const reason = /clustering is not enabled on this node \(start it with --cluster-listen HOST:PORT\)/;
+    const join = await api('POST', '/api/cluster/join', { address: '10.0.0.9:25680' });
+    expect(join.status).toBe(400);
+    expect((join.body as { reason: string }).reason).toMatch(reason);
+    const forget = await api('DELETE', '/api/cluster/nodes/other');
+    expect(forget).toMatchObject({ status: 400, body: { error: 'bad_request' } });
+    expect((forget.body as { reason: string }).reason).toMatch(reason);
+  });
+});
+
+describe('the cluster', () => {
+  let view: FakeClusterView;
+  let clustered: ManagementServer;
+
+  beforeEach(async () => {
+    view = new FakeClusterView();
+    clustered = new ManagementServer({ broker, logger: silentLogger(), cluster: view });
+    await clustered.start('127.0.0.1', 0);
+    base = clustered.url as string;
+  });
+
+  afterEach(async () => {
+    await clustered.close();
+  });
+
+  it('lists the members as RabbitMQ nodes with Styx fields, and one by name or id', async () => {
+    const nodes = (await api('GET', '/api/nodes')).body as Record<string, unknown>[];
+    expect(nodes.map((n) => [n.name, n.running, n.metadata_role, n.is_metadata_leader, n.is_self])).toEqual([
+      ['styx-1', true, 'voter', true, true],
+      ['styx-2', false, 'voter', false, false],
+      ['styx-3', true, 'learner', false, false],
+    ]);
+    expect(nodes[1]).toEqual({
+      name: 'styx-2',
+      type: 'disc',
+      running: false,
+      id: 'id-2',
+      peer_id: 'peer-2',
+      cluster_address: '10.0.0.2:25680',
+      metadata_role: 'voter',
+      is_metadata_leader: false,
+      is_self: false,
+    });
+    expect((await api('GET', '/api/nodes/id-3')).body).toMatchObject({ name: 'styx-3' });
+    expect(await api('GET', '/api/nodes/styx-9')).toMatchObject({
+      status: 404,
+      body: { error: 'not_found', reason: "no node 'styx-9' in the cluster" },
+    });
+  });
+
+  it('shows self, leader and members; the leader is null while none is known', async () => {
+    const cluster = (await api('GET', '/api/cluster')).body as Record<string, unknown>;
+    expect(cluster.self).toEqual({ id: 'id-1', name: 'styx-1' });
+    expect(cluster.metadata_leader).toEqual({ id: 'id-1', name: 'styx-1' });
+    expect((cluster.members as unknown[]).length).toBe(3);
+    view.leader = undefined;
+    expect((await api('GET', '/api/cluster')).body).toMatchObject({ metadata_leader: null });
+  });
+
+  it('joins through an address and forgets members, answering 204', async () => {
+    expect((await api('POST', '/api/cluster/join', { address: '[fd00::7]:25680' })).status).toBe(204);
+    expect(view.joined).toEqual(['[fd00::7]:25680']);
+    expect((await api('DELETE', '/api/cluster/nodes/styx-2')).status).toBe(204);
+    expect((await api('DELETE', '/api/cluster/nodes/id-3')).status).toBe(204);
+    expect(view.forgotten).toEqual(['styx-2', 'id-3']);
+  });
+
+  it('maps refusals: unknown node 404, last member 400, no leader 503', async () => {
+    expect(await api('DELETE', '/api/cluster/nodes/nope')).toMatchObject({
+      status: 404,
+      body: { error: 'not_found', reason: "no cluster node 'nope'" },
+    });
+    view.memberList = view.memberList.slice(0, 1);
+    expect(await api('DELETE', '/api/cluster/nodes/styx-1')).toMatchObject({
+      status: 400,
+      body: { reason: "cannot forget node 'styx-1': it is the last member of the cluster" },
+    });
+    view.unavailable = true;
+    expect(await api('POST', '/api/cluster/join', { address: 'node-b:25680' })).toMatchObject({
+      status: 503,
+      body: { error: 'service_unavailable', reason: 'no metadata leader is reachable' },
+    });
+  });
+
+  it('refuses a join without a HOST:PORT address with 400', async () => {
+    for (const [body, reason] of [
+      [undefined, 'the request body must be a JSON object'],
+      [{}, "'address' must be a string"],
+      [{ address: 'node-b' }, "'address': 'node-b' is not HOST:PORT"],
+      [{ address: 'node-b:0' }, "'address': the port of 'node-b:0' must be between 1 and 65535"],
+      [{ address: '::1:25680' }, "'address': '::1:25680' is not HOST:PORT"],
+    ] as const) {
+      const reply = await api('POST', '/api/cluster/join', body);
+      expect(reply.status).toBe(400);
+      expect((reply.body as { reason: string }).reason).toContain(reason);
+    }
+    expect(view.joined).toEqual([]);
+  });
+
+  it('lets monitoring users read the cluster, and only administrators change it', async () => {
+    const monitor = await makeUser('monitor', ['monitoring']);
+    const plain = await makeUser('plain', ['management']);
+    expect((await api('GET', '/api/nodes', undefined, monitor)).status).toBe(200);
+    expect((await api('GET', '/api/cluster', undefined, monitor)).status).toBe(200);
+    expect(await api('GET', '/api/nodes', undefined, plain)).toMatchObject({
+      status: 403,
+      body: { reason: 'Not administrator or monitoring user' },
+    });
+    expect((await api('POST', '/api/cluster/join', { address: 'b:1' }, monitor)).status).toBe(403);
+    expect((await api('DELETE', '/api/cluster/nodes/styx-2', undefined, monitor)).status).toBe(403);
+    expect(view.joined).toEqual([]);
+    expect(view.forgotten).toEqual([]);
+  });
+
+  it('answers 405 with Allow for other methods', async () => {
+    const reply = await api('GET', '/api/cluster/join');
+    expect(reply.status).toBe(405);
+    expect(reply.headers.get('allow')).toBe('POST');
   });
 });
 

@@ -12,6 +12,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Broker } from '../broker/broker.ts';
+import type { ClusterView } from '../cluster/cluster-view.ts';
 import type { Logger } from '../logging/logger.ts';
 import { ApiError, badRequest, notFound } from './api-error.ts';
 import { BasicAuthenticator } from './basic-auth.ts';
@@ -30,6 +31,11 @@ const REQUEST_TIMEOUT_MS = 30_000;
 export interface ManagementServerOptions {
   readonly broker: Broker;
   readonly logger: Logger;
+  /**
+   * The cluster the node belongs to, for /api/nodes and /api/cluster (default: the node alone,
+   * `singleNodeClusterView`, which refuses to join or forget).
+   */
+  readonly cluster?: ClusterView | undefined;
 }
 
 /** The management server could not listen (port in use, address not available, ...). */
@@ -51,7 +57,7 @@ export class ManagementServer {
   constructor(options: ManagementServerOptions) {
     const { broker } = options;
     this.logger = options.logger.child({ component: 'management' });
-    this.api = new ManagementApi(broker);
+    this.api = new ManagementApi(broker, options.cluster);
     this.auth = new BasicAuthenticator({
       lookup: (name) => broker.metadataView.user(name),
       loopbackOnly: (name) => broker.isLoopbackOnly(name),

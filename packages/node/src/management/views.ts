@@ -9,6 +9,7 @@
  */
 import type { FieldTable, JsFieldValue } from '@styx/client/wire';
 import { fieldTableToJs } from '@styx/client/wire';
+import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
 import type {
   BindingRecord,
   ExchangeRecord,
@@ -165,5 +166,25 @@ export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): J
       cycle: totalsJson(dl?.droppedCycle),
       at_most_once: totalsJson(dl?.droppedAtMostOnce),
     },
+  };
+}
+
+/**
+ * A cluster member as `GET /api/nodes` shows it: RabbitMQ's `name`, `type` (always 'disc': every
+ * node keeps its data on disk) and `running` (reachable from the node answering), then Styx's own
+ * fields: its Raft node id, libp2p peer id, cluster address, role in the metadata group, and
+ * whether it leads that group or is the node answering.
+ */
+export function nodeJson(member: ClusterMemberStatus, metadataLeader: string | undefined): Json {
+  return {
+    name: member.name,
+    type: 'disc',
+    running: member.online,
+    id: member.id,
+    peer_id: member.peerId,
+    cluster_address: member.address,
+    metadata_role: member.voter,
+    is_metadata_leader: member.id === metadataLeader,
+    is_self: member.isSelf,
   };
 }
