@@ -75,7 +75,18 @@ describe('styx --help and usage errors', () => {
     const r = await run(['server', '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Usage: styx server \[options\]/);
-    for (const flag of ['--data-dir', '--host', '--port', '--log-level', '--log-format', '--heartbeat']) {
+    for (const flag of [
+      '--data-dir',
+      '--host',
+      '--port',
+      '--log-level',
+      '--log-format',
+      '--heartbeat',
+      '--cluster-listen',
+      '--join',
+      '--node-name',
+      '--cluster-secret-file',
+    ]) {
       expect(r.stdout).toContain(flag);
     }
   });
@@ -130,6 +141,8 @@ describe('styx --help and usage errors', () => {
     [['--log-format', 'xml'], /--log-format must be pretty or json, got 'xml'/],
     [['--heartbeat', '-1'], /--heartbeat/],
     [['--port'], /--port/],
+    [['--cluster-listen', 'node-a'], /--cluster-listen: 'node-a' is not HOST:PORT/],
+    [['--join', 'node-a:25680'], /--join needs --cluster-listen HOST:PORT/],
   ])('server %j exits 2 with a message', async (args, message) => {
     const r = await run(['server', ...args]);
     expect(r.code).toBe(2);

@@ -1,7 +1,10 @@
 import { mkdir } from 'node:fs/promises';
+import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { Broker } from '../broker/broker.ts';
 import { acquireDataDir } from '../broker/data-dir.ts';
+import { CLUSTER_SECRET_ENV } from '../cluster/cluster-secret.ts';
+import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import type { LogLevel } from '../logging/logger.ts';
 import { createLogger, LOG_LEVELS } from '../logging/logger.ts';
 import {
@@ -12,10 +15,13 @@ import {
 import { openNodeStorage } from '../storage/node-storage.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
 import { parse, parseIntegerFlag, UsageError } from './args.ts';
+import type { ClusterOptions } from './cluster-flags.ts';
+import { CLUSTER_FLAGS_USAGE, clusterSecretSource, parseClusterFlags } from './cluster-flags.ts';
 
 export const SERVER_USAGE = `Usage: styx server [options]
 
-Run a single Styx broker node. Clients connect with @styx/client to ws://HOST:PORT.
+Run a Styx broker node, on its own or as a member of a cluster. Clients connect with @styx/client
+to ws://HOST:PORT.
 
 Options:
   --data-dir DIR        where the node keeps its data (default: ./styx-data)
@@ -30,9 +36,36 @@ Options:
   --heartbeat SECONDS   heartbeat interval proposed to clients, 0 = off (default: 60)
   -h, --help            show this help
 
+${CLUSTER_FLAGS_USAGE}
+
 Stops cleanly on SIGINT or SIGTERM.`;
 
-export async function serverCommand(argv: string[]): Promise<number> {
+/** What `styx server` runs with, from its flags. */
+export interface ServerOptions {
+  readonly dataDir: string;
+  readonly host: string;
+  readonly port: number;
+  readonly managementHost: string;
+  /** 0: no management API. */
+  readonly managementPort: number;
+  readonly logLevel: LogLevel;
+  /** Undefined: pretty on a terminal, json otherwise. */
+  readonly logFormat: 'pretty' | 'json' | undefined;
+  /** Resident memory above which publishers are throttled, MiB; 0 disables the check. */
+  readonly memoryBudgetMib: number;
+  /** Largest WebSocket message, bytes. */
+  readonly frameMax: number;
+  /** Heartbeat interval proposed to clients, seconds; 0 = off. */
+  readonly heartbeatS: number;
+  /** Clustering (`--cluster-listen` and the flags that need it); undefined: the node runs alone. */
+  readonly cluster: ClusterOptions | undefined;
+}
+
+/** `styx server`'s flags as ServerOptions, or 'help' for --help. Throws UsageError. */
+export function parseServerOptions(
+  argv: readonly string[],
+  totalMemoryBytes = totalmem(),
+): ServerOptions | 'help' {
   const { values } = parse(argv, {
     'data-dir': { type: 'string' },
     host: { type: 'string' },
@@ -44,12 +77,13 @@ export async function serverCommand(argv: string[]): Promise<number> {
     'memory-budget': { type: 'string' },
     'frame-max': { type: 'string' },
     heartbeat: { type: 'string' },
+    'cluster-listen': { type: 'string' },
+    join: { type: 'string', multiple: true },
+    'node-name': { type: 'string' },
+    'cluster-secret-file': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
-  if (values.help) {
-    process.stdout.write(`${SERVER_USAGE}\n`);
-    return 0;
-  }
+  if (values.help) return 'help';
   const level = (values['log-level'] ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(level))
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got '${level}'`);
@@ -66,7 +100,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
     65535,
   );
   const managementHost = values['management-host'] ?? '127.0.0.1';
-  const totalMib = Math.floor((await import('node:os')).totalmem() / 1024 / 1024);
+  const totalMib = Math.floor(totalMemoryBytes / 1024 / 1024);
   const memoryBudgetMib = parseIntegerFlag(
     'memory-budget',
     values['memory-budget'],
@@ -82,11 +116,48 @@ export async function serverCommand(argv: string[]): Promise<number> {
     256 * 1024 * 1024,
   );
   const heartbeatS = parseIntegerFlag('heartbeat', values.heartbeat, 60, 0, 3600);
-  const dataDir = resolve(values['data-dir'] ?? 'styx-data');
+  return {
+    dataDir: resolve(values['data-dir'] ?? 'styx-data'),
+    host,
+    port,
+    managementHost,
+    managementPort,
+    logLevel: level,
+    logFormat: format,
+    memoryBudgetMib,
+    frameMax,
+    heartbeatS,
+    cluster: parseClusterFlags(values),
+  };
+}
 
-  const logger = createLogger({ level, ...(format !== undefined ? { pretty: format === 'pretty' } : {}) });
+export async function serverCommand(argv: string[]): Promise<number> {
+  const options = parseServerOptions(argv);
+  if (options === 'help') {
+    process.stdout.write(`${SERVER_USAGE}\n`);
+    return 0;
+  }
+  const { dataDir, host, port, managementHost, managementPort, memoryBudgetMib, frameMax, heartbeatS } =
+    options;
+  const format = options.logFormat;
+  const logger = createLogger({
+    level: options.logLevel,
+    ...(format !== undefined ? { pretty: format === 'pretty' } : {}),
+  });
   await mkdir(dataDir, { recursive: true });
   const dir = await acquireDataDir(dataDir);
+  if (options.cluster !== undefined) {
+    // Settled now so a fresh clustered node has its secret file (and says where) on first start.
+    const secret = await clusterSecretSource(options.cluster, dataDir, logger);
+    logger.warn(
+      {
+        clusterListen: options.cluster.listen,
+        join: options.cluster.join,
+        secret: secret.file ?? `$${CLUSTER_SECRET_ENV}`,
+      },
+      'clustering flags given, but this build does not start the cluster layer yet: the node runs alone',
+    );
+  }
   const storage = await openNodeStorage(dataDir, logger.child({ component: 'storage' }));
   const broker = await Broker.start({
     nodeName: dir.nodeName,
@@ -115,7 +186,14 @@ export async function serverCommand(argv: string[]): Promise<number> {
     throw err;
   }
   // --management-port 0 disables the management API (RabbitMQ's plugin off).
-  const management = managementPort === 0 ? undefined : new ManagementServer({ broker, logger });
+  const management =
+    managementPort === 0
+      ? undefined
+      : new ManagementServer({
+          broker,
+          logger,
+          cluster: singleNodeClusterView({ nodeName: broker.nodeName, nodeId: storage.nodeId }),
+        });
   try {
     await management?.start(managementHost, managementPort);
   } catch (err) {

@@ -1,0 +1,113 @@
+/**
+ * `styx server`'s clustering flags: `--cluster-listen HOST:PORT` turns clustering on; `--join
+ * HOST:PORT` (repeatable), `--node-name NAME` and `--cluster-secret-file PATH` need it. Parsed and
+ * checked here into `ClusterOptions`; the cluster secret's source is settled at start
+ * (`clusterSecretSource`), once the data dir is known.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ClusterSecretSource } from '../cluster/cluster-secret.ts';
+import { CLUSTER_SECRET_ENV } from '../cluster/cluster-secret.ts';
+import { clusterAddressProblem } from '../cluster/cluster-view.ts';
+import type { Logger } from '../logging/logger.ts';
+import { fitsShortString } from '../metadata/names.ts';
+import { UsageError } from './args.ts';
+
+/** The secret file a clustered node creates in its data dir when given no secret. */
+export const CLUSTER_SECRET_FILE = 'cluster-secret';
+
+/** Random bytes in a created secret (hex-encoded: 64 characters). */
+const CREATED_SECRET_BYTES = 32;
+
+/** How a node takes part in a cluster, from `styx server`'s flags. */
+export interface ClusterOptions {
+  /** `--cluster-listen`: where to listen for other nodes, `HOST:PORT` (port 0: any free port). */
+  readonly listen: string;
+  /** `--join`: members to join through (a fresh data dir) or to announce to (a restart); may be empty. */
+  readonly join: readonly string[];
+  /** `--node-name`: the node's name in the cluster; undefined: the name kept in the data dir. */
+  readonly nodeName: string | undefined;
+  /**
+   * `--cluster-secret-file`; undefined: $STYX_CLUSTER_SECRET, else `<data-dir>/cluster-secret`
+   * (created on first start). See `clusterSecretSource`.
+   */
+  readonly secretFile: string | undefined;
+}
+
+/** The flags as parseArgs gives them. */
+export interface ClusterFlagValues {
+  readonly 'cluster-listen'?: string | undefined;
+  readonly join?: readonly string[] | undefined;
+  readonly 'node-name'?: string | undefined;
+  readonly 'cluster-secret-file'?: string | undefined;
+}
+
+/** The flags' text for `styx server --help`. */
+export const CLUSTER_FLAGS_USAGE = `Clustering (off unless --cluster-listen is given):
+  --cluster-listen HOST:PORT  listen for the cluster's other nodes there (e.g. 0.0.0.0:25680);
+                        turns clustering on
+  --join HOST:PORT      a member's --cluster-listen address: a node with an empty data dir joins
+                        that member's cluster, a member announces itself to it; may be repeated
+  --node-name NAME      the node's name in the cluster, unique there (default: the name kept in the
+                        data dir, styx@<host>-<random>)
+  --cluster-secret-file PATH  the cluster's shared secret, the same on every node (default:
+                        $${CLUSTER_SECRET_ENV}, else <data-dir>/${CLUSTER_SECRET_FILE}, created on
+                        first start: copy it to the other nodes)`;
+
+/** `ClusterOptions` from the flags; undefined without `--cluster-listen`. Throws UsageError. */
+export function parseClusterFlags(values: ClusterFlagValues): ClusterOptions | undefined {
+  const listen = values['cluster-listen'];
+  if (listen === undefined) {
+    for (const flag of ['join', 'node-name', 'cluster-secret-file'] as const) {
+      if (values[flag] !== undefined) {
+        throw new UsageError(`--${flag} needs --cluster-listen HOST:PORT (clustering is off without it)`);
+      }
+    }
+    return undefined;
+  }
+  const listenProblem = clusterAddressProblem(listen, true);
+  if (listenProblem !== undefined) throw new UsageError(`--cluster-listen: ${listenProblem}`);
+  const joins = values.join ?? [];
+  for (const address of joins) {
+    const problem = clusterAddressProblem(address);
+    if (problem !== undefined) throw new UsageError(`--join: ${problem}`);
+  }
+  const nodeName = values['node-name'];
+  if (nodeName !== undefined && (nodeName.trim() === '' || !fitsShortString(nodeName))) {
+    throw new UsageError(`--node-name must be 1 to 255 bytes, not blank, got '${nodeName}'`);
+  }
+  const secretFile = values['cluster-secret-file'];
+  if (secretFile === '') throw new UsageError('--cluster-secret-file must name a file');
+  return { listen, join: [...new Set(joins)], nodeName, secretFile };
+}
+
+/**
+ * Where the cluster secret comes from: `--cluster-secret-file`, else $STYX_CLUSTER_SECRET, else
+ * `<dataDir>/cluster-secret`, which is created (64 random hex digits, mode 0600) when missing and
+ * its path logged: the other nodes need a copy. `loadClusterSecret` reads the result.
+ */
+export async function clusterSecretSource(
+  cluster: ClusterOptions,
+  dataDir: string,
+  logger: Logger,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<ClusterSecretSource> {
+  if (cluster.secretFile !== undefined) return { file: cluster.secretFile };
+  const fromEnv = env[CLUSTER_SECRET_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return { env };
+  const file = join(dataDir, CLUSTER_SECRET_FILE);
+  const secret = `${randomBytes(CREATED_SECRET_BYTES).toString('hex')}\n`;
+  try {
+    // 'wx': never overwrite a secret that exists (a restart, or another process that just made it).
+    await writeFile(file, secret, { flag: 'wx', mode: 0o600 });
+    logger.info(
+      { secretFile: file },
+      `created a cluster secret in ${file}: give every node of the cluster the same secret ` +
+        '(--cluster-secret-file or $STYX_CLUSTER_SECRET)',
+    );
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return { file };
+}

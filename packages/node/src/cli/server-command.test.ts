@@ -1,0 +1,154 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../logging/logger.ts';
+import { UsageError } from './args.ts';
+import type { ClusterOptions } from './cluster-flags.ts';
+import { CLUSTER_SECRET_FILE, clusterSecretSource } from './cluster-flags.ts';
+import { parseServerOptions, SERVER_USAGE } from './server-command.ts';
+
+const GIB = 1024 * 1024 * 1024;
+
+function parsed(...argv: string[]) {
+  const options = parseServerOptions(argv, 10 * GIB);
+  if (options === 'help') throw new Error('expected options, got help');
+  return options;
+}
+
+function usageError(...argv: string[]): string {
+  try {
+    parseServerOptions(argv, 10 * GIB);
+  } catch (err) {
+    if (err instanceof UsageError) return err.message;
+    throw err;
+  }
+  throw new Error(`expected a usage error for ${JSON.stringify(argv)}`);
+}
+
+describe('parseServerOptions', () => {
+  it('gives the defaults, no clustering among them', () => {
+    expect(parsed()).toEqual({
+      dataDir: resolve('styx-data'),
+      host: '127.0.0.1',
+      port: 5680,
+      managementHost: '127.0.0.1',
+      managementPort: 15680,
+      logLevel: 'info',
+      logFormat: undefined,
+      memoryBudgetMib: 4096,
+      frameMax: 8 * 1024 * 1024,
+      heartbeatS: 60,
+      cluster: undefined,
+    });
+    expect(parseServerOptions(['--', '--help'])).toBe('help');
+  });
+
+  it('reads the clustering flags, --join repeated, after a leading `--` too', () => {
+    expect(
+      parsed(
+        '--',
+        '--cluster-listen',
+        '0.0.0.0:25680',
+        '--join',
+        'node-a:25680',
+        '--join',
+        '[fd00::2]:25680',
+        '--join',
+        'node-a:25680',
+        '--node-name',
+        'styx-3',
+        '--cluster-secret-file',
+        '/etc/styx/secret',
+      ).cluster,
+    ).toEqual({
+      listen: '0.0.0.0:25680',
+      join: ['node-a:25680', '[fd00::2]:25680'],
+      nodeName: 'styx-3',
+      secretFile: '/etc/styx/secret',
+    });
+    expect(parsed('--cluster-listen', '127.0.0.1:0').cluster).toEqual({
+      listen: '127.0.0.1:0',
+      join: [],
+      nodeName: undefined,
+      secretFile: undefined,
+    });
+  });
+
+  it('refuses bad addresses and clustering flags without --cluster-listen', () => {
+    expect(usageError('--cluster-listen', 'node-a')).toBe(
+      "--cluster-listen: 'node-a' is not HOST:PORT (an IPv6 address goes in brackets: [::1]:25680)",
+    );
+    expect(usageError('--cluster-listen', 'a:70000')).toBe(
+      "--cluster-listen: the port of 'a:70000' must be between 0 and 65535",
+    );
+    expect(usageError('--cluster-listen', 'a:1', '--join', 'b:0')).toBe(
+      "--join: the port of 'b:0' must be between 1 and 65535",
+    );
+    for (const flag of ['--join', '--node-name', '--cluster-secret-file']) {
+      const value = flag === '--join' ? 'b:1' : 'x';
+      expect(usageError(flag, value)).toBe(
+        `${flag} needs --cluster-listen HOST:PORT (clustering is off without it)`,
+      );
+    }
+    expect(usageError('--cluster-listen', 'a:1', '--node-name', ' ')).toMatch(
+      /--node-name must be 1 to 255 bytes/,
+    );
+    expect(usageError('--cluster-listen', 'a:1', '--node-name', 'n'.repeat(256))).toMatch(/--node-name/);
+    expect(usageError('--cluster-listen')).toMatch(/--cluster-listen/);
+  });
+
+  it('describes every clustering flag in --help', () => {
+    for (const flag of [
+      '--cluster-listen HOST:PORT',
+      '--join HOST:PORT',
+      '--node-name NAME',
+      '--cluster-secret-file PATH',
+    ]) {
+      expect(SERVER_USAGE).toContain(flag);
+    }
+    expect(SERVER_USAGE).toContain('$STYX_CLUSTER_SECRET');
+    expect(SERVER_USAGE).toContain('<data-dir>/cluster-secret');
+  });
+});
+
+describe('clusterSecretSource', () => {
+  let dir: string;
+  const cluster: ClusterOptions = {
+    listen: '127.0.0.1:0',
+    join: [],
+    nodeName: undefined,
+    secretFile: undefined,
+  };
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'styx-secret-'));
+  });
+
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('takes --cluster-secret-file first, then $STYX_CLUSTER_SECRET', async () => {
+    const env = { STYX_CLUSTER_SECRET: 'from-the-environment' };
+    expect(await clusterSecretSource({ ...cluster, secretFile: '/s' }, dir, silentLogger(), env)).toEqual({
+      file: '/s',
+    });
+    expect(await clusterSecretSource(cluster, dir, silentLogger(), env)).toEqual({ env });
+  });
+
+  it('creates <data-dir>/cluster-secret (0600) on first start and keeps it afterwards', async () => {
+    const path = join(dir, CLUSTER_SECRET_FILE);
+    expect(await clusterSecretSource(cluster, dir, silentLogger(), { STYX_CLUSTER_SECRET: '' })).toEqual({
+      file: path,
+    });
+    const secret = await readFile(path, 'utf8');
+    expect(secret).toMatch(/^[0-9a-f]{64}\n$/);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect(await clusterSecretSource(cluster, dir, silentLogger(), {})).toEqual({ file: path });
+    expect(await readFile(path, 'utf8')).toBe(secret);
+    await writeFile(path, 'an operator-chosen secret\n');
+    await clusterSecretSource(cluster, dir, silentLogger(), {});
+    expect(await readFile(path, 'utf8')).toBe('an operator-chosen secret\n');
+  });
+});
