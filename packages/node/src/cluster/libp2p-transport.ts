@@ -1,12 +1,11 @@
 import type { Connection, Libp2p, PeerId, Stream } from '@libp2p/interface';
-import { peerIdFromString } from '@libp2p/peer-id';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import type { PeerBatch, Transport } from '@styx/raft';
 import { decodePeerBatch, encodePeerBatch, PeerUnreachableError } from '@styx/raft';
 import type { Logger } from '../logging/logger.ts';
-import { FrameTooLargeError, PeerAddressError } from './errors.ts';
-import { peerMultiaddr } from './peer-address.ts';
-import { encodeFrame, FrameDecoder } from './raft-frames.ts';
+import { FrameTooLargeError } from './errors.ts';
+import { nodeMultiaddr } from './peer-address.ts';
+import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
 
 /** The libp2p protocol of Raft batch streams. */
 export const RAFT_PROTOCOL = '/styx/raft/1.0.0';
@@ -33,6 +32,13 @@ export interface Libp2pTransportOptions {
   readonly maxFrameBytes?: number;
   /** See `DEFAULT_DIAL_TIMEOUT_MS`. */
   readonly dialTimeoutMs?: number;
+  /**
+   * Whether a peer may open Raft streams to this node (default: every peer the gater let connect).
+   * A refused peer's inbound stream is closed before any of its bytes is read, and logged. With a
+   * gater open to joins, pass `gater.isMember`: a stranger may connect to ask for a join, but
+   * never feed this node's Raft groups.
+   */
+  readonly admit?: (peerId: string) => boolean;
 }
 
 /** This node's side of the Raft stream to one peer. */
@@ -58,6 +64,7 @@ const ignore = (): void => {};
  *   and rejects with `PeerUnreachableError` when the peer has no known address, cannot be dialled
  *   within the dial timeout, or the stream broke.
  * - `onPeerDown` fires when the last connection to a peer closes.
+ * - Inbound streams from a peer that `admit` refuses are closed unread (and logged).
  * - An inbound frame that does not decode (or whose batch claims another sender than the proven
  *   peer id of its connection) closes that stream only and is logged; the connection and every
  *   other peer's streams go on.
@@ -71,6 +78,7 @@ export class Libp2pTransport implements Transport {
   readonly #log: Logger;
   readonly #maxFrameBytes: number;
   readonly #dialTimeoutMs: number;
+  readonly #admit: (peerId: string) => boolean;
   readonly #addresses = new Map<string, Multiaddr>();
   readonly #links = new Map<string, OutboundLink>();
   readonly #inbound = new Set<Stream>();
@@ -86,6 +94,7 @@ export class Libp2pTransport implements Transport {
     this.#log = options.logger.child({ component: 'raft-transport' });
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.#dialTimeoutMs = options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
+    this.#admit = options.admit ?? (() => true);
   }
 
   /** Register the Raft protocol on `options.node` and start listening for peers' streams. */
@@ -105,13 +114,7 @@ export class Libp2pTransport implements Transport {
    * open, if any, stays in use until it closes.
    */
   addPeer(nodeId: string, address: string): void {
-    let peer: PeerId;
-    try {
-      peer = peerIdFromString(nodeId);
-    } catch {
-      throw new PeerAddressError(address, `node id ${nodeId} is not a libp2p peer id`);
-    }
-    this.#addresses.set(nodeId, peerMultiaddr(address, peer));
+    this.#addresses.set(nodeId, nodeMultiaddr(nodeId, address));
   }
 
   /**
@@ -241,15 +244,19 @@ export class Libp2pTransport implements Transport {
       return;
     }
     const peer = connection.remotePeer.toString();
+    if (!this.#admit(peer)) {
+      this.#log.warn({ peer }, 'raft stream refused: the peer is not a cluster member');
+      stream.abort(new Error('not a cluster member'));
+      return;
+    }
     const frames = new FrameDecoder(this.#maxFrameBytes);
     this.#inbound.add(stream);
     stream.addEventListener('close', () => this.#inbound.delete(stream));
     stream.addEventListener('message', (event) => {
-      const chunks = event.data instanceof Uint8Array ? [event.data] : event.data;
       const batches: PeerBatch[] = [];
       let failure: unknown;
       try {
-        for (const chunk of chunks) {
+        for (const chunk of messageChunks(event.data)) {
           for (const payload of frames.push(chunk)) {
             const batch = decodePeerBatch(payload);
             if (batch.from !== peer) throw new Error(`batch claims to come from ${batch.from}`);

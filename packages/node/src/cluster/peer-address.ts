@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { PeerId } from '@libp2p/interface';
+import { peerIdFromString } from '@libp2p/peer-id';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import { multiaddr } from '@multiformats/multiaddr';
 import { PeerAddressError } from './errors.ts';
@@ -30,4 +31,19 @@ export function peerMultiaddr(address: string, peer?: PeerId): Multiaddr {
   }
   if (peer === undefined) return base;
   return base.encapsulate(`/p2p/${peer.toString()}`);
+}
+
+/**
+ * The multiaddr at which node `nodeId` (a peer id string) listens, ending in its `/p2p/` id: what
+ * an address book keeps for a member. Throws `PeerAddressError` when `address` is neither
+ * `host:port` nor a multiaddr, or when `nodeId` is not a peer id.
+ */
+export function nodeMultiaddr(nodeId: string, address: string): Multiaddr {
+  let peer: PeerId;
+  try {
+    peer = peerIdFromString(nodeId);
+  } catch {
+    throw new PeerAddressError(address, `node id ${nodeId} is not a libp2p peer id`);
+  }
+  return peerMultiaddr(address, peer);
 }

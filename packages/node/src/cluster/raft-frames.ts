@@ -1,3 +1,4 @@
+import type { StreamMessageEvent } from '@libp2p/interface';
 import { FrameTooLargeError } from './errors.ts';
 
 /** Bytes of a frame's length prefix (u32 big-endian). */
@@ -71,4 +72,9 @@ export class FrameDecoder {
     }
     return out;
   }
+}
+
+/** The chunks of a stream's 'message' event (one buffer, or a list of them). */
+export function messageChunks(data: StreamMessageEvent['data']): Iterable<Uint8Array> {
+  return data instanceof Uint8Array ? [data] : data;
 }
