@@ -1,5 +1,24 @@
 export type { ClusterEvent, ClusterEventHandler, ClusterEventKind } from './cluster-gossip.ts';
 export { CLUSTER_EVENTS_TOPIC, ClusterGossip, parseClusterEvent } from './cluster-gossip.ts';
+export type { ClusterRpcOptions, RpcHandler, RpcRequest, RpcResponse } from './cluster-rpc.ts';
+export {
+  ClusterRpc,
+  DEFAULT_RPC_MAX_MESSAGE_BYTES,
+  DEFAULT_RPC_TIMEOUT_MS,
+  decodeRpcRequest,
+  decodeRpcResponse,
+  encodeRpcRequest,
+  encodeRpcResponse,
+  MAX_CONCURRENT_RPC_STREAMS,
+  MAX_RPC_ERROR_TEXT_BYTES,
+  MAX_RPC_NAME_BYTES,
+  RPC_PROTOCOL,
+  RpcError,
+  RpcErrorCode,
+  RpcProtocolError,
+  RpcRemoteError,
+  RpcTimeoutError,
+} from './cluster-rpc.ts';
 export type { ClusterSecretSource } from './cluster-secret.ts';
 export {
   CLUSTER_SECRET_ENV,
@@ -7,7 +26,8 @@ export {
   MIN_CLUSTER_SECRET_LENGTH,
   swarmKeyFromSecret,
 } from './cluster-secret.ts';
-export { ClusterGater } from './connection-gater.ts';
+export type { ClusterGaterOptions } from './connection-gater.ts';
+export { ClusterGater, MAX_RATE_LIMITED_PEERS, REFUSAL_LOG_INTERVAL_MS } from './connection-gater.ts';
 export {
   ClusterError,
   ClusterSecretInvalidError,
@@ -28,4 +48,4 @@ export {
 } from './libp2p-transport.ts';
 export type { NodeIdentity } from './node-identity.ts';
 export { loadNodeIdentity, NODE_KEY_FILE } from './node-identity.ts';
-export { peerMultiaddr } from './peer-address.ts';
+export { nodeMultiaddr, peerMultiaddr } from './peer-address.ts';

@@ -150,6 +150,62 @@ describe('Libp2pTransport admission and robustness', () => {
     await vi.waitFor(() => expect(atA.map((b) => b.from)).toEqual([stranger.nodeId]), WAIT);
   });
 
+  it('open to joins: admits a stranger with the secret at connection level, but refuses its raft streams', async () => {
+    const seedId = await local.identity();
+    const seed = await local.start(seedId, {
+      members: [seedId.nodeId],
+      openToJoins: true,
+      rpcAdmit: (peer, kind) => kind === 'join' || seed.gater.isMember(peer),
+    });
+    seed.rpc.handle('join', async (_payload, from) => new TextEncoder().encode(from));
+    const atSeed = received(seed);
+    const stranger = await local.start(await local.identity(), { members: [seed.nodeId] });
+    stranger.transport.addPeer(seed.nodeId, seed.address);
+    stranger.rpc.addPeer(seed.nodeId, seed.address);
+
+    // The connection and the join call get through.
+    const answer = await stranger.rpc.call(seed.nodeId, 'join', new Uint8Array(0));
+    expect(new TextDecoder().decode(answer)).toBe(stranger.nodeId);
+    await expect(stranger.rpc.call(seed.nodeId, 'metadata', new Uint8Array(0))).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
+    // Its Raft stream is closed unread.
+    await stranger.transport.send(seed.nodeId, batch(stranger.nodeId, 1)).catch(() => {});
+    await vi.waitFor(
+      () => expect(warnings(seed, 'raft stream refused')[0]?.peer).toBe(stranger.nodeId),
+      WAIT,
+    );
+    expect(atSeed).toEqual([]);
+    expect(warnings(seed, 'connection refused')).toEqual([]);
+
+    // Once a member, its batches are delivered.
+    seed.gater.setMembers([seed.nodeId, stranger.nodeId]);
+    await vi.waitFor(async () => {
+      await stranger.transport.send(seed.nodeId, batch(stranger.nodeId, 2)).catch(() => {});
+      expect(atSeed.map((b) => b.messages[0]?.message.commit)).toContain(2);
+    }, WAIT);
+  });
+
+  it('refuses a forgotten node even listed as a member, and when open to joins', async () => {
+    const [a, b] = await local.startMesh(2);
+    if (a === undefined || b === undefined) throw new Error('no nodes');
+    a.rpc.handle('ping', async () => new Uint8Array([1]));
+    a.gater.forget(b.nodeId);
+    await expect(b.rpc.call(a.nodeId, 'ping', new Uint8Array(0))).rejects.toBeInstanceOf(
+      PeerUnreachableError,
+    );
+    a.gater.openToJoins = true;
+    await expect(b.rpc.call(a.nodeId, 'ping', new Uint8Array(0))).rejects.toBeInstanceOf(
+      PeerUnreachableError,
+    );
+    await vi.waitFor(() => expect(warnings(a, 'forgotten')[0]?.peer).toBe(b.nodeId), WAIT);
+    // Nor does a dial it: its own calls to the forgotten node are refused before any connection.
+    await expect(a.rpc.call(b.nodeId, 'ping', new Uint8Array(0))).rejects.toBeInstanceOf(
+      PeerUnreachableError,
+    );
+    expect(a.node.getConnections(b.node.peerId)).toEqual([]);
+  });
+
   it('does not dial a peer outside the membership', async () => {
     const [a, b] = await local.startMesh(2);
     if (a === undefined || b === undefined) throw new Error('no nodes');

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Logger } from '../../logging/logger.ts';
+import { ClusterRpc } from '../cluster-rpc.ts';
 import { swarmKeyFromSecret } from '../cluster-secret.ts';
 import { ClusterGater } from '../connection-gater.ts';
 import type { ClusterLibp2p } from '../libp2p-node.ts';
@@ -22,13 +23,14 @@ export function captureLogger(): { logger: Logger; lines: Record<string, unknown
   return { logger, lines };
 }
 
-/** One node on loopback: identity, gater, libp2p host and Raft transport. */
+/** One node on loopback: identity, gater, libp2p host, Raft transport and cluster RPC. */
 export interface LocalNode {
   readonly identity: NodeIdentity;
   readonly nodeId: string;
   readonly gater: ClusterGater;
   readonly node: ClusterLibp2p;
   readonly transport: Libp2pTransport;
+  readonly rpc: ClusterRpc;
   /** `127.0.0.1:port` it listens on. */
   readonly address: string;
   readonly logger: Logger;
@@ -42,6 +44,12 @@ export interface LocalNodeOptions {
   readonly members?: Iterable<string>;
   readonly dialTimeoutMs?: number;
   readonly maxFrameBytes?: number;
+  /** The gater's `openToJoins` (default false). */
+  readonly openToJoins?: boolean;
+  /** The RPC's `admit` (default: every peer). */
+  readonly rpcAdmit?: (peerId: string, kind: string) => boolean;
+  readonly rpcTimeoutMs?: number;
+  readonly rpcMaxMessageBytes?: number;
 }
 
 /**
@@ -67,7 +75,9 @@ export class LocalCluster {
   /** Start a node with `identity`; its transport is not told of any peer yet. */
   async start(identity: NodeIdentity, options: LocalNodeOptions = {}): Promise<LocalNode> {
     const { logger, lines } = captureLogger();
-    const gater = new ClusterGater(logger, options.members ?? []);
+    const gater = new ClusterGater(logger, options.members ?? [], {
+      openToJoins: options.openToJoins ?? false,
+    });
     const node = await createClusterNode({
       privateKey: identity.privateKey,
       listen: '127.0.0.1:0',
@@ -79,7 +89,17 @@ export class LocalCluster {
       node,
       logger,
       dialTimeoutMs: options.dialTimeoutMs ?? 2_000,
+      // As a clustered node runs it: only members feed the Raft groups.
+      admit: (peer) => gater.isMember(peer),
       ...(options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes }),
+    });
+    const rpc = await ClusterRpc.start({
+      node,
+      logger,
+      gater,
+      timeoutMs: options.rpcTimeoutMs ?? 2_000,
+      ...(options.rpcAdmit === undefined ? {} : { admit: options.rpcAdmit }),
+      ...(options.rpcMaxMessageBytes === undefined ? {} : { maxMessageBytes: options.rpcMaxMessageBytes }),
     });
     const local: LocalNode = {
       identity,
@@ -87,6 +107,7 @@ export class LocalCluster {
       gater,
       node,
       transport,
+      rpc,
       address: listenAddress(node),
       logger,
       lines,
@@ -102,13 +123,18 @@ export class LocalCluster {
     const nodes: LocalNode[] = [];
     for (const identity of identities) nodes.push(await this.start(identity, { members }));
     for (const a of nodes) {
-      for (const b of nodes) if (a !== b) a.transport.addPeer(b.nodeId, b.address);
+      for (const b of nodes) {
+        if (a === b) continue;
+        a.transport.addPeer(b.nodeId, b.address);
+        a.rpc.addPeer(b.nodeId, b.address);
+      }
     }
     return nodes;
   }
 
-  /** Stop one node (transport, then libp2p host): its peers see its connections close. */
+  /** Stop one node (RPC, transport, then libp2p host): its peers see its connections close. */
   async stopNode(local: LocalNode): Promise<void> {
+    await local.rpc.close();
     await local.transport.close();
     await local.node.stop();
   }
