@@ -61,6 +61,10 @@ export interface MemberProgress {
   readonly active: boolean;
 }
 
+function isSingleVoter(conf: ConfState, self: NodeId): boolean {
+  return conf.voters.length === 1 && conf.voters[0] === self && conf.votersOutgoing.length === 0;
+}
+
 function memberSet(conf: ConfState): Set<NodeId> {
   return new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners, ...conf.learnersNext]);
 }
@@ -99,7 +103,8 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   readonly #host: RaftHost;
   readonly #voters: readonly NodeId[];
   readonly #clock: Clock;
-  readonly #campaign: boolean;
+  #campaign: boolean;
+  readonly #campaignExplicit: boolean;
   readonly #join: boolean;
   readonly #roles = new RoleListeners();
   #state: 'new' | 'opening' | 'open' | 'closed' | 'failed' = 'new';
@@ -117,6 +122,7 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     this.#voters = this.#join ? [] : (options.voters ?? [options.host.nodeId]);
     this.#clock = options.clock ?? systemClock;
     this.#campaign = !this.#join && (options.campaignOnOpen ?? this.#isSingleVoter());
+    this.#campaignExplicit = options.campaignOnOpen !== undefined;
     if (this.#voters.length === 0 && !this.#join) throw new RangeError(`group ${groupId}: no voters`);
   }
 
@@ -215,7 +221,11 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
       }
       if (this.#state !== 'opening') return;
       const storage = new LogStoreRaftStorage(this.groupId, store);
-      this.#openTarget = storage.initialState().hardState.commit;
+      const initial = storage.initialState();
+      this.#openTarget = initial.hardState.commit;
+      if (!this.#campaignExplicit) {
+        this.#campaign = !this.#join && isSingleVoter(initial.confState, host.nodeId);
+      }
       const replica = new GroupReplica<C, R>({
         groupId: this.groupId,
         host: host.services,
@@ -327,7 +337,9 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     const opened = this.#opened;
     if (this.#state !== 'opening' || replica === undefined || opened === undefined) return;
     if (replica.appliedIndex < this.#openTarget) return;
-    if (this.#isSingleVoter() && replica.role !== 'leader') return;
+    // A group whose only voter is this node resolves once it leads; its membership is the one
+    // the replay reached (a group created with one voter may have grown since).
+    if (isSingleVoter(replica.membership, this.#host.nodeId) && replica.role !== 'leader') return;
     this.#opened = undefined;
     opened.resolve();
   }
