@@ -7,8 +7,8 @@ import type {
   QueueDeclareOk,
 } from '@styx/client/wire';
 import { isConnectionError } from '@styx/client/wire';
-import type { Clock, ReplicatedLog } from '@styx/raft';
-import { InMemoryLog, systemClock } from '@styx/raft';
+import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
+import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
 import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
@@ -40,6 +40,18 @@ import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
 import { isLoopbackAddress } from './loopback.ts';
 
+/**
+ * A queue declared on another node of the cluster: until queues are replicated across nodes, only
+ * its own node serves it (406, so the client learns where to go rather than that it is missing).
+ */
+function servedElsewhere(record: QueueRecord): ChannelError {
+  return new ChannelError(
+    Code.PRECONDITION_FAILED,
+    `queue '${record.name}' in vhost '${record.vhost}' is served by cluster node ${record.node ?? '?'}: ` +
+      'connect to that node to use it',
+  );
+}
+
 /** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
 export interface Session {
   readonly user: string;
@@ -65,7 +77,47 @@ export interface BrokerOptions {
    * logs in LMDB and survive restarts; without it (embedded use, tests) everything is in memory.
    */
   readonly storage?: NodeStorage;
+  /** The cluster this node belongs to (requires `storage`); absent for a node on its own. */
+  readonly cluster?: BrokerCluster;
 }
+
+/**
+ * What the broker needs from the cluster it belongs to (see cluster/cluster.ts). Without one the
+ * node is alone: its metadata group has one voter, itself.
+ */
+export interface BrokerCluster {
+  /** This node's id (its Raft node id and libp2p peer id). */
+  readonly nodeId: string;
+  /** The metadata replica opens as a joiner: a fresh data dir joining an existing cluster. */
+  readonly joining: boolean;
+  /**
+   * Called once the metadata replica is open, before the broker bootstraps or recovers anything:
+   * a joiner asks to join and waits until its replica has caught up; a member announces itself.
+   */
+  attach(metadata: MetadataGroup): Promise<void>;
+  /** Run `command` on the metadata leader (this replica does not lead); its reply once committed. */
+  forward(command: MetadataCommand, leaderHint: string | undefined): Promise<MetadataReply>;
+}
+
+/** The metadata group as the cluster layer sees it: its Raft replica and the applied state. */
+export interface MetadataGroup {
+  readonly log: RaftGroupLog<MetadataCommand, MetadataReply>;
+  readonly state: MetadataMachine;
+  /**
+   * Listen to every applied command (on every node, whoever proposed it), and to snapshots
+   * installed from the leader (command and reply undefined: everything may have changed).
+   */
+  onApplied(listener: MetadataListener): () => void;
+}
+
+/** See `MetadataGroup.onApplied`. */
+export type MetadataListener = (
+  command: MetadataCommand | undefined,
+  reply: MetadataReply | undefined,
+) => void;
+
+/** How long a node waits for its replica to catch up with a metadata change it forwarded, ms. */
+const FORWARDED_APPLY_TIMEOUT_MS = 10_000;
 
 /** How often the memory budget is checked, ms. */
 const MEMORY_CHECK_INTERVAL_MS = 1000;
@@ -85,6 +137,12 @@ export class Broker {
   private readonly options: BrokerOptions;
   private readonly metadata = new MetadataMachine();
   private readonly metaLog: ReplicatedLog<MetadataCommand, MetadataReply>;
+  /** The metadata's Raft replica (with durable storage), for the cluster layer. */
+  private readonly metaGroup: RaftGroupLog<MetadataCommand, MetadataReply> | undefined;
+  private readonly cluster: BrokerCluster | undefined;
+  private readonly appliedListeners = new Set<MetadataListener>();
+  /** Queue incarnations this node is deleting itself (it reports their message counts). */
+  private readonly localDeletes = new Set<string>();
   /** vhost → queue name → actor. */
   private readonly actors = new Map<string, Map<string, QueueActor>>();
   private readonly connections = new Map<string, Connection>();
@@ -118,17 +176,19 @@ export class Broker {
     this.clock = options.clock ?? systemClock;
     this.loopbackUsers = new Set(options.loopbackUsers ?? ['guest']);
     this.storage = options.storage;
-    this.metaLog =
-      this.storage === undefined
-        ? new InMemoryLog<MetadataCommand, MetadataReply>('metadata', { clock: this.clock })
-        : withCompaction(
-            raftHostOf(this.storage).createLog<MetadataCommand, MetadataReply>(
-              'metadata',
-              metadataCommandCodec,
-              { clock: this.clock },
-            ),
-            { policy: { maxEntries: 10_000 } },
-          );
+    this.cluster = options.cluster;
+    if (this.storage === undefined) {
+      if (this.cluster !== undefined) throw new RangeError('a clustered broker needs durable storage');
+      this.metaGroup = undefined;
+      this.metaLog = new InMemoryLog<MetadataCommand, MetadataReply>('metadata', { clock: this.clock });
+    } else {
+      this.metaGroup = raftHostOf(this.storage).createLog<MetadataCommand, MetadataReply>(
+        'metadata',
+        metadataCommandCodec,
+        { clock: this.clock, join: this.cluster?.joining ?? false },
+      );
+      this.metaLog = withCompaction(this.metaGroup, { policy: { maxEntries: 10_000 } });
+    }
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
@@ -142,7 +202,17 @@ export class Broker {
   /** Open the metadata store (bootstrapping a fresh node) and start the memory monitor. */
   static async start(options: BrokerOptions): Promise<Broker> {
     const broker = new Broker(options);
-    await broker.metaLog.open(broker.metadata);
+    await broker.metaLog.open(broker.observedMetadata());
+    if (broker.cluster !== undefined && broker.metaGroup !== undefined) {
+      await broker.cluster.attach({
+        log: broker.metaGroup,
+        state: broker.metadata,
+        onApplied: (listener) => {
+          broker.appliedListeners.add(listener);
+          return () => broker.appliedListeners.delete(listener);
+        },
+      });
+    }
     if (broker.metadata.vhosts().length === 0) {
       const user = options.defaultUser ?? { name: 'guest', password: 'guest' };
       const hash = await hashPassword(user.password);
@@ -232,9 +302,84 @@ export class Broker {
 
   // ------------------------------------------------------------------------------ metadata operations
 
+  /**
+   * The metadata machine as the log applies it: every applied command, proposed here or on another
+   * node, is reported to `onMetadataApplied` and the cluster layer's listeners.
+   */
+  private observedMetadata(): StateMachine<MetadataCommand, MetadataReply> {
+    const machine = this.metadata;
+    return {
+      apply: (command: MetadataCommand, meta: EntryMeta): MetadataReply => {
+        const reply = machine.apply(command, meta);
+        this.onMetadataApplied(command, reply);
+        for (const listener of this.appliedListeners) listener(command, reply);
+        return reply;
+      },
+      snapshot: () => machine.snapshot(),
+      restore: (bytes: Uint8Array, meta: EntryMeta) => {
+        machine.restore(bytes, meta);
+        // A snapshot from the leader replaced everything at once (a lagging or joining node).
+        this.permissionEpoch++;
+        for (const listener of this.appliedListeners) listener(undefined, undefined);
+      },
+    };
+  }
+
+  /**
+   * What every node does when a metadata change applies, whoever proposed it: cached permission
+   * checks are dropped, the node's own queues take up new policies, and its actors of queues that
+   * no longer exist stop (the proposer's own deletions stop theirs, and count their messages).
+   */
+  private onMetadataApplied(command: MetadataCommand, reply: MetadataReply): void {
+    if (reply.type === 'error') return;
+    switch (command.type) {
+      case 'putUser':
+      case 'deleteUser':
+      case 'setPermissions':
+      case 'clearPermissions':
+      case 'deleteVhost':
+        this.permissionEpoch++;
+        break;
+      case 'setPolicy':
+      case 'clearPolicy':
+        if (this.cluster !== undefined) void this.applyPolicies(command.vhost);
+        break;
+    }
+    for (const q of reply.deletedQueues) {
+      const actor = this.actors.get(q.vhost)?.get(q.name);
+      if (actor === undefined || actor.groupId !== q.groupId || this.localDeletes.has(q.groupId)) continue;
+      void this.stopActor(q.vhost, q.name, true);
+    }
+  }
+
+  /**
+   * Propose a metadata command. A node that does not lead the metadata group forwards it to the
+   * leader, then waits until its own replica has applied the change, so what follows here (an
+   * actor started, a listing) sees it.
+   */
+  private async proposeMeta(command: MetadataCommand): Promise<MetadataReply> {
+    try {
+      return await this.metaLog.propose(command);
+    } catch (error) {
+      const cluster = this.cluster;
+      const group = this.metaGroup;
+      if (!(error instanceof NotLeaderError) || cluster === undefined || group === undefined) throw error;
+      const reply = await cluster.forward(command, error.leader);
+      try {
+        await group.barrier(FORWARDED_APPLY_TIMEOUT_MS);
+      } catch (cause) {
+        throw new ConnectionError(
+          Code.INTERNAL_ERROR,
+          `metadata change committed, but this node did not catch up with it: ${String(cause)}`,
+        );
+      }
+      return reply;
+    }
+  }
+
   /** Propose a metadata command; error replies become channel or connection errors. */
   private async runMeta(command: MetadataCommand): Promise<MetadataReply & { type: 'ok' }> {
-    const reply = await this.metaLog.propose(command);
+    const reply = await this.proposeMeta(command);
     if (reply.type === 'error') {
       throw isConnectionError(reply.code)
         ? new ConnectionError(reply.code, reply.text)
@@ -360,10 +505,12 @@ export class Broker {
       arguments: args,
       groupId: `${vhost}/${name}/${randomUUID()}`,
       serverNamed: m.queue === '',
+      ...(this.cluster !== undefined ? { node: this.cluster.nodeId } : {}),
     });
     let actor = this.actors.get(vhost)?.get(name);
     if (reply.created === true || actor === undefined) {
       const record = this.metadata.queue(vhost, name) as QueueRecord;
+      if (!this.serves(record)) throw servedElsewhere(record);
       actor = await this.startActor(record, this.effectiveConfig(record).config);
       // The default exchange routes to it now: a hand-off to '' may have somewhere to go.
       this.wakeDeadLetters(vhost);
@@ -425,17 +572,22 @@ export class Broker {
     this.checkPermission(session, 'configure', 'queue', name);
     this.checkExclusive(session, name);
     const counts = actor.counts();
-    await this.runMeta({
-      type: 'deleteQueue',
-      vhost,
-      name,
-      ifUnused,
-      ifEmpty,
-      consumers: counts.consumers,
-      messages: counts.ready + counts.unacked,
-      connectionId: session.connectionId,
-      groupId: actor.groupId,
-    });
+    this.localDeletes.add(actor.groupId);
+    try {
+      await this.runMeta({
+        type: 'deleteQueue',
+        vhost,
+        name,
+        ifUnused,
+        ifEmpty,
+        consumers: counts.consumers,
+        messages: counts.ready + counts.unacked,
+        connectionId: session.connectionId,
+        groupId: actor.groupId,
+      });
+    } finally {
+      this.localDeletes.delete(actor.groupId);
+    }
     return this.stopActor(vhost, name, true);
   }
 
@@ -450,7 +602,11 @@ export class Broker {
    */
   queueForUse(session: Session, name: string, permission: Permission | undefined): QueueActor {
     const actor = this.actors.get(session.vhost)?.get(name);
-    if (actor === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+    if (actor === undefined) {
+      const record = this.metadata.queue(session.vhost, name);
+      if (record !== undefined && !this.serves(record)) throw servedElsewhere(record);
+      throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+    }
     this.checkExclusive(session, name);
     if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
     return actor;
@@ -533,6 +689,14 @@ export class Broker {
 
   // ------------------------------------------------------------------------------ publishing
 
+  /**
+   * Whether the last `route()` reached a queue this node does not serve (one declared on another
+   * node of the cluster): the publish did not reach every queue, so a confirm must be a nack.
+   * Read right after `route()` (a flag rather than a result object keeps the publish path free of
+   * allocations).
+   */
+  lastRouteUnserved = false;
+
   /** The queues a publish reaches. `keys` = routing key plus CC and BCC keys. */
   route(
     vhost: string,
@@ -543,10 +707,11 @@ export class Broker {
     const names = route(this.metadata, vhost, exchange, keys, headers);
     const byName = this.actors.get(vhost);
     const targets: QueueActor[] = [];
-    if (byName === undefined) return targets;
+    this.lastRouteUnserved = false;
     for (const name of names) {
-      const actor = byName.get(name);
+      const actor = byName?.get(name);
       if (actor !== undefined) targets.push(actor);
+      else if (this.metadata.queue(vhost, name) !== undefined) this.lastRouteUnserved = true;
     }
     return targets;
   }
@@ -610,16 +775,9 @@ export class Broker {
    * when this resolves). Error replies are returned, not thrown.
    */
   async manage(command: MetadataCommand): Promise<MetadataReply> {
-    const reply = await this.metaLog.propose(command);
+    const reply = await this.proposeMeta(command);
     if (reply.type === 'error') return reply;
     switch (command.type) {
-      case 'putUser':
-      case 'deleteUser':
-      case 'setPermissions':
-      case 'clearPermissions':
-      case 'deleteVhost':
-        this.permissionEpoch++;
-        break;
       case 'setPolicy':
       case 'clearPolicy':
         await this.applyPolicies(command.vhost);
@@ -676,10 +834,20 @@ export class Broker {
    * comes back from its snapshot + log. Messages that were checked out to channels of the previous
    * run return to ready, marked redelivered, when the actor finds their owners gone.
    */
+  /**
+   * Whether this node runs the queue's actor: the queue was declared here (or before clustering,
+   * when every queue was the node's own).
+   */
+  private serves(record: QueueRecord): boolean {
+    return record.node === undefined || record.node === this.cluster?.nodeId;
+  }
+
   private async recover(): Promise<void> {
     const started = performance.now();
     for (const q of this.metadata.queues()) {
       if (q.durable && q.exclusiveOwner === undefined) continue;
+      // Another node's queues are that node's to recover (it drops its own non-durable ones).
+      if (!this.serves(q)) continue;
       await this.runMeta({
         type: 'deleteQueue',
         vhost: q.vhost,
@@ -691,7 +859,10 @@ export class Broker {
         groupId: q.groupId,
       });
     }
-    for (const v of this.metadata.vhosts()) {
+    // Non-durable exchanges go with a restart of the node alone; in a cluster other nodes may
+    // still be using them.
+    const vhosts = this.cluster === undefined ? this.metadata.vhosts() : [];
+    for (const v of vhosts) {
       for (const e of this.metadata.exchanges(v.name)) {
         if (e.durable || e.name === '' || e.name.startsWith('amq.')) continue;
         await this.runMeta({ type: 'deleteExchange', vhost: v.name, name: e.name, ifUnused: false });
@@ -700,6 +871,7 @@ export class Broker {
     let queues = 0;
     let messages = 0;
     for (const record of this.metadata.queues()) {
+      if (!this.serves(record)) continue;
       const actor = await this.startActor(record, this.effectiveConfig(record).config);
       queues += 1;
       messages += actor.counts().ready + actor.counts().unacked;

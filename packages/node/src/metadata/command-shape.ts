@@ -60,6 +60,7 @@ const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, Fiel
     arguments: 'table',
     groupId: 'string',
     serverNamed: 'boolean?',
+    node: 'string?',
   },
   deleteQueue: {
     vhost: 'string',

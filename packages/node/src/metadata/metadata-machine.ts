@@ -583,6 +583,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
       autoDelete: c.autoDelete,
       arguments: args,
       groupId: c.groupId,
+      ...(c.node !== undefined ? { node: c.node } : {}),
     };
     this.createQueue(vh, record);
     return ok({ created: true, queue: record });
@@ -810,6 +811,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         q.autoDelete,
         q.arguments,
         q.groupId,
+        ...(q.node !== undefined ? [q.node] : []),
       ]),
       bindings: Array.from(vh.bindings.values(), ({ record: b }) => [
         b.source,
@@ -889,7 +891,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         throw new SnapshotFormatError(`metadata snapshot has exchange type '${type}'`);
       this.createExchange(vh, { vhost, name, type, durable, autoDelete, internal, arguments: args });
     }
-    for (const [name, durable, owner, autoDelete, args, groupId] of v.queues) {
+    for (const [name, durable, owner, autoDelete, args, groupId, node] of v.queues) {
       this.createQueue(vh, {
         vhost,
         name,
@@ -898,6 +900,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         autoDelete,
         arguments: args,
         groupId,
+        ...(node !== undefined ? { node } : {}),
       });
     }
     for (const [sourceName, destinationKind, destinationName, routingKey, args] of v.bindings) {
@@ -944,7 +947,11 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
 interface SnapshotVhost {
   readonly name: string;
   readonly exchanges: readonly [string, string, boolean, boolean, boolean, FieldTable][];
-  readonly queues: readonly [string, boolean, string | null, boolean, FieldTable, string][];
+  /** name, durable, exclusive owner, auto-delete, arguments, group id, and the home node if any. */
+  readonly queues: readonly (
+    | [string, boolean, string | null, boolean, FieldTable, string]
+    | [string, boolean, string | null, boolean, FieldTable, string, string]
+  )[];
   readonly bindings: readonly [string, DestinationKind, string, string, FieldTable][];
   /** Absent in version 1. */
   readonly policies?: readonly [string, string, string, number, PolicyDefinition][];

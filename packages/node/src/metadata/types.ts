@@ -69,6 +69,11 @@ export interface QueueRecord {
   readonly arguments: FieldTable;
   /** The replicated log group of this queue incarnation (a redeclared queue gets a new one). */
   readonly groupId: string;
+  /**
+   * The node whose actor serves the queue: the one it was declared on (until queues are
+   * replicated across nodes). Absent on queues declared before clustering: the node holding them.
+   */
+  readonly node?: string;
 }
 
 export interface BindingRecord {
@@ -198,6 +203,8 @@ export type MetadataCommand =
        * reserved prefix 'amq.' (RabbitMQ's 'amq.gen-...').
        */
       readonly serverNamed?: boolean | undefined;
+      /** The declaring node, which serves the queue (see `QueueRecord.node`). */
+      readonly node?: string | undefined;
     }
   | {
       readonly type: 'deleteQueue';

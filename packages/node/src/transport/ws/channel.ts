@@ -329,7 +329,13 @@ export class Channel implements OwnerSink {
     const sender = extractSenderRouting(props);
     const keys = sender.keys === undefined ? [p.routingKey] : [p.routingKey, ...sender.keys];
     const targets = this.broker.route(session.vhost, p.exchange, keys, props.headers ?? undefined);
+    // Routed to a queue another node serves: it does not get the message, so no confirm says so.
+    const unserved = this.broker.lastRouteUnserved;
 
+    if (targets.length === 0 && unserved) {
+      if (seq !== 0) this.settleConfirm(seq, 'nack');
+      return;
+    }
     if (targets.length === 0) {
       if (p.mandatory) {
         this.host.send({
@@ -361,7 +367,7 @@ export class Channel implements OwnerSink {
         queue.enqueue(message, ttl).catch((err: unknown) => this.enqueueFailed(queue, err));
       return;
     }
-    if (targets.length === 1) {
+    if (targets.length === 1 && !unserved) {
       (targets[0] as QueueActor).enqueue(message, ttl).then(
         (r) => this.settleConfirm(seq, r.type === 'rejected' ? 'nack' : 'ack'),
         (err: unknown) => {
@@ -372,7 +378,7 @@ export class Channel implements OwnerSink {
       return;
     }
     let remaining = targets.length;
-    let refused = false;
+    let refused = unserved;
     for (const queue of targets) {
       queue.enqueue(message, ttl).then(
         (r) => {
