@@ -3,8 +3,11 @@ import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { Broker } from '../broker/broker.ts';
 import { acquireDataDir } from '../broker/data-dir.ts';
-import { CLUSTER_SECRET_ENV } from '../cluster/cluster-secret.ts';
+import { Cluster } from '../cluster/cluster.ts';
+import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
+import { ClusterError } from '../cluster/errors.ts';
+import { loadNodeIdentity } from '../cluster/node-identity.ts';
 import type { LogLevel } from '../logging/logger.ts';
 import { createLogger, LOG_LEVELS } from '../logging/logger.ts';
 import {
@@ -146,25 +149,53 @@ export async function serverCommand(argv: string[]): Promise<number> {
   });
   await mkdir(dataDir, { recursive: true });
   const dir = await acquireDataDir(dataDir);
-  if (options.cluster !== undefined) {
-    // Settled now so a fresh clustered node has its secret file (and says where) on first start.
-    const secret = await clusterSecretSource(options.cluster, dataDir, logger);
-    logger.warn(
-      {
-        clusterListen: options.cluster.listen,
-        join: options.cluster.join,
-        secret: secret.file ?? `$${CLUSTER_SECRET_ENV}`,
-      },
-      'clustering flags given, but this build does not start the cluster layer yet: the node runs alone',
-    );
-  }
-  const storage = await openNodeStorage(dataDir, logger.child({ component: 'storage' }));
-  const broker = await Broker.start({
-    nodeName: dir.nodeName,
-    logger,
-    memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
-    storage,
+  // The node's identity: its libp2p key, whose peer id is the node id of a new data dir (so any
+  // data dir can later form or join a cluster).
+  const identity = await loadNodeIdentity(dataDir);
+  const storage = await openNodeStorage(dataDir, logger.child({ component: 'storage' }), {
+    nodeId: identity.nodeId,
   });
+  const nodeName = options.cluster?.nodeName ?? dir.nodeName;
+  /** Stop what started so far and exit 1 with `message` (a refusal the operator must act on). */
+  const refuse = async (message: string, cluster?: Cluster): Promise<number> => {
+    await cluster?.stop().catch(() => undefined);
+    await storage.close();
+    await dir.release();
+    logger.fatal(message);
+    logger.flush();
+    process.stderr.write(`styx server: ${message}\n`);
+    return 1;
+  };
+  let cluster: Cluster | undefined;
+  let broker: Broker;
+  try {
+    if (options.cluster !== undefined) {
+      const secret = await clusterSecretSource(options.cluster, dataDir, logger);
+      cluster = await Cluster.start({
+        storage,
+        identity,
+        swarmKey: await loadClusterSecret(secret),
+        listen: options.cluster.listen,
+        join: options.cluster.join,
+        nodeName,
+        logger,
+      });
+      logger.info(
+        { node: nodeName, id: cluster.nodeId, clusterAddress: cluster.address, join: options.cluster.join },
+        `cluster layer listening on ${cluster.address}`,
+      );
+    }
+    broker = await Broker.start({
+      nodeName,
+      logger,
+      memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
+      storage,
+      ...(cluster !== undefined ? { cluster } : {}),
+    });
+  } catch (err) {
+    if (err instanceof ClusterError) return refuse(err.message, cluster);
+    throw err;
+  }
   const server = new WsServer(
     broker,
     { host, port, limits: { frameMax, heartbeatMs: heartbeatS * 1000 } },
@@ -175,6 +206,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
     address = await server.listen();
   } catch (err) {
     await broker.shutdown();
+    await cluster?.stop();
     await storage.close();
     await dir.release();
     if (err instanceof ListenError) {
@@ -192,13 +224,15 @@ export async function serverCommand(argv: string[]): Promise<number> {
       : new ManagementServer({
           broker,
           logger,
-          cluster: singleNodeClusterView({ nodeName: broker.nodeName, nodeId: storage.nodeId }),
+          cluster:
+            cluster?.view() ?? singleNodeClusterView({ nodeName: broker.nodeName, nodeId: storage.nodeId }),
         });
   try {
     await management?.start(managementHost, managementPort);
   } catch (err) {
     await broker.shutdown();
     await server.close();
+    await cluster?.stop();
     await storage.close();
     await dir.release();
     if (err instanceof ManagementListenError) {
@@ -228,6 +262,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
         await management?.close();
         await broker.shutdown();
         await server.close();
+        await cluster?.stop();
         await storage.close();
         await dir.release();
         logger.info('stopped');
@@ -243,6 +278,6 @@ export async function serverCommand(argv: string[]): Promise<number> {
     process.on('SIGTERM', () => stop('SIGTERM'));
     // Announced only once the handlers are in place: a supervisor (or a test) may signal the node as
     // soon as it reads this line, and before them a signal would kill it without a clean stop.
-    logger.info({ url, dataDir, node: dir.nodeName }, `Styx listening on ${url}`);
+    logger.info({ url, dataDir, node: nodeName }, `Styx listening on ${url}`);
   });
 }

@@ -87,6 +87,7 @@ export interface NodeStorage {
 export async function openNodeStorage(
   dataDir: string,
   logger: StorageLogger = silentStorageLogger,
+  options: { readonly nodeId?: string } = {},
 ): Promise<NodeStorage> {
   const path = join(dataDir, 'lmdb');
   await mkdir(path, { recursive: true });
@@ -94,7 +95,11 @@ export async function openNodeStorage(
   let record: StorageRecord;
   let logStore: LogStore;
   try {
-    record = readOrCreateRecord(root.openDB<unknown, string>({ name: NODE_META_DB, encoding: 'json' }), path);
+    record = readOrCreateRecord(
+      root.openDB<unknown, string>({ name: NODE_META_DB, encoding: 'json' }),
+      path,
+      options.nodeId,
+    );
     // Moves a format-2 data dir's log entries into runs (see the format history), once the record
     // already says format 3; throws, leaving what it moved moved, if an old record is unreadable.
     logStore = logStoreOnEnvironment(root);
@@ -107,12 +112,16 @@ export async function openNodeStorage(
   return new OpenNodeStorage(path, record, root, logStore, bodyStore);
 }
 
-function readOrCreateRecord(meta: Database<unknown, string>, path: string): StorageRecord {
+/**
+ * The data dir's record, created on first open with `nodeId` (the node's libp2p peer id, so the
+ * data dir can later form or join a cluster) or a UUID when none is given (embedded use, tests).
+ */
+function readOrCreateRecord(meta: Database<unknown, string>, path: string, nodeId?: string): StorageRecord {
   const stored = meta.get(STORAGE_RECORD_KEY);
   if (stored === undefined) {
     const record: StorageRecord = {
       format: STORAGE_FORMAT_VERSION,
-      nodeId: randomUUID(),
+      nodeId: nodeId ?? randomUUID(),
       createdAt: Date.now(),
     };
     // Synchronous and durable before anything else is written to the new data dir.

@@ -1,0 +1,563 @@
+import { ReplyCode } from '@styx/client/wire';
+import { NotLeaderError, PeerUnreachableError } from '@styx/raft';
+import type { BrokerCluster, MetadataGroup } from '../broker/broker.ts';
+import { Code, ConnectionError } from '../errors/amqp-error.ts';
+import type { Logger } from '../logging/logger.ts';
+import { metadataCommandCodec } from '../metadata/command-codec.ts';
+import { fieldJsonReplacer, fieldJsonReviver } from '../metadata/field-values.ts';
+import type { ClusterNodeRecord, MetadataCommand, MetadataReply } from '../metadata/metadata-machine.ts';
+import type { NodeStorage } from '../storage/node-storage.ts';
+import { raftHostOf } from '../storage/raft-groups.ts';
+import { ClusterGossip } from './cluster-gossip.ts';
+import { ClusterRpc, RpcError, RpcRemoteError } from './cluster-rpc.ts';
+import type { ClusterMemberStatus, ClusterView } from './cluster-view.ts';
+import {
+  ClusterChangeRefusedError,
+  ClusterNodeNotFoundError,
+  ClusterUnavailableError,
+} from './cluster-view.ts';
+import { ClusterGater } from './connection-gater.ts';
+import { ClusterError } from './errors.ts';
+import type { ClusterLibp2p } from './libp2p-node.ts';
+import { createClusterNode, listenAddress } from './libp2p-node.ts';
+import { Libp2pTransport } from './libp2p-transport.ts';
+import { MembershipReconciler } from './membership-reconciler.ts';
+import type { NodeIdentity } from './node-identity.ts';
+
+/** This node could not join the cluster: refused (forgotten, its name taken) or no member answered. */
+export class ClusterJoinError extends ClusterError {
+  constructor(reason: string) {
+    super('CLUSTER_JOIN_FAILED', reason);
+  }
+}
+
+/** RPC kinds nodes answer for each other. */
+const RPC_JOIN = 'join';
+const RPC_METADATA = 'metadata';
+const RPC_FORGET = 'forget';
+
+/** The metadata group's id (as the broker creates it). */
+const METADATA_GROUP = 'metadata';
+/** How long a node keeps asking to join before it gives up, ms (the seeds may start later). */
+const JOIN_DEADLINE_MS = 120_000;
+/** Pause between join attempts, ms. */
+const JOIN_RETRY_MS = 1_000;
+/** How long a forwarded metadata change may wait for a leader to be known or reachable, ms. */
+const FORWARD_DEADLINE_MS = 10_000;
+/** Pause between attempts to find the metadata leader, ms. */
+const FORWARD_RETRY_MS = 100;
+/** How often a node redials the members it has no connection to, ms. */
+const KEEP_CONNECTED_MS = 1_000;
+/** A barrier's wait for the leader's confirmation while catching up after a join, ms. */
+const CATCH_UP_BARRIER_MS = 5_000;
+
+export interface ClusterStartOptions {
+  readonly storage: NodeStorage;
+  readonly identity: NodeIdentity;
+  /** The private-network key made from the cluster secret. */
+  readonly swarmKey: Uint8Array;
+  /** Where to listen for other nodes, `host:port`. */
+  readonly listen: string;
+  /** Addresses of members to join through (a fresh data dir) or to announce to (a restart). */
+  readonly join: readonly string[];
+  /** The node's readable name, unique in the cluster. */
+  readonly nodeName: string;
+  readonly logger: Logger;
+}
+
+/** A join request: who is asking, and where it listens. */
+interface JoinRequest {
+  readonly id: string;
+  readonly peerId: string;
+  readonly name: string;
+  readonly address: string;
+}
+
+/** The answer to a join: the cluster's members, so the joiner can reach them at once. */
+interface JoinResponse {
+  readonly members: readonly ClusterNodeRecord[];
+  readonly leader: string;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value, fieldJsonReplacer));
+}
+
+function decodeJson<T>(bytes: Uint8Array): T {
+  return JSON.parse(decoder.decode(bytes), fieldJsonReviver) as T;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A node's membership of a Styx cluster: its libp2p host, the Raft transport its groups run on,
+ * the RPCs nodes answer for each other (join, metadata changes forwarded to the leader, forget), the
+ * gossip of cluster events, and — while this node leads the metadata group — the reconciler that
+ * keeps the group's voters in step with the cluster's members.
+ *
+ * Who belongs is decided by the metadata group alone (its `clusterNodes` table, changed through
+ * Raft): the gater, the transport's address book and the RPC peers follow each applied change.
+ * Gossip only speeds things up; nothing here depends on it.
+ */
+export class Cluster implements BrokerCluster {
+  readonly nodeId: string;
+  readonly nodeName: string;
+  /** Where other nodes reach this one, `host:port`. */
+  readonly address: string;
+  readonly joining: boolean;
+  readonly #options: ClusterStartOptions;
+  readonly #log: Logger;
+  readonly #node: ClusterLibp2p;
+  readonly #gater: ClusterGater;
+  readonly #transport: Libp2pTransport;
+  readonly #rpc: ClusterRpc;
+  readonly #gossip: ClusterGossip;
+  #group: MetadataGroup | undefined;
+  #reconciler: MembershipReconciler | undefined;
+  /** Peers currently in the address books (node id → address). */
+  readonly #known = new Map<string, string>();
+  #stopped = false;
+  #connectTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    options: ClusterStartOptions,
+    parts: {
+      node: ClusterLibp2p;
+      gater: ClusterGater;
+      transport: Libp2pTransport;
+      rpc: ClusterRpc;
+      gossip: ClusterGossip;
+    },
+  ) {
+    this.#options = options;
+    this.#log = options.logger.child({ component: 'cluster' });
+    this.nodeId = options.identity.nodeId;
+    this.nodeName = options.nodeName;
+    this.#node = parts.node;
+    this.#gater = parts.gater;
+    this.#transport = parts.transport;
+    this.#rpc = parts.rpc;
+    this.#gossip = parts.gossip;
+    this.address = listenAddress(parts.node);
+    // A data dir that holds no metadata group yet joins the cluster it is pointed at; one that
+    // holds it is a member already (restarted) or the node that formed the cluster.
+    this.joining =
+      options.join.length > 0 && options.storage.logStore.hardState(METADATA_GROUP) === undefined;
+  }
+
+  /**
+   * Start the node's libp2p host and the transport of its Raft groups. Call before the broker opens
+   * any group (the node's Raft host is created here, with the transport).
+   */
+  static async start(options: ClusterStartOptions): Promise<Cluster> {
+    const { storage, identity, logger } = options;
+    if (storage.nodeId !== identity.nodeId) {
+      throw new ClusterJoinError(
+        `this data dir was created before clustering (node id ${storage.nodeId}, not the node's ` +
+          `peer id ${identity.nodeId}); start it without --cluster-listen, or give clustering a new data dir`,
+      );
+    }
+    // The secret is the operator's approval to ask for a join: strangers holding it may connect,
+    // but only members reach the Raft transport and the member-only RPCs.
+    const gater = new ClusterGater(logger, [identity.nodeId], { openToJoins: true });
+    const node = await createClusterNode({
+      privateKey: identity.privateKey,
+      listen: options.listen,
+      swarmKey: options.swarmKey,
+      gater,
+      logger,
+    });
+    try {
+      const transport = await Libp2pTransport.start({
+        node,
+        logger,
+        admit: (peer) => gater.isMember(peer),
+      });
+      const rpc = await ClusterRpc.start({
+        node,
+        logger,
+        gater,
+        admit: (peer, kind) => kind === RPC_JOIN || gater.isMember(peer),
+      });
+      const gossip = new ClusterGossip(node.services.pubsub, logger);
+      gossip.start();
+      raftHostOf(storage, transport);
+      return new Cluster(options, { node, gater, transport, rpc, gossip });
+    } catch (error) {
+      await node.stop();
+      throw error;
+    }
+  }
+
+  // ------------------------------------------------------------------------------ BrokerCluster
+
+  async attach(group: MetadataGroup): Promise<void> {
+    this.#group = group;
+    group.onApplied((command) => {
+      const membership =
+        command === undefined || command.type === 'addClusterNode' || command.type === 'forgetClusterNode';
+      if (membership) this.#syncPeers();
+    });
+    this.#syncPeers();
+    this.#rpc.handle(RPC_JOIN, (payload, from) => this.#onJoin(payload, from));
+    this.#rpc.handle(RPC_METADATA, (payload) => this.#onMetadata(payload));
+    this.#rpc.handle(RPC_FORGET, (payload) => this.#onForget(payload));
+    this.#reconciler = new MembershipReconciler({ selfId: this.nodeId, group, logger: this.#log });
+    if (this.joining) {
+      await this.#join();
+    } else {
+      // A member restarted (or the node that formed the cluster): make sure the membership has its
+      // current name and address. Not waited for when the leader is elsewhere and unreachable.
+      const announcing = this.#announceSelf();
+      if (group.log.role === 'leader') await announcing;
+      else
+        announcing.catch((error: unknown) => this.#log.warn({ err: error }, 'could not announce this node'));
+    }
+    this.#reconciler.start();
+    this.#keepConnected();
+    void this.#gossip
+      .publish({ kind: 'node-up', nodeId: this.nodeId, address: this.address })
+      .catch(() => undefined);
+  }
+
+  async forward(command: MetadataCommand, leaderHint: string | undefined): Promise<MetadataReply> {
+    const payload = metadataCommandCodec.encode(command);
+    let response: Uint8Array;
+    try {
+      response = await this.#callLeader(RPC_METADATA, payload, leaderHint, () =>
+        (this.#group as MetadataGroup).log.propose(command).then(encodeJson),
+      );
+    } catch (error) {
+      if (error instanceof ConnectionError) throw error;
+      throw new ConnectionError(
+        Code.INTERNAL_ERROR,
+        `metadata change failed on the leader: ${String(error)}`,
+      );
+    }
+    return decodeJson<MetadataReply>(response);
+  }
+
+  // ------------------------------------------------------------------------------ operator view
+
+  /** The cluster as `styx ctl cluster_status` and the management API show it. */
+  view(): ClusterView {
+    return {
+      self: () => ({ id: this.nodeId, name: this.nodeName }),
+      members: () => this.#members(),
+      metadataLeader: () => this.#group?.log.leader,
+      join: async () => {
+        throw new ClusterChangeRefusedError(
+          'this node is a cluster member already, with metadata of its own that joining another ' +
+            'cluster would discard: start a node with an empty --data-dir and --join HOST:PORT instead',
+        );
+      },
+      forget: (idOrName: string) => this.#forget(idOrName),
+    };
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#reconciler?.stop();
+    if (this.#connectTimer !== undefined) clearInterval(this.#connectTimer);
+    await this.#gossip
+      .publish({ kind: 'node-down', nodeId: this.nodeId })
+      .then(() => undefined)
+      .catch(() => undefined);
+    this.#gossip.stop();
+    await this.#rpc.close();
+    await this.#transport.close();
+    await this.#node.stop();
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  /** forget_cluster_node: the leader records it; the reconciler then drops its replica. */
+  async #forget(idOrName: string): Promise<void> {
+    try {
+      const payload = encodeJson({ node: idOrName });
+      await this.#callLeader(RPC_FORGET, payload, undefined, () => this.#onForget(payload));
+    } catch (error) {
+      const code = error instanceof RpcError || error instanceof RpcRemoteError ? error.code : undefined;
+      const text = error instanceof Error ? error.message : String(error);
+      if (code === String(ReplyCode.NOT_FOUND)) throw new ClusterNodeNotFoundError(text);
+      if (code === String(ReplyCode.PRECONDITION_FAILED)) throw new ClusterChangeRefusedError(text);
+      throw new ClusterUnavailableError(text, { cause: error });
+    }
+  }
+
+  #members(): ClusterMemberStatus[] {
+    const group = this.#group;
+    if (group === undefined) return [];
+    const conf = group.log.membership;
+    const voters = new Set([...conf.voters, ...conf.votersOutgoing]);
+    const learners = new Set([...conf.learners, ...conf.learnersNext]);
+    const connected = new Set(this.#node.getConnections().map((c) => c.remotePeer.toString()));
+    return group.state.clusterNodes().map((record) => ({
+      id: record.id,
+      peerId: record.peerId,
+      name: record.name,
+      address: record.address,
+      isSelf: record.id === this.nodeId,
+      online: record.id === this.nodeId || connected.has(record.peerId),
+      voter: voters.has(record.id) ? 'voter' : learners.has(record.id) ? 'learner' : 'none',
+    }));
+  }
+
+  /**
+   * Keep a connection to every member, redialled every second while it is down: followers of the
+   * metadata group exchange no Raft traffic, yet each node shows which members are online, and
+   * gossip spreads over these connections.
+   */
+  #keepConnected(): void {
+    const dial = (): void => {
+      const connected = new Set(this.#node.getConnections().map((c) => c.remotePeer.toString()));
+      for (const id of this.#known.keys()) {
+        if (!connected.has(id)) this.#transport.connect(id).catch(() => undefined);
+      }
+    };
+    this.#connectTimer = setInterval(dial, KEEP_CONNECTED_MS);
+    this.#connectTimer.unref();
+    dial();
+  }
+
+  /** Make the gater, the transport and the RPC address book follow the applied membership. */
+  #syncPeers(): void {
+    const state = this.#group?.state;
+    if (state === undefined || this.#stopped) return;
+    const members = state.clusterNodes();
+    this.#gater.setMembers([this.nodeId, ...members.map((m) => m.peerId)]);
+    for (const id of state.forgottenNodes()) this.#gater.forget(id);
+    const current = new Set<string>();
+    for (const member of members) {
+      if (member.id === this.nodeId) continue;
+      current.add(member.id);
+      this.#addPeer(member.id, member.address);
+    }
+    for (const id of [...this.#known.keys()]) if (!current.has(id)) this.#dropPeer(id);
+  }
+
+  #addPeer(id: string, address: string): void {
+    if (this.#known.get(id) === address) return;
+    this.#known.set(id, address);
+    this.#transport.addPeer(id, address);
+    this.#rpc.addPeer(id, address);
+  }
+
+  #dropPeer(id: string): void {
+    if (!this.#known.delete(id)) return;
+    this.#transport.removePeer(id);
+    this.#rpc.removePeer(id);
+    for (const connection of this.#node.getConnections()) {
+      if (connection.remotePeer.toString() === id) void connection.close().catch(() => undefined);
+    }
+  }
+
+  #selfRecord(): JoinRequest {
+    return { id: this.nodeId, peerId: this.nodeId, name: this.nodeName, address: this.address };
+  }
+
+  /** Record this node in the membership (its address may have changed since it was recorded). */
+  async #announceSelf(): Promise<void> {
+    const group = this.#group as MetadataGroup;
+    const self = this.#selfRecord();
+    const recorded = group.state.clusterNode(self.id);
+    if (recorded !== undefined && recorded.address === self.address && recorded.name === self.name) return;
+    const reply = await this.#proposeOrForward({ type: 'addClusterNode', ...self });
+    if (reply.type === 'error') throw new ClusterJoinError(reply.text);
+  }
+
+  /**
+   * A fresh node's join: ask each given member in turn until one answers (the cluster may still be
+   * starting), then wait until this replica is a member of the metadata group and has caught up.
+   */
+  async #join(): Promise<void> {
+    const started = Date.now();
+    const request = encodeJson(this.#selfRecord());
+    let attempt = 0;
+    let lastError: unknown;
+    for (;;) {
+      for (const address of this.#options.join) {
+        attempt++;
+        try {
+          const { peerId, response } = await this.#rpc.callAddress(address, RPC_JOIN, request);
+          const answer = decodeJson<JoinResponse>(response);
+          for (const member of answer.members) {
+            if (member.id !== this.nodeId) this.#addPeer(member.id, member.address);
+          }
+          this.#gater.setMembers([this.nodeId, peerId, ...answer.members.map((m) => m.peerId)]);
+          this.#log.info(
+            { via: address, members: answer.members.length, leader: answer.leader },
+            'joined the cluster; catching up with its metadata',
+          );
+          await this.#catchUp();
+          return;
+        } catch (error) {
+          if (error instanceof RpcRemoteError && error.code !== 'UNAVAILABLE') {
+            // The cluster refused this node (forgotten, or its name taken by another node).
+            throw new ClusterJoinError(`the cluster at ${address} refused this node: ${error.message}`);
+          }
+          lastError = error;
+          this.#log.info({ address, attempt, err: error }, 'join attempt failed; retrying');
+        }
+      }
+      if (Date.now() - started > JOIN_DEADLINE_MS) {
+        throw new ClusterJoinError(
+          `could not join through ${this.#options.join.join(', ')} within ${JOIN_DEADLINE_MS / 1000} s: ${String(lastError)}`,
+        );
+      }
+      await sleep(JOIN_RETRY_MS);
+    }
+  }
+
+  /** Wait until the leader has added this replica and it has applied the metadata as of now. */
+  async #catchUp(): Promise<void> {
+    const group = this.#group as MetadataGroup;
+    const started = Date.now();
+    for (;;) {
+      try {
+        await group.log.barrier(CATCH_UP_BARRIER_MS);
+        if (group.state.clusterNode(this.nodeId) !== undefined) return;
+      } catch (error) {
+        if (Date.now() - started > JOIN_DEADLINE_MS) {
+          throw new ClusterJoinError(`joined, but did not catch up with the metadata: ${String(error)}`);
+        }
+      }
+      await sleep(FORWARD_RETRY_MS);
+    }
+  }
+
+  /** Propose on this replica when it leads the metadata group, else forward to the leader. */
+  async #proposeOrForward(command: MetadataCommand): Promise<MetadataReply> {
+    const group = this.#group as MetadataGroup;
+    try {
+      return await group.log.propose(command);
+    } catch (error) {
+      if (!(error instanceof NotLeaderError)) throw error;
+      return this.forward(command, error.leader);
+    }
+  }
+
+  /**
+   * Call `kind` on the metadata leader, following redirects while no leader is known or the one
+   * known has just lost its lead. Only answers that prove nothing was committed are retried.
+   */
+  async #callLeader(
+    kind: string,
+    payload: Uint8Array,
+    hint: string | undefined,
+    locally?: () => Promise<Uint8Array>,
+  ): Promise<Uint8Array> {
+    const deadline = Date.now() + FORWARD_DEADLINE_MS;
+    let leader = hint;
+    for (;;) {
+      leader ??= this.#group?.log.leader;
+      if (leader === this.nodeId && locally !== undefined) {
+        // Elected meanwhile: the change goes through here.
+        try {
+          return await locally();
+        } catch (error) {
+          if (!(error instanceof NotLeaderError)) throw error;
+          leader = undefined;
+        }
+      } else if (leader !== undefined && leader !== this.nodeId) {
+        try {
+          return await this.#rpc.call(leader, kind, payload);
+        } catch (error) {
+          const retry =
+            (error instanceof RpcRemoteError &&
+              (error.code === 'NOT_LEADER' || error.code === 'UNAVAILABLE')) ||
+            error instanceof PeerUnreachableError;
+          if (!retry) throw error;
+          // Ask our replica again: it learns the new leader from the group's own messages.
+          leader = undefined;
+        }
+      } else {
+        leader = undefined;
+      }
+      if (Date.now() > deadline) {
+        throw new ConnectionError(
+          Code.INTERNAL_ERROR,
+          `metadata store unavailable: no reachable leader within ${FORWARD_DEADLINE_MS / 1000} s`,
+        );
+      }
+      await sleep(FORWARD_RETRY_MS);
+    }
+  }
+
+  /** Leader only: a command forwarded by another node. */
+  async #onMetadata(payload: Uint8Array): Promise<Uint8Array> {
+    const group = this.#leadingGroup();
+    const command = metadataCommandCodec.decode(payload);
+    const reply = await this.#asLeader(() => group.log.propose(command));
+    return encodeJson(reply);
+  }
+
+  /** Any member: a node asks to join; the leader records it (forwarded there when elsewhere). */
+  async #onJoin(payload: Uint8Array, from: string): Promise<Uint8Array> {
+    const request = decodeJson<JoinRequest>(payload);
+    // A node asks for itself; a member relays a join it received (and checked) to the leader.
+    if ((request.peerId !== from || request.id !== from) && !this.#gater.isMember(from)) {
+      throw new RpcError('FORBIDDEN', 'a node may only ask to join as itself');
+    }
+    const group = this.#group as MetadataGroup;
+    if (group.log.leader !== this.nodeId) {
+      return this.#callLeaderRaw(RPC_JOIN, payload, () => this.#onJoin(payload, from));
+    }
+    const reply = await this.#asLeader(() => group.log.propose({ type: 'addClusterNode', ...request }));
+    if (reply.type === 'error') throw new RpcError(String(reply.code), reply.text);
+    this.#log.info(
+      { node: request.name, id: request.id, address: request.address },
+      'node joined the cluster',
+    );
+    this.#reconciler?.poke();
+    const response: JoinResponse = { members: group.state.clusterNodes(), leader: this.nodeId };
+    return encodeJson(response);
+  }
+
+  /** Pass a join on to the leader (the joiner only knows the addresses it was given). */
+  async #callLeaderRaw(
+    kind: string,
+    payload: Uint8Array,
+    locally: () => Promise<Uint8Array>,
+  ): Promise<Uint8Array> {
+    try {
+      return await this.#callLeader(kind, payload, undefined, locally);
+    } catch (error) {
+      if (error instanceof RpcRemoteError) throw new RpcError(error.code, error.message);
+      throw new RpcError('UNAVAILABLE', error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  /** Leader only: forget a member. */
+  async #onForget(payload: Uint8Array): Promise<Uint8Array> {
+    const group = this.#leadingGroup();
+    const { node } = decodeJson<{ node: string }>(payload);
+    const reply = await this.#asLeader(() => group.log.propose({ type: 'forgetClusterNode', node }));
+    if (reply.type === 'error') throw new RpcError(String(reply.code), reply.text);
+    this.#reconciler?.poke();
+    return encodeJson(reply);
+  }
+
+  #leadingGroup(): MetadataGroup {
+    const group = this.#group;
+    if (group === undefined) throw new RpcError('UNAVAILABLE', 'this node is still starting');
+    if (group.log.leader !== this.nodeId) {
+      throw new RpcError('NOT_LEADER', 'not the metadata leader');
+    }
+    return group;
+  }
+
+  /** Run a proposal on the leader, turning a lost lead into the answer callers retry on. */
+  async #asLeader(propose: () => Promise<MetadataReply>): Promise<MetadataReply> {
+    try {
+      return await propose();
+    } catch (error) {
+      if (error instanceof NotLeaderError) throw new RpcError('NOT_LEADER', error.message);
+      throw error;
+    }
+  }
+}
