@@ -5,8 +5,9 @@ import { UsageError, withoutLeadingSeparator } from './args.ts';
 const USAGE = `Usage: styx <command> [options]
 
 Commands:
-  server     run a broker node (styx server --help)
-  ctl        manage a node, with rabbitmqctl's commands (styx ctl --help)
+  server         run a broker node (styx server --help)
+  ctl            manage a node, with rabbitmqctl's commands (styx ctl --help)
+  local-cluster  run a cluster of nodes on this machine, on loopback (styx local-cluster --help)
 
 Options:
   -h, --help     show this help
@@ -35,6 +36,18 @@ async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (err instanceof UsageError) {
           process.stderr.write(`styx server: ${err.message}\n\n${SERVER_USAGE}\n`);
+          return 2;
+        }
+        throw err;
+      }
+    }
+    case 'local-cluster': {
+      const { LOCAL_CLUSTER_USAGE, localClusterCommand } = await import('./local-cluster-command.ts');
+      try {
+        return await localClusterCommand(rest);
+      } catch (err) {
+        if (err instanceof UsageError) {
+          process.stderr.write(`styx local-cluster: ${err.message}\n\n${LOCAL_CLUSTER_USAGE}\n`);
           return 2;
         }
         throw err;

@@ -1,0 +1,166 @@
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parse, parseIntegerFlag } from './args.ts';
+
+export const LOCAL_CLUSTER_USAGE = `Usage: styx local-cluster [options]
+
+Run a cluster of Styx nodes on this machine, on loopback, for development and benchmarks: each node
+is a 'styx server' process with its own data dir, clients port, management port and cluster port.
+The first node forms the cluster, the others join it. Ctrl-C stops them all; run the command again
+and they come back with their data. 'npx -y pnpm@10 start:cluster' runs it with the defaults.
+
+Options:
+  --nodes N          how many nodes (default: 3, at most 9)
+  --data-dir DIR     parent of the nodes' data dirs and the cluster secret (default: ./styx-cluster)
+  --base-port PORT   node i (1-based) serves clients on PORT+i, management on PORT+10000+i and
+                     the cluster on PORT+20000+i (default: 5680: ws://127.0.0.1:5681, 5682, ...)
+  --log-level LEVEL  passed on to every node (default: info)
+  -h, --help         show this help`;
+
+/** The CLI entry point (main.ts), run by every node process. */
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+interface LocalNode {
+  readonly index: number;
+  readonly name: string;
+  readonly url: string;
+  readonly managementUrl: string;
+  readonly cluster: string;
+  readonly dataDir: string;
+}
+
+/** Read the cluster secret kept beside the nodes' data dirs, or make one on the first run. */
+async function clusterSecretFile(dir: string): Promise<string> {
+  const path = join(dir, 'cluster-secret');
+  const existing = await readFile(path, 'utf8').catch(() => '');
+  if (existing.trim() === '') await writeFile(path, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  return path;
+}
+
+export async function localClusterCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    nodes: { type: 'string' },
+    'data-dir': { type: 'string' },
+    'base-port': { type: 'string' },
+    'log-level': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    process.stdout.write(`${LOCAL_CLUSTER_USAGE}\n`);
+    return 0;
+  }
+  const count = parseIntegerFlag('nodes', values.nodes, 3, 1, 9);
+  const basePort = parseIntegerFlag('base-port', values['base-port'], 5680, 1, 65535 - 20_010);
+  const logLevel = values['log-level'] ?? 'info';
+  const root = resolve(values['data-dir'] ?? 'styx-cluster');
+  await mkdir(root, { recursive: true });
+  const secretFile = await clusterSecretFile(root);
+
+  const nodes: LocalNode[] = [];
+  for (let index = 1; index <= count; index++) {
+    nodes.push({
+      index,
+      name: `styx-${index}`,
+      url: `ws://127.0.0.1:${basePort + index}`,
+      managementUrl: `http://127.0.0.1:${basePort + 10_000 + index}`,
+      cluster: `127.0.0.1:${basePort + 20_000 + index}`,
+      dataDir: join(root, `node-${index}`),
+    });
+  }
+  const first = nodes[0] as LocalNode;
+  const children = nodes.map((node) => {
+    const args = [
+      MAIN,
+      'server',
+      '--data-dir',
+      node.dataDir,
+      '--port',
+      String(basePort + node.index),
+      '--management-port',
+      String(basePort + 10_000 + node.index),
+      '--cluster-listen',
+      node.cluster,
+      '--node-name',
+      node.name,
+      '--cluster-secret-file',
+      secretFile,
+      '--log-level',
+      logLevel,
+      '--log-format',
+      'json',
+    ];
+    // Every node but the first joins through the first; restarted with its data, a node is a member
+    // already and the flag only tells it where to announce itself.
+    if (node !== first) args.push('--join', first.cluster);
+    return start(node, args);
+  });
+
+  process.stdout.write(
+    `Styx local cluster: ${count} node${count === 1 ? '' : 's'}, data in ${root}\n` +
+      nodes
+        .map((n) => `  ${n.name}  clients ${n.url}  management ${n.managementUrl}  cluster ${n.cluster}`)
+        .join('\n') +
+      `\nCtrl-C stops them all.\n`,
+  );
+
+  return new Promise<number>((done) => {
+    let stopping = false;
+    let alive = children.length;
+    let failed = false;
+    const stopAll = (signal: NodeJS.Signals): void => {
+      if (stopping) return;
+      stopping = true;
+      for (const child of children) if (child.exitCode === null) child.kill(signal);
+    };
+    for (const child of children) {
+      child.on('exit', (code) => {
+        if (code !== 0 && code !== null) failed = true;
+        alive--;
+        // One node gone on its own (crashed, bad flags): stop the others rather than half a cluster.
+        if (!stopping) stopAll('SIGTERM');
+        if (alive === 0) done(failed ? 1 : 0);
+      });
+    }
+    process.on('SIGINT', () => stopAll('SIGTERM'));
+    process.on('SIGTERM', () => stopAll('SIGTERM'));
+  });
+}
+
+/** Start one node, its log lines prefixed with its name (message only; the JSON has the rest). */
+function start(node: LocalNode, args: string[]): ChildProcess {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const prefix = `[${node.name}] `;
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      process.stdout.write(`${prefix}${readable(line)}\n`);
+    });
+  }
+  return child;
+}
+
+/** A node's JSON log line as `LEVEL message`, anything else as it is. */
+function readable(line: string): string {
+  if (!line.startsWith('{')) return line;
+  try {
+    const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
+    const level = LEVEL_NAMES[entry.level ?? 30] ?? 'INFO';
+    const error = entry.err?.message !== undefined ? ` (${entry.err.message})` : '';
+    return `${level} ${entry.msg ?? ''}${error}`;
+  } catch {
+    return line;
+  }
+}
+
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'TRACE',
+  20: 'DEBUG',
+  30: 'INFO',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+};
