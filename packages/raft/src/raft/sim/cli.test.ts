@@ -46,7 +46,17 @@ describe('sim CLI', () => {
   });
 
   it('takes the `--` pnpm hands on (npx -y pnpm@10 raft:sweep -- --start S)', () => {
-    const { status, lines } = sim('--seeds', '100000', '--', '--seeds', '2', '--start', '7', '--steps', '300');
+    const { status, lines } = sim(
+      '--seeds',
+      '100000',
+      '--',
+      '--seeds',
+      '2',
+      '--start',
+      '7',
+      '--steps',
+      '300',
+    );
     expect(status).toBe(0);
     expect(lines.at(-1)).toMatch(/^sim: 2 seeds x 300 steps .*violations: 0$/);
   });
