@@ -218,6 +218,7 @@ export class Cluster implements BrokerCluster {
     }
     this.#reconciler.start();
     this.#keepConnected();
+    this.#gossipEvents(group);
     void this.#gossip
       .publish({ kind: 'node-up', nodeId: this.nodeId, address: this.address })
       .catch(() => undefined);
@@ -322,6 +323,29 @@ export class Cluster implements BrokerCluster {
     this.#connectTimer = setInterval(dial, KEEP_CONNECTED_MS);
     this.#connectTimer.unref();
     dial();
+  }
+
+  /**
+   * Cluster events by gossip, hints only: this node announces itself and the metadata leadership it
+   * wins; a member announcing itself is dialled at once rather than at the next redial.
+   */
+  #gossipEvents(group: MetadataGroup): void {
+    group.log.onRole((change) => {
+      if (change.role !== 'leader' || this.#stopped) return;
+      const event = {
+        kind: 'group-leader',
+        groupId: METADATA_GROUP,
+        term: change.term,
+        leader: this.nodeId,
+      } as const;
+      void this.#gossip.publish(event).catch(() => undefined);
+    });
+    this.#gossip.subscribe((event, from) => {
+      this.#log.debug({ event, from }, 'cluster event');
+      if (event.kind === 'node-up' && this.#known.has(event.nodeId)) {
+        this.#transport.connect(event.nodeId).catch(() => undefined);
+      }
+    });
   }
 
   /** Make the gater, the transport and the RPC address book follow the applied membership. */

@@ -66,7 +66,10 @@ interface StorageRecord {
 export interface NodeStorage {
   /** The LMDB environment's directory (`<dataDir>/lmdb`). */
   readonly path: string;
-  /** This node's identity, stable across restarts (a UUID created with the data dir). */
+  /**
+   * This node's identity, stable across restarts: its libp2p peer id for a data dir made by
+   * `styx server`, a UUID for one made before clustering (or opened without an id, embedded).
+   */
   readonly nodeId: string;
   readonly formatVersion: number;
   /** Entries, hard state and snapshots of every durable log group. */
