@@ -187,6 +187,46 @@ describe('a three-node cluster: membership and metadata', () => {
     }
   }, 90_000);
 
+  it('goes on while the metadata leader is paused (SIGSTOP), and the paused leader rejoins consistent', async () => {
+    const members = await api<Member[]>(node(0), '/api/nodes');
+    const leader = nodes.find(
+      (n) => n.name === members.find((m) => m.is_metadata_leader)?.name,
+    ) as ClusterNode;
+    const survivor = nodes.find((n) => n !== leader) as ClusterNode;
+    const pid = leader.broker.child.pid as number;
+    process.kill(pid, 'SIGSTOP');
+    const pausedAt = performance.now();
+    try {
+      await eventually(`a declare on ${survivor.name} while ${leader.name} is paused`, async () => {
+        const conn = await amqp.connect(survivor.broker.url);
+        conn.on('error', () => undefined);
+        try {
+          const ch = await conn.createChannel();
+          await ch.assertExchange('while-paused', 'direct', { durable: true });
+          return true;
+        } finally {
+          await conn.close().catch(() => undefined);
+        }
+      });
+      process.stdout.write(
+        `metadata failover (leader SIGSTOP -> declares answered): ${Math.round(performance.now() - pausedAt)} ms\n`,
+      );
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    for (const n of nodes) {
+      await eventually(`${n.name} to list the exchange and one leader`, async () => {
+        const exchanges = await api<{ name: string }[]>(n, '/api/exchanges/%2F');
+        const list = await api<Member[]>(n, '/api/nodes');
+        return (
+          exchanges.some((e) => e.name === 'while-paused') &&
+          list.filter((m) => m.is_metadata_leader).length === 1 &&
+          list.every((m) => m.running)
+        );
+      });
+    }
+  }, 90_000);
+
   it('refuses a node with another secret: it never becomes a member', async () => {
     const otherSecret = join(root, 'other-secret');
     await writeFile(otherSecret, 'not the cluster secret, clearly\n', { mode: 0o600 });

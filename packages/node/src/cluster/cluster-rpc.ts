@@ -332,10 +332,10 @@ export class ClusterRpc {
     const release = this.#gater?.allowOutbound(allowance);
     try {
       connection = await this.#node.dial(address, { signal });
-      stream = await connection.newStream(RPC_PROTOCOL, {
+      stream = await untilAborted(
+        connection.newStream(RPC_PROTOCOL, { signal, maxOutboundStreams: MAX_CONCURRENT_RPC_STREAMS }),
         signal,
-        maxOutboundStreams: MAX_CONCURRENT_RPC_STREAMS,
-      });
+      );
     } catch (error) {
       this.#log.debug({ peer: target, kind, err: error }, 'cannot open a cluster rpc stream');
       throw new PeerUnreachableError(target);
@@ -525,4 +525,36 @@ export class ClusterRpc {
       return { ok: false, code: RpcErrorCode.internal, text: `${kind} failed on the responder` };
     }
   }
+}
+
+/**
+ * `opening`, or a rejection as soon as `signal` aborts. libp2p does not always give up opening a
+ * stream when its signal aborts (a paused peer that never answers the protocol negotiation holds
+ * it until the connection's own ping fails, seconds later); a stream that opens after all is
+ * aborted unused, so a request is never sent after its call gave up.
+ */
+function untilAborted(opening: Promise<Stream>, signal: AbortSignal): Promise<Stream> {
+  if (signal.aborted) {
+    opening.then((late) => late.abort(new Error('rpc call gave up')), ignore);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<Stream>((resolve, reject) => {
+    let settled = false;
+    const onAbort = (): void => {
+      settled = true;
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    opening.then(
+      (stream) => {
+        signal.removeEventListener('abort', onAbort);
+        if (settled) stream.abort(new Error('rpc call gave up'));
+        else resolve(stream);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!settled) reject(error);
+      },
+    );
+  });
 }

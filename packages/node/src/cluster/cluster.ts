@@ -35,6 +35,13 @@ export class ClusterJoinError extends ClusterError {
 const RPC_JOIN = 'join';
 const RPC_METADATA = 'metadata';
 const RPC_FORGET = 'forget';
+/** Liveness probe between members (see `#probe`). */
+const RPC_PING = 'ping';
+const EMPTY = new Uint8Array(0);
+/** How long a member may take to answer a ping, ms. */
+const PING_TIMEOUT_MS = 1_000;
+/** Missed pings in a row after which a member counts as down. */
+const MISSED_PINGS_DOWN = 2;
 
 /** The metadata group's id (as the broker creates it). */
 const METADATA_GROUP = 'metadata';
@@ -43,7 +50,14 @@ const JOIN_DEADLINE_MS = 120_000;
 /** Pause between join attempts, ms. */
 const JOIN_RETRY_MS = 1_000;
 /** How long a forwarded metadata change may wait for a leader to be known or reachable, ms. */
-const FORWARD_DEADLINE_MS = 10_000;
+const FORWARD_DEADLINE_MS = 15_000;
+/**
+ * How long one call to the metadata leader may take, ms: a leader that is paused or wedged never
+ * refuses. A call that gave up before its stream opened sent nothing and is retried with the leader
+ * known then; one that sent its request and got no answer is reported with an unknown outcome (541),
+ * never retried, so a change is never applied twice.
+ */
+const FORWARD_ATTEMPT_MS = 2_000;
 /** Pause between attempts to find the metadata leader, ms. */
 const FORWARD_RETRY_MS = 100;
 /** How often a node redials the members it has no connection to, ms. */
@@ -121,6 +135,9 @@ export class Cluster implements BrokerCluster {
   readonly #known = new Map<string, string>();
   #stopped = false;
   #connectTimer: NodeJS.Timeout | undefined;
+  /** Members with a ping in flight, and how many pings in a row each missed. */
+  readonly #probing = new Set<string>();
+  readonly #missedPings = new Map<string, number>();
 
   private constructor(
     options: ClusterStartOptions,
@@ -205,6 +222,7 @@ export class Cluster implements BrokerCluster {
     this.#rpc.handle(RPC_JOIN, (payload, from) => this.#onJoin(payload, from));
     this.#rpc.handle(RPC_METADATA, (payload) => this.#onMetadata(payload));
     this.#rpc.handle(RPC_FORGET, (payload) => this.#onForget(payload));
+    this.#rpc.handle(RPC_PING, async () => EMPTY);
     this.#reconciler = new MembershipReconciler({ selfId: this.nodeId, group, logger: this.#log });
     if (this.joining) {
       await this.#join();
@@ -303,7 +321,7 @@ export class Cluster implements BrokerCluster {
       name: record.name,
       address: record.address,
       isSelf: record.id === this.nodeId,
-      online: record.id === this.nodeId || connected.has(record.peerId),
+      online: record.id === this.nodeId || (connected.has(record.peerId) && !this.#countedDown(record.id)),
       voter: voters.has(record.id) ? 'voter' : learners.has(record.id) ? 'learner' : 'none',
     }));
   }
@@ -318,6 +336,7 @@ export class Cluster implements BrokerCluster {
       const connected = new Set(this.#node.getConnections().map((c) => c.remotePeer.toString()));
       for (const id of this.#known.keys()) {
         if (!connected.has(id)) this.#transport.connect(id).catch(() => undefined);
+        else void this.#probe(id);
       }
     };
     this.#connectTimer = setInterval(dial, KEEP_CONNECTED_MS);
@@ -346,6 +365,35 @@ export class Cluster implements BrokerCluster {
         this.#transport.connect(event.nodeId).catch(() => undefined);
       }
     });
+  }
+
+  /**
+   * Liveness of a connected member: it must answer a ping within `PING_TIMEOUT_MS`. A process that
+   * is paused (SIGSTOP) or wedged keeps its sockets open, so a closed connection alone would never
+   * tell; the Raft groups it leads may be quiesced (their followers not ticking) and would wait for
+   * it forever. Two missed pings in a row count it down: the host wakes those groups, and
+   * `cluster_status` shows it offline until it answers again.
+   */
+  #countedDown(id: string): boolean {
+    return (this.#missedPings.get(id) ?? 0) >= MISSED_PINGS_DOWN;
+  }
+
+  async #probe(id: string): Promise<void> {
+    if (this.#probing.has(id) || this.#stopped) return;
+    this.#probing.add(id);
+    try {
+      await this.#rpc.call(id, RPC_PING, EMPTY, PING_TIMEOUT_MS);
+      this.#missedPings.delete(id);
+    } catch {
+      const missed = (this.#missedPings.get(id) ?? 0) + 1;
+      this.#missedPings.set(id, missed);
+      if (missed === MISSED_PINGS_DOWN) {
+        this.#log.warn({ node: id }, 'a member stopped answering: counted down');
+        this.#transport.reportDown(id);
+      }
+    } finally {
+      this.#probing.delete(id);
+    }
   }
 
   /** Make the gater, the transport and the RPC address book follow the applied membership. */
@@ -487,15 +535,20 @@ export class Cluster implements BrokerCluster {
           if (!(error instanceof NotLeaderError)) throw error;
           leader = undefined;
         }
+      } else if (leader !== undefined && this.#countedDown(leader)) {
+        // It stopped answering pings: wait for the group to elect another rather than time out on it.
+        leader = undefined;
       } else if (leader !== undefined && leader !== this.nodeId) {
         try {
-          return await this.#rpc.call(leader, kind, payload);
+          this.#log.debug({ leader, kind }, 'calling the metadata leader');
+          return await this.#rpc.call(leader, kind, payload, FORWARD_ATTEMPT_MS);
         } catch (error) {
           const retry =
             (error instanceof RpcRemoteError &&
               (error.code === 'NOT_LEADER' || error.code === 'UNAVAILABLE')) ||
             error instanceof PeerUnreachableError;
           if (!retry) throw error;
+          this.#log.debug({ leader, kind, err: error }, 'metadata leader not reached; looking again');
           // Ask our replica again: it learns the new leader from the group's own messages.
           leader = undefined;
         }

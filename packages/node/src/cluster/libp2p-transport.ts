@@ -159,6 +159,17 @@ export class Libp2pTransport implements Transport {
     this.#receive = handler;
   }
 
+  /**
+   * Tell the host that `peer` is down although its connection is open (it stopped answering: a
+   * paused or wedged process keeps its sockets). The host wakes the groups that peer leads, so
+   * they elect a new leader if it is really gone; the next send to it opens a new stream.
+   */
+  reportDown(peer: string): void {
+    const link = this.#links.get(peer);
+    if (link !== undefined) link.stream = undefined;
+    if (!this.#closed) this.#peerDown?.(peer);
+  }
+
   onPeerDown(handler: (peer: string) => void): void {
     this.#peerDown = handler;
   }
