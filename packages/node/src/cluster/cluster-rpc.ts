@@ -209,6 +209,10 @@ export interface ClusterRpcOptions {
 }
 
 const ignore = (): void => {};
+/** Attempts to open a call's stream on a connection (see `#openStream`). */
+const OPEN_ATTEMPTS = 3;
+/** Pause before a second attempt to open a stream (times the attempt), ms. */
+const OPEN_RETRY_MS = 20;
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 /**
@@ -234,6 +238,9 @@ export class ClusterRpc {
   readonly #admit: (peerId: string, kind: string) => boolean;
   readonly #gater: ClusterGater | undefined;
   readonly #handlers = new Map<string, RpcHandler>();
+  /** Targets with a first stream being opened, and targets where one opened before. */
+  readonly #firstOpen = new Map<string, Promise<void>>();
+  readonly #openedOnce = new Set<string>();
   readonly #addresses = new Map<string, Multiaddr>();
   readonly #streams = new Set<Stream>();
   /** Aborts the dials and calls in progress at close. */
@@ -331,11 +338,29 @@ export class ClusterRpc {
     let stream: Stream;
     const release = this.#gater?.allowOutbound(allowance);
     try {
-      connection = await this.#node.dial(address, { signal });
-      stream = await untilAborted(
-        connection.newStream(RPC_PROTOCOL, { signal, maxOutboundStreams: MAX_CONCURRENT_RPC_STREAMS }),
-        signal,
-      );
+      // Until a first stream opened on a connection to this target, calls wait for it: streams
+      // opened in a burst while a new connection is still being set up get reset by the remote.
+      const first = this.#firstOpen.get(target);
+      if (first !== undefined) await untilAborted(first, signal).catch(ignore);
+      let opened: () => void = ignore;
+      if (!this.#openedOnce.has(target) && !this.#firstOpen.has(target)) {
+        this.#firstOpen.set(
+          target,
+          new Promise<void>((resolve) => {
+            opened = resolve;
+          }),
+        );
+      }
+      try {
+        connection = await this.#node.dial(address, { signal });
+        stream = await this.#openStream(connection, signal);
+        this.#openedOnce.add(target);
+      } finally {
+        if (opened !== ignore) {
+          this.#firstOpen.delete(target);
+          opened();
+        }
+      }
     } catch (error) {
       this.#log.debug({ peer: target, kind, err: error }, 'cannot open a cluster rpc stream');
       throw new PeerUnreachableError(target);
@@ -352,6 +377,26 @@ export class ClusterRpc {
       return { peerId: connection.remotePeer.toString(), response };
     } finally {
       this.#streams.delete(stream);
+    }
+  }
+
+  /**
+   * Open the call's stream. A stream reset while it opens (a burst of first calls racing the new
+   * connection's setup on the remote side) is opened again, up to `OPEN_ATTEMPTS` times: nothing
+   * was sent on it, so this never repeats a request.
+   */
+  async #openStream(connection: Connection, signal: AbortSignal): Promise<Stream> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await untilAborted(
+          connection.newStream(RPC_PROTOCOL, { signal, maxOutboundStreams: MAX_CONCURRENT_RPC_STREAMS }),
+          signal,
+          (late) => late.abort(new Error('rpc call gave up')),
+        );
+      } catch (error) {
+        if (signal.aborted || attempt >= OPEN_ATTEMPTS || connection.status !== 'open') throw error;
+        await new Promise((resolve) => setTimeout(resolve, OPEN_RETRY_MS * attempt));
+      }
     }
   }
 
@@ -533,12 +578,16 @@ export class ClusterRpc {
  * it until the connection's own ping fails, seconds later); a stream that opens after all is
  * aborted unused, so a request is never sent after its call gave up.
  */
-function untilAborted(opening: Promise<Stream>, signal: AbortSignal): Promise<Stream> {
+function untilAborted<T>(
+  opening: Promise<T>,
+  signal: AbortSignal,
+  discard: (late: T) => void = ignore,
+): Promise<T> {
   if (signal.aborted) {
-    opening.then((late) => late.abort(new Error('rpc call gave up')), ignore);
+    opening.then(discard, ignore);
     return Promise.reject(signal.reason);
   }
-  return new Promise<Stream>((resolve, reject) => {
+  return new Promise<T>((resolve, reject) => {
     let settled = false;
     const onAbort = (): void => {
       settled = true;
@@ -546,10 +595,10 @@ function untilAborted(opening: Promise<Stream>, signal: AbortSignal): Promise<St
     };
     signal.addEventListener('abort', onAbort, { once: true });
     opening.then(
-      (stream) => {
+      (value) => {
         signal.removeEventListener('abort', onAbort);
-        if (settled) stream.abort(new Error('rpc call gave up'));
-        else resolve(stream);
+        if (settled) discard(value);
+        else resolve(value);
       },
       (error: unknown) => {
         signal.removeEventListener('abort', onAbort);
