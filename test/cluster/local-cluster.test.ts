@@ -65,8 +65,10 @@ describe('styx local-cluster (npx -y pnpm@10 start:cluster)', () => {
     root = await mkdtemp(join(tmpdir(), 'styx-local-cluster-'));
     const base = await freeBase();
     const run = (): Spawned =>
+      // In a process group of its own: a kill after a failure reaches the three nodes too.
       spawnNode([CLI, 'local-cluster', '--data-dir', root as string, '--base-port', String(base)], {
         cwd: REPO_ROOT,
+        group: true,
       });
     for (const round of ['first start', 'restart with the data']) {
       const cluster = run();

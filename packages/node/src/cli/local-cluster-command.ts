@@ -73,6 +73,8 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     });
   }
   const first = nodes[0] as LocalNode;
+  /** Nodes that said they are shutting down (they got the terminal's Ctrl-C themselves). */
+  const stoppingOnTheirOwn = new Set<ChildProcess>();
   const children = nodes.map((node) => {
     const args = [
       MAIN,
@@ -97,7 +99,7 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     // Every node but the first joins through the first; restarted with its data, a node is a member
     // already and the flag only tells it where to announce itself.
     if (node !== first) args.push('--join', first.cluster);
-    return start(node, args);
+    return start(node, args, (child) => stoppingOnTheirOwn.add(child));
   });
 
   process.stdout.write(
@@ -115,7 +117,11 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     const stopAll = (signal: NodeJS.Signals): void => {
       if (stopping) return;
       stopping = true;
-      for (const child of children) if (child.exitCode === null) child.kill(signal);
+      for (const child of children) {
+        if (child.exitCode === null && child.signalCode === null && !stoppingOnTheirOwn.has(child)) {
+          child.kill(signal);
+        }
+      }
     };
     for (const child of children) {
       child.on('exit', (code) => {
@@ -126,22 +132,37 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
         if (alive === 0) done(failed ? 1 : 0);
       });
     }
-    process.on('SIGINT', () => stopAll('SIGTERM'));
-    process.on('SIGTERM', () => stopAll('SIGTERM'));
+    // Ctrl-C on a terminal reaches the nodes too (one process group): give them a moment to stop
+    // on their own before passing the signal on, so no node hears it twice (which means "exit now").
+    // A signal sent to this process alone (kill PID) is passed on after that moment.
+    const relay = (): void => {
+      if (stopping) return;
+      setTimeout(() => stopAll('SIGTERM'), SIGNAL_RELAY_DELAY_MS).unref();
+    };
+    process.on('SIGINT', relay);
+    process.on('SIGTERM', relay);
   });
 }
 
-/** Start one node, its log lines prefixed with its name (message only; the JSON has the rest). */
-function start(node: LocalNode, args: string[]): ChildProcess {
+/**
+ * Start one node, its log lines prefixed with its name (message only; the JSON has the rest).
+ * `onShuttingDown` hears when the node says it is shutting down.
+ */
+function start(node: LocalNode, args: string[], onShuttingDown: (child: ChildProcess) => void): ChildProcess {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const prefix = `[${node.name}] `;
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {
-      process.stdout.write(`${prefix}${readable(line)}\n`);
+      const text = readable(line);
+      if (text === 'INFO shutting down') onShuttingDown(child);
+      process.stdout.write(`${prefix}${text}\n`);
     });
   }
   return child;
 }
+
+/** How long the nodes get to stop on a Ctrl-C they heard themselves before it is passed on, ms. */
+const SIGNAL_RELAY_DELAY_MS = 500;
 
 /** A node's JSON log line as `LEVEL message`, anything else as it is. */
 function readable(line: string): string {
