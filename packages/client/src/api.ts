@@ -2,8 +2,11 @@
 export type { ChannelEvents } from './channel/channel.ts';
 export { Channel, ConfirmChannel } from './channel/channel.ts';
 export type * from './channel/types.ts';
+export type { Connect, ConnectUrl, RecoveringSocketOptions } from './connect/connect.ts';
 export type { Credentials } from './connect/credentials.ts';
 export { credentials } from './connect/credentials.ts';
+export type { RecoveringConnectionEvents, RecoverOptions } from './connect/recovering-connection.ts';
+export { RecoveringConnection } from './connect/recovering-connection.ts';
 export type { ConnectOptions, SocketOptions } from './connect/target.ts';
 export { DEFAULT_HIGH_WATER_MARK } from './connect/target.ts';
 // ChannelModel: amqplib's name for what connect() resolves with (the Connection).
@@ -15,6 +18,7 @@ export {
   HeartbeatTimeoutError,
   IllegalOperationError,
   MessageTooLargeError,
+  NodesUnreachableError,
   ProtocolError,
   ServerCloseError,
 } from './errors.ts';

@@ -1,9 +1,9 @@
 // @styx/client for browsers: the same API as the Node entry over the global WebSocket. Message
 // content is a Uint8Array (there is no Buffer).
 
-import { connectWith } from './connect/connect.ts';
-import type { ConnectOptions, SocketOptions } from './connect/target.ts';
-import type { Connection, Platform } from './connection/connection.ts';
+import type { Connect } from './connect/connect.ts';
+import { connector } from './connect/connect.ts';
+import type { Platform } from './connection/connection.ts';
 import { openBrowserSocket } from './socket/browser-socket.ts';
 
 export * from './api.ts';
@@ -16,6 +16,4 @@ const browserPlatform: Platform = {
 };
 
 /** Connects to a Styx node over the browser's WebSocket; see the Node entry's connect(). */
-export function connect(url?: string | ConnectOptions, socketOptions?: SocketOptions): Promise<Connection> {
-  return connectWith(browserPlatform, url, socketOptions);
-}
+export const connect: Connect = connector(browserPlatform);

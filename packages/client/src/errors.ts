@@ -76,9 +76,24 @@ export class ConfirmError extends Error {
   override readonly name = 'ConfirmError';
   readonly reason: 'nacked' | 'channel-closed';
 
-  constructor(reason: 'nacked' | 'channel-closed') {
-    super(reason === 'nacked' ? 'message nacked' : 'channel closed');
+  /** `cause`: why the channel closed, when the connection under it was lost. */
+  constructor(reason: 'nacked' | 'channel-closed', options?: { cause?: unknown }) {
+    super(reason === 'nacked' ? 'message nacked' : 'channel closed', options);
     this.reason = reason;
+  }
+}
+
+/**
+ * connect() with several URLs reached none of them, or a recovering connection gave up after
+ * `maxAttempts` attempts. `cause` is the last attempt's error; `attempts` counts the attempts made.
+ */
+export class NodesUnreachableError extends Error {
+  override readonly name = 'NodesUnreachableError';
+  readonly attempts: number;
+
+  constructor(attempts: number, cause: Error) {
+    super(`no Styx node reachable after ${attempts} attempt(s); last error: ${cause.message}`, { cause });
+    this.attempts = attempts;
   }
 }
 

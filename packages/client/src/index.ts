@@ -1,9 +1,9 @@
 // @styx/client for Node: amqplib's promise API (connect, credentials, IllegalOperationError) over
 // Styx's protobuf frames on WebSocket, using the `ws` package.
 
-import { connectWith } from './connect/connect.ts';
-import type { ConnectOptions, SocketOptions } from './connect/target.ts';
-import type { Connection, Platform } from './connection/connection.ts';
+import type { Connect } from './connect/connect.ts';
+import { connector } from './connect/connect.ts';
+import type { Platform } from './connection/connection.ts';
 import { openNodeSocket } from './socket/node-socket.ts';
 
 export * from './api.ts';
@@ -19,8 +19,8 @@ const nodePlatform: Platform = {
 
 /**
  * Connects to a Styx node, like amqplib's connect(url, socketOptions): `ws://host:port/vhost`,
- * `styx://user:pass@host:port/vhost`, or an `amqp://` URL (port 5680 unless given).
+ * `styx://user:pass@host:port/vhost`, or an `amqp://` URL (port 5680 unless given). Also takes an
+ * array of URLs (tried in order) and a `recover` option for a connection that survives the loss of
+ * its node (see Connect and RecoveringConnection).
  */
-export function connect(url?: string | ConnectOptions, socketOptions?: SocketOptions): Promise<Connection> {
-  return connectWith(nodePlatform, url, socketOptions);
-}
+export const connect: Connect = connector(nodePlatform);

@@ -2,10 +2,17 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Connection } from '../connection/connection.ts';
 import { DRAIN_POLL_MS } from '../connection/connection.ts';
 import { ConfirmError, GlobalPrefetchError, IllegalOperationError, ServerCloseError } from '../errors.ts';
-import { connectFake, FakePeer, helloOk, settle } from '../test-support/fake-peer.ts';
+import {
+  connectFake,
+  FakePeer,
+  helloOk,
+  openChannel,
+  openConfirmChannel,
+  settle,
+} from '../test-support/fake-peer.ts';
 import type { Frame } from '../wire/index.ts';
 import { fieldTableToJs, frame } from '../wire/index.ts';
-import type { Channel, ConfirmChannel } from './channel.ts';
+import type { Channel } from './channel.ts';
 import type { ConsumeMessage } from './types.ts';
 
 afterEach(() => {
@@ -17,25 +24,6 @@ async function setup(socketOptions = {}): Promise<{ peer: FakePeer; conn: Connec
   const conn = await connectFake(peer, 'styx://u:p@h/', socketOptions);
   const ch = await openChannel(peer, conn);
   return { peer, conn, ch };
-}
-
-async function openChannel(peer: FakePeer, conn: Connection): Promise<Channel> {
-  const opening = conn.createChannel();
-  await settle();
-  const open = peer.takeOne('channelOpen');
-  peer.send(frame(open.channel, 'channelOpenOk', {}));
-  return opening;
-}
-
-async function openConfirmChannel(peer: FakePeer, conn: Connection): Promise<ConfirmChannel> {
-  const opening = conn.createConfirmChannel();
-  await settle();
-  const open = peer.takeOne('channelOpen');
-  peer.send(frame(open.channel, 'channelOpenOk', {}));
-  await settle();
-  peer.takeOne('confirmSelect');
-  peer.send(frame(open.channel, 'confirmSelectOk', {}));
-  return opening;
 }
 
 const deliver = (channel: number, consumerTag: string, deliveryTag: number, body = 'hi'): Frame =>
@@ -548,5 +536,30 @@ describe('browser content', () => {
     if (msg === false) throw new Error('expected a message');
     expect(Buffer.isBuffer(msg.content)).toBe(false);
     expect(Array.from(msg.content)).toEqual([7]);
+  });
+});
+
+describe('confirms when the connection is lost', () => {
+  it('fails every unconfirmed publish (callback and a later waitForConfirms), with the loss as cause', async () => {
+    const peer = new FakePeer();
+    const conn = await connectFake(peer, 'styx://u:p@h/');
+    conn.on('error', () => undefined);
+    const ch = await openConfirmChannel(peer, conn);
+    const outcomes: (Error | null | 'pending')[] = ['pending', 'pending', 'pending'];
+    for (let i = 0; i < 3; i++) {
+      ch.sendToQueue('q', Buffer.from('x'), {}, (err) => {
+        outcomes[i] = err;
+      });
+    }
+    await settle();
+    peer.take();
+    peer.send(frame(ch.ch, 'basicAck', { deliveryTag: 1, multiple: false }));
+    peer.handlers?.close(1006, '');
+    expect(outcomes[0]).toBeNull();
+    for (const err of outcomes.slice(1)) {
+      expect(err).toBeInstanceOf(ConfirmError);
+      expect(((err as ConfirmError).cause as Error).message).toBe('Unexpected close');
+    }
+    await expect(ch.waitForConfirms()).rejects.toBeInstanceOf(ConfirmError);
   });
 });

@@ -160,10 +160,13 @@ export class Channel extends Emitter<ChannelEvents> {
     });
   }
 
-  /** @internal The connection is gone: close without a handshake (no 'error', as amqplib). */
-  _connectionClosed(reason: string): void {
+  /**
+   * @internal The connection is gone: close without a handshake (no 'error', as amqplib).
+   * `cause` (the connection's error, if any) becomes the cause of every failed confirm.
+   */
+  _connectionClosed(reason: string, cause?: Error): void {
     if (this.#state === 'closed') return;
-    this.#toClosed(stackCapture(reason));
+    this.#toClosed(stackCapture(reason), cause);
     this.emit('close');
   }
 
@@ -590,11 +593,11 @@ export class Channel extends Emitter<ChannelEvents> {
   }
 
   /** Moves to closed: refuses operations, fails what is outstanding, frees the channel number. */
-  #toClosed(stack: string): void {
+  #toClosed(stack: string, cause?: Error): void {
     this.#state = 'closed';
     this.#refusal = new IllegalOperationError('Channel closed', stack);
     this.#rpcs.rejectAll(() => new Error(NO_REPLY));
-    this.#confirms?.failAll(new ConfirmError('channel-closed'));
+    this.#confirms?.failAll(new ConfirmError('channel-closed', cause === undefined ? undefined : { cause }));
     this.#consumers.clear();
     // A close() still waiting (the connection went away first) is fulfilled: the channel is closed.
     for (const w of this.#closeWaiters) w.resolve();
@@ -630,7 +633,8 @@ export class ConfirmChannel extends Channel {
 
   /**
    * Resolves when every message published so far is confirmed; rejects with the first nack (or
-   * 'channel closed') among them.
+   * 'channel closed') among them. Once the channel closed with publishes unconfirmed (e.g. the
+   * connection was lost), it rejects with 'channel closed' even if called after the close.
    */
   waitForConfirms(): Promise<void> {
     return this._confirms?.waitForAll() ?? Promise.resolve();

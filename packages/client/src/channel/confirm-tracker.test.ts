@@ -78,3 +78,22 @@ describe('ConfirmTracker', () => {
     await expect(waiting).rejects.toThrow('channel closed');
   });
 });
+
+describe('ConfirmTracker after failAll', () => {
+  it('rejects a later waitForAll when publishes were failed, so none is ever taken as confirmed', async () => {
+    const { tracker, results } = track(3);
+    tracker.ack(1, false);
+    const lost = new Error('channel closed');
+    tracker.failAll(lost);
+    expect(results.slice(1)).toEqual([null, 'channel closed', 'channel closed']);
+    expect(tracker.outstanding).toBe(0);
+    await expect(tracker.waitForAll()).rejects.toBe(lost);
+  });
+
+  it('still resolves a later waitForAll when nothing was outstanding at the close', async () => {
+    const { tracker } = track(2);
+    tracker.ack(2, true);
+    tracker.failAll(new Error('channel closed'));
+    await expect(tracker.waitForAll()).resolves.toBeUndefined();
+  });
+});

@@ -20,6 +20,11 @@ export class ConfirmTracker {
   /** Outstanding sequence numbers, in increasing order (Map keeps insertion order). */
   #outstanding = new Map<number, ConfirmCallback | undefined>();
   #waiters: Waiter[] = [];
+  /**
+   * Set when failAll() failed at least one publish. waitForAll() called afterwards rejects with it:
+   * a publish that failed on close must never look confirmed to a later waitForConfirms().
+   */
+  #failedWith: Error | null = null;
 
   /** The sequence number the next publish will get. */
   get nextSequence(): number {
@@ -52,6 +57,7 @@ export class ConfirmTracker {
   failAll(err: Error): void {
     const all = [...this.#outstanding.entries()];
     this.#outstanding.clear();
+    if (all.length > 0) this.#failedWith = err;
     for (const [, cb] of all) cb?.(err);
     const waiters = this.#waiters;
     this.#waiters = [];
@@ -60,9 +66,11 @@ export class ConfirmTracker {
 
   /**
    * Resolves once every publish registered so far is acked; rejects at the first nack among them
-   * (or when they fail on close). Resolves at once when nothing is outstanding.
+   * (or when they fail on close). Resolves at once when nothing is outstanding, unless failAll()
+   * already failed some publish: then it rejects with that error.
    */
   waitForAll(): Promise<void> {
+    if (this.#failedWith !== null) return Promise.reject(this.#failedWith);
     if (this.#outstanding.size === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       this.#waiters.push({ upTo: this.#next - 1, resolve, reject });

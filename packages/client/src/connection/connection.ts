@@ -509,7 +509,7 @@ export class Connection extends Emitter<ConnectionEvents> {
     }
     const channels = [...this.#channels.values()];
     this.#channels.clear();
-    for (const ch of channels) ch._connectionClosed(info);
+    for (const ch of channels) ch._connectionClosed(info, err);
     try {
       this.#socket?.close(1000, err === undefined ? 'closed' : 'error');
     } catch {

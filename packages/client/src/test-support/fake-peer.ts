@@ -2,6 +2,7 @@
 // what the SDK sent and inject the frames a server would answer with. Not a server: it answers
 // nothing by itself.
 
+import type { Channel, ConfirmChannel } from '../channel/channel.ts';
 import { connectWith } from '../connect/connect.ts';
 import type { ConnectOptions, SocketOptions } from '../connect/target.ts';
 import type { Connection, Platform } from '../connection/connection.ts';
@@ -105,4 +106,25 @@ export async function connectFake(
   peer.takeOne('hello');
   peer.send(ok);
   return pending;
+}
+
+/** Opens a channel through a fake peer, answering ChannelOpen. */
+export async function openChannel(peer: FakePeer, conn: Connection): Promise<Channel> {
+  const opening = conn.createChannel();
+  await settle();
+  const open = peer.takeOne('channelOpen');
+  peer.send(frame(open.channel, 'channelOpenOk', {}));
+  return opening;
+}
+
+/** Opens a confirm channel through a fake peer, answering ChannelOpen and ConfirmSelect. */
+export async function openConfirmChannel(peer: FakePeer, conn: Connection): Promise<ConfirmChannel> {
+  const opening = conn.createConfirmChannel();
+  await settle();
+  const open = peer.takeOne('channelOpen');
+  peer.send(frame(open.channel, 'channelOpenOk', {}));
+  await settle();
+  peer.takeOne('confirmSelect');
+  peer.send(frame(open.channel, 'confirmSelectOk', {}));
+  return opening;
 }
