@@ -97,17 +97,27 @@ export async function clusterSecretSource(
   const fromEnv = env[CLUSTER_SECRET_ENV];
   if (fromEnv !== undefined && fromEnv !== '') return { env };
   const file = join(dataDir, CLUSTER_SECRET_FILE);
-  const secret = `${randomBytes(CREATED_SECRET_BYTES).toString('hex')}\n`;
-  try {
-    // 'wx': never overwrite a secret that exists (a restart, or another process that just made it).
-    await writeFile(file, secret, { flag: 'wx', mode: 0o600 });
+  if (await ensureSecretFile(file)) {
     logger.info(
       { secretFile: file },
       `created a cluster secret in ${file}: give every node of the cluster the same secret ` +
         '(--cluster-secret-file or $STYX_CLUSTER_SECRET)',
     );
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
   return { file };
+}
+
+/**
+ * Create `file` holding a new random secret (64 hex digits, mode 0600) unless it exists; true when
+ * it was created. Never overwrites: a restart, or another process that just made it, keeps its own.
+ */
+export async function ensureSecretFile(file: string): Promise<boolean> {
+  const secret = `${randomBytes(CREATED_SECRET_BYTES).toString('hex')}\n`;
+  try {
+    await writeFile(file, secret, { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return false;
+  }
 }

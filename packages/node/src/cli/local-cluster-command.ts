@@ -1,11 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parse, parseIntegerFlag } from './args.ts';
+import { CLUSTER_SECRET_FILE, ensureSecretFile } from './cluster-flags.ts';
 
 export const LOCAL_CLUSTER_USAGE = `Usage: styx local-cluster [options]
 
@@ -34,14 +34,6 @@ interface LocalNode {
   readonly dataDir: string;
 }
 
-/** Read the cluster secret kept beside the nodes' data dirs, or make one on the first run. */
-async function clusterSecretFile(dir: string): Promise<string> {
-  const path = join(dir, 'cluster-secret');
-  const existing = await readFile(path, 'utf8').catch(() => '');
-  if (existing.trim() === '') await writeFile(path, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
-  return path;
-}
-
 export async function localClusterCommand(argv: string[]): Promise<number> {
   const { values } = parse(argv, {
     nodes: { type: 'string' },
@@ -59,7 +51,9 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
   const logLevel = values['log-level'] ?? 'info';
   const root = resolve(values['data-dir'] ?? 'styx-cluster');
   await mkdir(root, { recursive: true });
-  const secretFile = await clusterSecretFile(root);
+  // One secret for all the nodes, beside their data dirs, made on the first run.
+  const secretFile = join(root, CLUSTER_SECRET_FILE);
+  await ensureSecretFile(secretFile);
 
   const nodes: LocalNode[] = [];
   for (let index = 1; index <= count; index++) {

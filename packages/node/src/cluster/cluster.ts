@@ -223,7 +223,7 @@ export class Cluster implements BrokerCluster {
     this.#rpc.handle(RPC_METADATA, (payload) => this.#onMetadata(payload));
     this.#rpc.handle(RPC_FORGET, (payload) => this.#onForget(payload));
     this.#rpc.handle(RPC_PING, async () => EMPTY);
-    this.#reconciler = new MembershipReconciler({ selfId: this.nodeId, group, logger: this.#log });
+    this.#reconciler = new MembershipReconciler({ group, logger: this.#log });
     if (this.joining) {
       await this.#join();
     } else {

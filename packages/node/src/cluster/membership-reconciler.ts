@@ -47,7 +47,6 @@ export function nextMembershipChange(input: MembershipInput): MembershipChange |
 }
 
 export interface MembershipReconcilerOptions {
-  readonly selfId: NodeId;
   readonly group: MetadataGroup;
   readonly logger: Logger;
   readonly maxVoters?: number;
