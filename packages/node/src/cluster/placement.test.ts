@@ -1,5 +1,6 @@
 import { ReplyCode } from '@styx/client/wire';
 import { describe, expect, it } from 'vitest';
+import { seededRandom as rng } from '../test-support/seeded-random.ts';
 import {
   type Assignment,
   DEFAULT_QUORUM_GROUP_SIZE,
@@ -15,18 +16,6 @@ import {
   rebalanceLeaders,
   shrinkPlan,
 } from './placement.ts';
-
-/** mulberry32: a small seeded PRNG so failures reproduce. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const RUNS = 400;
 

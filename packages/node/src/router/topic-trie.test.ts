@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom as rng } from '../test-support/seeded-random.ts';
 import { route } from './route.ts';
 import { Fixture } from './test-support.ts';
 import type { TopicIndex } from './topic-trie.ts';
@@ -131,18 +132,6 @@ describe('topic matching', () => {
 });
 
 describe('topic trie against a reference matcher', () => {
-  /** mulberry32: a small seeded PRNG so failures reproduce. */
-  function rng(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-
   function randomString(next: () => number, alphabet: readonly string[], maxWords: number): string {
     const n = Math.floor(next() * (maxWords + 1));
     const out: string[] = [];
