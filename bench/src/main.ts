@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Target } from './brokers/broker.ts';
 import { RABBITMQ_SCRIPT, rabbitMqInstalled } from './brokers/rabbitmq-broker.ts';
-import { REPO_ROOT } from './brokers/styx-broker.ts';
+import { REPO_ROOT } from './brokers/styx-node.ts';
 import { buildReport, writeReport } from './report/build-report.ts';
 import { problemsList, ratiosTable, resultsTable } from './report/table.ts';
 import { ProgressLine } from './runner/progress-line.ts';

@@ -1,94 +1,81 @@
 /**
- * Starts a Styx node (`styx server`) as a child process on a loopback port with a fresh data dir,
- * as the bench's own launcher (the tests in test/ have theirs).
+ * Styx as the broker under test: one `styx server` node, or for `nodes` > 1 a cluster of that many
+ * (`styx-cluster.ts`), on loopback with fresh data dirs under one temp dir. Clients connect to
+ * node 1, as README "A cluster" says.
  */
-import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import type { BrokerUnderTest } from './broker.ts';
-import { BrokerStartError, ClusterUnsupportedError } from './broker.ts';
+import { BrokerStartError } from './broker.ts';
+import { startStyxCluster } from './styx-cluster.ts';
+import type { StyxNode } from './styx-node.ts';
+import { REPO_ROOT, startStyxNode } from './styx-node.ts';
 
-/** The repository root (this file is bench/src/brokers/styx-broker.ts). */
-export const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..');
-const CLI = join(REPO_ROOT, 'packages', 'node', 'src', 'cli', 'main.ts');
-
-/** How long to wait for the node's "Styx listening" line, ms. */
-const START_TIMEOUT_MS = 30_000;
-/** How long a stop waits after SIGTERM before SIGKILL, ms. */
-const STOP_GRACE_MS = 15_000;
-/** Log lines kept for diagnostics (a ring: the bench may run for minutes). */
-const KEPT_LOG_LINES = 200;
-
-/** Starts a Styx node; `nodes` > 1 is refused until the CLI can form a cluster. */
+/** Starts a Styx node, or a cluster of `nodes` nodes formed before this resolves. */
 export async function startStyx(nodes = 1): Promise<BrokerUnderTest> {
-  if (nodes !== 1)
-    throw new ClusterUnsupportedError(
-      `the bench cannot launch a ${nodes}-node Styx cluster yet (no cluster CLI)`,
-    );
-  const dataDir = await mkdtemp(join(tmpdir(), 'styx-bench-'));
-  // STYX_BENCH_NODE_ARGS: extra node flags for the broker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
-  const nodeArgs = (process.env.STYX_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const args = [...nodeArgs, CLI, 'server', '--data-dir', dataDir, '--host', '127.0.0.1', '--port', '0'];
-  // No management API: RabbitMQ runs without its management plugin too, and a fixed port would
-  // collide with any other node on this machine (another bench, a developer's broker).
-  args.push('--management-port', '0', '--log-format', 'json', '--log-level', 'info');
-  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const logs: string[] = [];
-  const keep = (line: string): void => {
-    logs.push(line);
-    if (logs.length > KEPT_LOG_LINES) logs.shift();
-  };
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  createInterface({ input: child.stderr }).on('line', keep);
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new BrokerStartError(`Styx did not listen within ${START_TIMEOUT_MS} ms\n${logs.join('\n')}`));
-    }, START_TIMEOUT_MS);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      keep(line);
-      try {
-        const entry = JSON.parse(line) as { url?: string; msg?: string };
-        if (entry.url !== undefined && entry.msg?.startsWith('Styx listening') === true) {
-          clearTimeout(timer);
-          resolveUrl(entry.url);
-        }
-      } catch {
-        // not a JSON line: kept for diagnostics only
-      }
-    });
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new BrokerStartError(`Styx exited before listening\n${logs.join('\n')}`));
-    });
-  });
-  const pid = child.pid;
-  if (pid === undefined) throw new BrokerStartError('Styx started without a pid');
+  if (!Number.isInteger(nodes) || nodes < 1) throw new BrokerStartError(`cannot start ${nodes} Styx nodes`);
+  const root = await mkdtemp(join(tmpdir(), 'styx-bench-'));
+  // The last resort if the bench exits (an interrupt, a crash) before stop() ran, e.g. during the
+  // launch: styx-node.ts SIGKILLs the node processes then (its listener runs first), this removes
+  // their data; an 'exit' listener can only do synchronous work.
+  const onExit = (): void => rmSync(root, { recursive: true, force: true });
+  process.on('exit', onExit);
+  let started: readonly StyxNode[];
+  try {
+    if (nodes === 1) {
+      started = [await startSingle(root)];
+    } else {
+      started = await startStyxCluster(nodes, root);
+    }
+  } catch (err) {
+    // The launchers stop the nodes they started before throwing.
+    process.off('exit', onExit);
+    await rm(root, { recursive: true, force: true });
+    throw err;
+  }
+  const all = started;
+  const first = all[0] as StyxNode;
   const version = await styxVersion();
   let stopped: Promise<void> | undefined;
   return {
     target: 'styx',
-    url,
-    pid,
-    pids: [pid],
+    url: first.url,
+    pid: first.pid,
+    pids: all.map((n) => n.pid),
     version,
-    alive: () => child.exitCode === null && child.signalCode === null,
-    recentLogs: () => [...logs],
+    // A cluster is alive while every node is: a dead member changes what is measured.
+    alive: () => all.every((n) => n.alive()),
+    recentLogs: () =>
+      all.length === 1
+        ? first.recentLogs()
+        : all.flatMap((n) => n.recentLogs().map((l) => `[${n.name}] ${l}`)),
     stop() {
       stopped ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-          await exited;
-          clearTimeout(timer);
-        }
-        await rm(dataDir, { recursive: true, force: true });
+        await Promise.all(all.map((n) => n.stop()));
+        await rm(root, { recursive: true, force: true });
+        process.off('exit', onExit);
       })();
       return stopped;
     },
   };
+}
+
+/** One node on its own, as before clustering: no cluster layer, no management API. */
+function startSingle(root: string): Promise<StyxNode> {
+  return startStyxNode('styx', [
+    '--data-dir',
+    join(root, 'node-1'),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    // No management API: RabbitMQ runs without its management plugin too, and a fixed port would
+    // collide with any other node on this machine (another bench, a developer's broker).
+    '--management-port',
+    '0',
+  ]);
 }
 
 /** The node package's version (the broker has no version flag yet). */

@@ -72,12 +72,21 @@ function skeleton(c: BenchCase, target: Target): Omit<CaseResult, 'status'> {
 /** Starts a broker of `target` on `nodes` nodes and warms it up. */
 async function launch(target: Target, nodes: number, o: RunOptions): Promise<BrokerUnderTest> {
   o.progress.log(`starting ${TARGET_LABELS[target]}${nodes > 1 ? ` (${nodes} nodes)` : ''}...`);
+  const startedAt = performance.now();
   const broker = await LAUNCHERS[target](nodes);
   liveBrokers.add(broker);
+  // The launch time says how long a cluster took to form (the launchers wait until it has).
+  const upAfterS = ((performance.now() - startedAt) / 1000).toFixed(1);
   o.progress.log(
-    `${TARGET_LABELS[target]} ${broker.version} up at ${broker.url} (pid ${broker.pid}); warming up`,
+    `${TARGET_LABELS[target]} ${broker.version} up at ${broker.url} (pid ${broker.pid}) after ${upAfterS} s; warming up`,
   );
-  await warmUp(broker, ADAPTERS[target], o.stallTimeoutMs);
+  try {
+    await warmUp(broker, ADAPTERS[target], o.stallTimeoutMs);
+  } catch (err) {
+    // The caller never sees this broker: stop it here, or it (a whole cluster) outlives the run.
+    await stop(broker);
+    throw err;
+  }
   return broker;
 }
 
