@@ -9,6 +9,18 @@ import type {
 import { isConnectionError } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
+import type { Assignment, GrowStrategy, LeaderTransfer, QueueSelector } from '../cluster/placement.ts';
+import {
+  growPlan,
+  INITIAL_GROUP_SIZE_ARG,
+  parseQueueKey,
+  placeReplicas,
+  QuorumGroupSizeError,
+  queueKey,
+  rebalanceLeaders,
+  shrinkPlan,
+} from '../cluster/placement.ts';
+import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
 import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
@@ -23,7 +35,11 @@ import type {
 import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword, verifyPassword } from '../metadata/passwords.ts';
 import { canAccess, canUseVhost } from '../metadata/permissions.ts';
-import { queueConfigFromArguments, validateExpiration } from '../metadata/queue-arguments.ts';
+import {
+  integerArgument,
+  queueConfigFromArguments,
+  validateExpiration,
+} from '../metadata/queue-arguments.ts';
 import { checkExclusiveAccess } from '../metadata/replies.ts';
 import type { BodyStore } from '../queue/body-store.ts';
 import { InMemoryBodyStore } from '../queue/body-store.ts';
@@ -31,26 +47,17 @@ import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
 import { showsDeliveryCount, withDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { OwnerSink, QueueActorSinks } from '../queue/queue-actor.ts';
 import { QueueActor } from '../queue/queue-actor.ts';
+import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { QueueApplyResult, QueueCommand, QueueConfig, StoredMessage } from '../queue/types.ts';
 import { route } from '../router/route.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
-import { durableQueueLog } from '../storage/durable-queue-log.ts';
+import { durableQueueGroup } from '../storage/durable-queue-log.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
+import type { ChannelSink, QueueClusterPort } from './cluster-queues.ts';
+import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
-
-/**
- * A queue declared on another node of the cluster: until queues are replicated across nodes, only
- * its own node serves it (406, so the client learns where to go rather than that it is missing).
- */
-function servedElsewhere(record: QueueRecord): ChannelError {
-  return new ChannelError(
-    Code.PRECONDITION_FAILED,
-    `queue '${record.name}' in vhost '${record.vhost}' is served by cluster node ${record.node ?? '?'}: ` +
-      'connect to that node to use it',
-  );
-}
 
 /** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
 export interface Session {
@@ -97,6 +104,12 @@ export interface BrokerCluster {
   attach(metadata: MetadataGroup): Promise<void>;
   /** Run `command` on the metadata leader (this replica does not lead); its reply once committed. */
   forward(command: MetadataCommand, leaderHint: string | undefined): Promise<MetadataReply>;
+  /** Queue commands and deliveries between nodes. */
+  readonly queueLink: QueueClusterPort['queueLink'];
+  /** Whether a member is down as far as this node can tell. */
+  isDown(nodeId: string): boolean;
+  /** Called each time a member is counted down. */
+  onNodeDown(listener: (nodeId: string) => void): () => void;
 }
 
 /** The metadata group as the cluster layer sees it: its Raft replica and the applied state. */
@@ -118,6 +131,23 @@ export type MetadataListener = (
 
 /** How long a node waits for its replica to catch up with a metadata change it forwarded, ms. */
 const FORWARDED_APPLY_TIMEOUT_MS = 10_000;
+
+/** Where a queue's replicas are (`Broker.queueReplicas`). */
+export interface QueueReplicas {
+  readonly members: readonly string[];
+  readonly leader: string | undefined;
+  readonly online: readonly string[];
+}
+
+function notClustered(): ChannelError {
+  return new ChannelError(
+    Code.PRECONDITION_FAILED,
+    'this node is not in a cluster: its queues have one replica',
+  );
+}
+
+/** How long a declare waits for a new queue's replicas to join its group, ms. */
+const QUEUE_MEMBERS_WAIT_MS = 5_000;
 
 /** How often the memory budget is checked, ms. */
 const MEMORY_CHECK_INTERVAL_MS = 1000;
@@ -143,9 +173,15 @@ export class Broker {
   private readonly appliedListeners = new Set<MetadataListener>();
   /** Queue incarnations this node is deleting itself (it reports their message counts). */
   private readonly localDeletes = new Set<string>();
-  /** vhost → queue name → actor. */
+  /** vhost → queue name → actor (the replica running here). */
   private readonly actors = new Map<string, Map<string, QueueActor>>();
+  /** The same actors by group id. */
+  private readonly replicasByGroup = new Map<string, QueueActor>();
   private readonly connections = new Map<string, Connection>();
+  /** The queues of the cluster as this node serves them (absent on a node alone). */
+  private readonly clusterQueues: ClusterQueues | undefined;
+  /** A different value each time the node starts: connection ids never repeat across restarts. */
+  readonly runId: string = randomBytes(4).toString('base64url');
   /** Bodies of non-durable queues; durable queues keep theirs in `storage.bodyStore`. */
   private readonly memoryBodyStore: BodyStore = new InMemoryBodyStore();
   private readonly storage: NodeStorage | undefined;
@@ -167,6 +203,7 @@ export class Broker {
     routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>
       this.routeDeadLetter(vhost, exchange, routingKeys, headers),
     onQueueExpired: (queue: QueueActor): void => this.onQueueExpired(queue),
+    onLeader: (queue: QueueActor): void => this.onQueueLeader(queue),
   };
 
   private constructor(options: BrokerOptions) {
@@ -189,6 +226,21 @@ export class Broker {
       );
       this.metaLog = withCompaction(this.metaGroup, { policy: { maxEntries: 10_000 } });
     }
+    this.clusterQueues =
+      this.cluster === undefined
+        ? undefined
+        : new ClusterQueues(
+            {
+              metadata: this.metadata,
+              logger: this.logger,
+              replica: (groupId) => this.replicaOf(groupId),
+              replicas: () => this.allReplicas(),
+              localChannel: (owner) => this.localChannel(owner),
+              startReplica: (record, start) => this.startReplica(record, start),
+              dropReplica: (record) => this.dropReplica(record),
+            },
+            this.cluster,
+          );
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
@@ -271,9 +323,25 @@ export class Broker {
   }
 
   private resolveOwner(owner: string): OwnerSink | undefined {
+    return this.clusterQueues !== undefined
+      ? this.clusterQueues.resolveOwner(owner)
+      : this.localChannel(owner);
+  }
+
+  /** The open channel of this node with owner id `owner` (`${connectionId}/${channel}`). */
+  private localChannel(owner: string): (OwnerSink & ChannelSink) | undefined {
     const slash = owner.lastIndexOf('/');
     const connection = this.connections.get(owner.slice(0, slash));
     return connection?.channelFor(Number(owner.slice(slash + 1)));
+  }
+
+  /** The replica of a queue incarnation running on this node. */
+  private replicaOf(groupId: string): QueueActor | undefined {
+    return this.replicasByGroup.get(groupId);
+  }
+
+  private allReplicas(): Iterable<QueueActor> {
+    return this.replicasByGroup.values();
   }
 
   private checkMemory(): void {
@@ -320,6 +388,8 @@ export class Broker {
         machine.restore(bytes, meta);
         // A snapshot from the leader replaced everything at once (a lagging or joining node).
         this.permissionEpoch++;
+        const clusterQueues = this.clusterQueues;
+        if (clusterQueues !== undefined) queueMicrotask(() => void clusterQueues.reconcileReplicas());
         for (const listener of this.appliedListeners) listener(undefined, undefined);
       },
     };
@@ -349,6 +419,24 @@ export class Broker {
       const actor = this.actors.get(q.vhost)?.get(q.name);
       if (actor === undefined || actor.groupId !== q.groupId || this.localDeletes.has(q.groupId)) continue;
       void this.stopActor(q.vhost, q.name, true);
+    }
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues === undefined) return;
+    switch (command.type) {
+      case 'declareQueue':
+      case 'setQueueMembers':
+      case 'addClusterNode':
+      case 'forgetClusterNode':
+        // After this apply: starting a replica opens a log, never from inside another's apply.
+        queueMicrotask(() => void clusterQueues.reconcileReplicas());
+        if (command.type === 'setQueueMembers') {
+          const record = this.metadata.queue(command.vhost, command.name);
+          if (record !== undefined) {
+            clusterQueues.handle(record);
+            queueMicrotask(() => clusterQueues.pokeMembership(record.groupId));
+          }
+        }
+        break;
     }
   }
 
@@ -476,9 +564,9 @@ export class Broker {
   async declareQueue(session: Session, m: QueueDeclare): Promise<QueueDeclareOk> {
     const vhost = session.vhost;
     if (m.passive) {
-      const actor = this.queueForUse(session, m.queue, undefined);
-      actor.touch().catch(() => undefined);
-      const counts = actor.counts();
+      const queue = this.queueForUse(session, m.queue, undefined);
+      queue.touch().catch(() => undefined);
+      const counts = this.clusterQueues === undefined ? queue.counts() : await this.leaderCounts(queue);
       return { queue: m.queue, messageCount: counts.ready, consumerCount: counts.consumers };
     }
     const name = m.queue === '' ? this.generateName('amq.gen-') : m.queue;
@@ -495,6 +583,7 @@ export class Broker {
       this.checkPermission(session, 'read', 'queue', name);
       this.checkPermission(session, 'write', 'exchange', parsed.config.deadLetterExchange);
     }
+    const clusterQueues = this.clusterQueues;
     const reply = await this.runMeta({
       type: 'declareQueue',
       vhost,
@@ -505,12 +594,41 @@ export class Broker {
       arguments: args,
       groupId: `${vhost}/${name}/${randomUUID()}`,
       serverNamed: m.queue === '',
-      ...(this.cluster !== undefined ? { node: this.cluster.nodeId } : {}),
+      ...(this.cluster !== undefined
+        ? {
+            node: this.cluster.nodeId,
+            members:
+              existing === undefined
+                ? this.placeMembers(vhost, name, m.durable && !m.exclusive, args)
+                : undefined,
+          }
+        : {}),
     });
+    if (clusterQueues !== undefined) {
+      const record = this.metadata.queue(vhost, name) as QueueRecord;
+      const queue = clusterQueues.handle(record);
+      const members = clusterQueues.membersOf(record);
+      if (reply.created === true && members.includes(this.nodeId())) {
+        // Opened here (the first member creates the group), then the declare waits until the
+        // other replicas joined, so the first confirm already needs a quorum of them.
+        await this.startReplica(record, members[0] === this.nodeId() ? 'bootstrap' : 'join');
+        if (!(await clusterQueues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS))) {
+          this.logger.warn(
+            { queue: name, vhost, members },
+            'queue declared before all its replicas joined (some members are down?)',
+          );
+        }
+        this.wakeDeadLetters(vhost);
+        return { queue: name, messageCount: 0, consumerCount: 0 };
+      }
+      queue.touch().catch(() => undefined);
+      const counts = await this.leaderCounts(queue);
+      if (reply.created === true) this.wakeDeadLetters(vhost);
+      return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
+    }
     let actor = this.actors.get(vhost)?.get(name);
     if (reply.created === true || actor === undefined) {
       const record = this.metadata.queue(vhost, name) as QueueRecord;
-      if (!this.serves(record)) throw servedElsewhere(record);
       actor = await this.startActor(record, this.effectiveConfig(record).config);
       // The default exchange routes to it now: a hand-off to '' may have somewhere to go.
       this.wakeDeadLetters(vhost);
@@ -521,12 +639,94 @@ export class Broker {
     return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
   }
 
-  private async startActor(record: QueueRecord, config: QueueConfig): Promise<QueueActor> {
+  /** This node's id in the cluster (its node name alone). */
+  private nodeId(): string {
+    return this.cluster?.nodeId ?? this.nodeName;
+  }
+
+  /**
+   * The replicas of a new queue: this node first (it creates the group and leads it, as RabbitMQ's
+   * default `client-local` leader locator does), then the members `placeReplicas` picks to spread
+   * the load. Non-durable and exclusive queues live on this node alone.
+   */
+  private placeMembers(vhost: string, name: string, replicated: boolean, args: FieldTable): string[] {
+    const self = this.nodeId();
+    if (!replicated) return [self];
+    const size = integerArgument(args, INITIAL_GROUP_SIZE_ARG);
+    const cluster = this.cluster;
+    const members = this.metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster?.isDown(n.id) }));
+    if (!members.some((m) => m.id === self)) members.push({ id: self, online: true });
+    const assignment = this.assignment();
+    let replicas: readonly string[];
+    try {
+      replicas = placeReplicas({
+        queue: { vhost, name },
+        members,
+        assignment,
+        ...(size === undefined ? {} : { size }),
+      }).replicas;
+    } catch (error) {
+      if (error instanceof QuorumGroupSizeError)
+        throw new ChannelError(Code.PRECONDITION_FAILED, error.message);
+      throw error;
+    }
+    return [self, ...replicas.filter((id) => id !== self)].slice(0, replicas.length);
+  }
+
+  /** The counts as the queue's leader has them; this node's view when it cannot be reached. */
+  private async leaderCounts(queue: QueueHandle): Promise<ReturnType<QueueHandle['counts']>> {
+    try {
+      return await queue.fetchCounts();
+    } catch {
+      return queue.counts();
+    }
+  }
+
+  /** Start this node's replica of a clustered queue (no-op when it runs). */
+  private async startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void> {
+    if (this.replicasByGroup.has(record.groupId)) return;
+    await this.startActor(record, this.effectiveConfig(record).config, start);
+  }
+
+  /** This node is no longer one of the queue's replicas: stop its actor and destroy its data here. */
+  private async dropReplica(record: QueueRecord): Promise<void> {
+    const actor = this.replicasByGroup.get(record.groupId);
+    if (actor === undefined) return;
+    this.logger.info({ queue: record.name, vhost: record.vhost }, 'replica removed from this node');
+    this.actors.get(record.vhost)?.delete(record.name);
+    this.replicasByGroup.delete(record.groupId);
+    this.clusterQueues?.forgetGroup(record.groupId);
+    await actor.delete({ notifyConsumers: false });
+  }
+
+  /** A replica took up the leader's duties: its config follows the policies, its membership the record. */
+  private onQueueLeader(actor: QueueActor): void {
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues === undefined) return;
+    queueMicrotask(() => {
+      clusterQueues.leaderTookOver(actor);
+      void this.reconcileConfig(actor);
+    });
+  }
+
+  private async startActor(
+    record: QueueRecord,
+    config: QueueConfig,
+    start: 'bootstrap' | 'join' = 'bootstrap',
+  ): Promise<QueueActor> {
     const durable = record.durable && record.exclusiveOwner === undefined && this.storage !== undefined;
-    const log =
-      durable && this.storage !== undefined
-        ? durableQueueLog(this.storage, record.groupId, { clock: this.clock, logger: this.logger })
-        : new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock: this.clock });
+    let log: ReplicatedLog<QueueCommand, QueueApplyResult>;
+    if (durable && this.storage !== undefined) {
+      const made = durableQueueGroup(this.storage, record.groupId, {
+        clock: this.clock,
+        logger: this.logger,
+        start,
+      });
+      log = made.log;
+      this.clusterQueues?.registerGroup(record.groupId, made.group);
+    } else {
+      log = new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock: this.clock });
+    }
     const actor = new QueueActor({
       vhost: record.vhost,
       name: record.name,
@@ -545,6 +745,7 @@ export class Broker {
       this.actors.set(record.vhost, byName);
     }
     byName.set(record.name, actor);
+    this.replicasByGroup.set(record.groupId, actor);
     await actor.open();
     // The applied config is known now (replayed from the log, or the first entry of a fresh one).
     // Bring it in line with the policies, which may have changed while the queue was down (a
@@ -559,11 +760,33 @@ export class Broker {
     const actor = this.actors.get(vhost)?.get(name);
     if (actor === undefined) return Promise.resolve(0);
     this.actors.get(vhost)?.delete(name);
+    this.replicasByGroup.delete(actor.groupId);
+    this.clusterQueues?.forgetGroup(actor.groupId);
     return deleteData ? actor.delete() : actor.close().then(() => 0);
   }
 
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
     const vhost = session.vhost;
+    if (this.clusterQueues !== undefined) {
+      const record = this.metadata.queue(vhost, name);
+      if (record === undefined) return 0;
+      this.checkPermission(session, 'configure', 'queue', name);
+      this.checkExclusive(session, name);
+      const counts = await this.leaderCounts(this.clusterQueues.handle(record));
+      // Every replica stops and drops its data when the deletion applies on its node.
+      await this.runMeta({
+        type: 'deleteQueue',
+        vhost,
+        name,
+        ifUnused,
+        ifEmpty,
+        consumers: counts.consumers,
+        messages: counts.ready + counts.unacked,
+        connectionId: session.connectionId,
+        groupId: record.groupId,
+      });
+      return counts.ready;
+    }
     const actor = this.actors.get(vhost)?.get(name);
     if (actor === undefined || this.metadata.queue(vhost, name) === undefined) {
       // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
@@ -600,13 +823,17 @@ export class Broker {
    * The actor of a queue this session may use: 404 if missing, 405 if another connection's
    * exclusive queue, 403 without the permission.
    */
-  queueForUse(session: Session, name: string, permission: Permission | undefined): QueueActor {
-    const actor = this.actors.get(session.vhost)?.get(name);
-    if (actor === undefined) {
+  queueForUse(session: Session, name: string, permission: Permission | undefined): QueueHandle {
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues !== undefined) {
       const record = this.metadata.queue(session.vhost, name);
-      if (record !== undefined && !this.serves(record)) throw servedElsewhere(record);
-      throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+      if (record === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+      this.checkExclusive(session, name);
+      if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
+      return clusterQueues.handle(record);
     }
+    const actor = this.actors.get(session.vhost)?.get(name);
+    if (actor === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
     this.checkExclusive(session, name);
     if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
     return actor;
@@ -625,18 +852,29 @@ export class Broker {
   }
 
   /** A consumer left `queue`: an auto-delete queue with no consumers left is deleted. */
-  consumerCancelled(queue: QueueActor): void {
+  consumerCancelled(queue: QueueHandle): void {
     const record = this.metadata.queue(queue.vhost, queue.name);
-    if (record === undefined || !record.autoDelete || queue.counts().consumers > 0) return;
-    this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
+    if (record === undefined || record.groupId !== queue.groupId || !record.autoDelete) return;
+    if (this.clusterQueues === undefined) {
+      if (queue.counts().consumers > 0) return;
+      this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
+      return;
+    }
+    queue.fetchCounts().then(
+      (counts) => {
+        if (counts.consumers === 0) this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
+      },
+      (err: unknown) => this.logger.debug({ err, queue: queue.name }, 'auto-delete check failed'),
+    );
   }
 
   private onQueueExpired(queue: QueueActor): void {
     this.deleteInternally(queue, 'queue expired (x-expires)');
   }
 
-  private deleteInternally(queue: QueueActor, why: string): void {
-    if (this.actors.get(queue.vhost)?.get(queue.name) !== queue) return;
+  private deleteInternally(queue: QueueHandle, why: string): void {
+    if (this.clusterQueues === undefined && this.actors.get(queue.vhost)?.get(queue.name) !== queue) return;
+    if (this.metadata.queue(queue.vhost, queue.name)?.groupId !== queue.groupId) return;
     this.logger.info({ queue: queue.name, vhost: queue.vhost }, `deleting queue: ${why}`);
     this.runMeta({
       type: 'deleteQueue',
@@ -667,6 +905,16 @@ export class Broker {
   ): DeadLetterRoute {
     if (this.metadata.exchange(vhost, exchange) === undefined) return 'no-exchange';
     const names = route(this.metadata, vhost, exchange, routingKeys, headers);
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues !== undefined) {
+      const handles: QueueHandle[] = [];
+      for (const name of names) {
+        const record = this.metadata.queue(vhost, name);
+        if (record === undefined) return 'unavailable';
+        handles.push(clusterQueues.handle(record));
+      }
+      return handles as unknown as DeadLetterRoute;
+    }
     const byName = this.actors.get(vhost);
     const targets: QueueActor[] = [];
     for (const name of names) {
@@ -703,11 +951,20 @@ export class Broker {
     exchange: string,
     keys: readonly string[],
     headers: FieldTable | undefined,
-  ): QueueActor[] {
+  ): QueueHandle[] {
     const names = route(this.metadata, vhost, exchange, keys, headers);
+    this.lastRouteUnserved = false;
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues !== undefined) {
+      const handles: QueueHandle[] = [];
+      for (const name of names) {
+        const record = this.metadata.queue(vhost, name);
+        if (record !== undefined) handles.push(clusterQueues.handle(record));
+      }
+      return handles;
+    }
     const byName = this.actors.get(vhost);
     const targets: QueueActor[] = [];
-    this.lastRouteUnserved = false;
     for (const name of names) {
       const actor = byName?.get(name);
       if (actor !== undefined) targets.push(actor);
@@ -727,7 +984,7 @@ export class Broker {
    * The properties a consumer sees for a stored message: with `x-delivery-count` (how many times it
    * came back before this delivery) when the queue was declared `x-queue-type: quorum`.
    */
-  deliveryProperties(queue: QueueActor, message: StoredMessage, deliveryCount: number): BasicProperties {
+  deliveryProperties(queue: QueueHandle, message: StoredMessage, deliveryCount: number): BasicProperties {
     return queue.deliveryCountHeader
       ? withDeliveryCount(message.properties, deliveryCount)
       : message.properties;
@@ -815,11 +1072,160 @@ export class Broker {
     }
   }
 
+  // ------------------------------------------------------------------------------ queue replicas (operators)
+
+  /**
+   * Where a queue's replicas are: its members (node ids, the preferred leader first), the leader as
+   * this node knows it, and which members are online. Undefined on a node alone.
+   */
+  queueReplicas(record: QueueRecord): QueueReplicas | undefined {
+    const clusterQueues = this.clusterQueues;
+    const cluster = this.cluster;
+    if (clusterQueues === undefined || cluster === undefined) return undefined;
+    const members = clusterQueues.membersOf(record);
+    return {
+      members,
+      leader: clusterQueues.handle(record).leader,
+      online: members.filter((id) => !cluster.isDown(id)),
+    };
+  }
+
+  /** The queue group's status as its leader reports it (`quorum_status`). */
+  async quorumStatus(vhost: string, name: string): Promise<GroupStatus> {
+    const { clusterQueues, record } = this.clusteredQueue(vhost, name);
+    return clusterQueues.status(record);
+  }
+
+  /** `add_member`: a replica of the queue on `node` (a member's id or name). */
+  async addQueueMember(vhost: string, name: string, node: string): Promise<readonly string[]> {
+    const { clusterQueues, record } = this.clusteredQueue(vhost, name);
+    const id = this.memberId(node);
+    const members = clusterQueues.membersOf(record);
+    if (members.includes(id))
+      throw new ChannelError(Code.PRECONDITION_FAILED, `node ${node} already holds a replica of '${name}'`);
+    return this.setQueueMembers(record, [...members, id]);
+  }
+
+  /** `delete_member`: remove the queue's replica on `node`; never its last one. */
+  async deleteQueueMember(vhost: string, name: string, node: string): Promise<readonly string[]> {
+    const { clusterQueues, record } = this.clusteredQueue(vhost, name);
+    const id = this.memberId(node);
+    const members = clusterQueues.membersOf(record);
+    if (!members.includes(id)) throw notFound(`node ${node} holds no replica of '${name}'`);
+    if (members.length === 1) {
+      throw new ChannelError(Code.PRECONDITION_FAILED, `node ${node} holds the last replica of '${name}'`);
+    }
+    return this.setQueueMembers(
+      record,
+      members.filter((m) => m !== id),
+    );
+  }
+
+  /** `grow NODE all|even`: a replica on `node` for every selected durable queue lacking one. */
+  async growQueues(node: string, strategy: GrowStrategy, selector: QueueSelector): Promise<number> {
+    const id = this.memberId(node);
+    const changes = growPlan({ node: id, assignment: this.assignment(), selector, strategy });
+    for (const change of changes) {
+      const { vhost, name } = parseQueueKey(change.queueKey);
+      const record = this.metadata.queue(vhost, name);
+      if (record === undefined || this.clusterQueues === undefined) continue;
+      await this.setQueueMembers(record, [...this.clusterQueues.membersOf(record), id]);
+    }
+    return changes.length;
+  }
+
+  /** `shrink NODE`: remove `node`'s replica from every queue, except where it is the last. */
+  async shrinkQueues(
+    node: string,
+  ): Promise<{ readonly removed: number; readonly skipped: readonly string[] }> {
+    const id = this.memberId(node);
+    const plan = shrinkPlan({ node: id, assignment: this.assignment() });
+    for (const change of plan.remove) {
+      const { vhost, name } = parseQueueKey(change.queueKey);
+      const record = this.metadata.queue(vhost, name);
+      if (record === undefined || this.clusterQueues === undefined) continue;
+      await this.setQueueMembers(
+        record,
+        this.clusterQueues.membersOf(record).filter((m) => m !== id),
+      );
+    }
+    return { removed: plan.remove.length, skipped: plan.skipped.map((s) => s.queueKey) };
+  }
+
+  /** `rebalance`: even out queue leaders over the online members; the transfers asked for. */
+  async rebalanceQueues(): Promise<readonly LeaderTransfer[]> {
+    const cluster = this.cluster;
+    const clusterQueues = this.clusterQueues;
+    if (cluster === undefined || clusterQueues === undefined) throw notClustered();
+    const members = this.metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster.isDown(n.id) }));
+    const transfers = rebalanceLeaders({ members, assignment: this.assignment() });
+    for (const transfer of transfers) {
+      const { vhost, name } = parseQueueKey(transfer.queueKey);
+      const record = this.metadata.queue(vhost, name);
+      if (record === undefined) continue;
+      try {
+        await clusterQueues.transferLeadership(record, transfer.to);
+      } catch (err) {
+        this.logger.warn({ err, queue: name, vhost }, 'leadership transfer not asked');
+      }
+    }
+    return transfers;
+  }
+
+  /** The placement of every replicated queue, leaders as this node knows them. */
+  private assignment(): Assignment {
+    const assignment = new Map<string, { replicas: readonly string[]; leader?: string }>();
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues === undefined) return assignment;
+    for (const record of this.metadata.queues()) {
+      if (record.members === undefined || !record.durable || record.exclusiveOwner !== undefined) continue;
+      const leader = clusterQueues.handle(record).leader;
+      assignment.set(
+        queueKey(record),
+        leader === undefined ? { replicas: record.members } : { replicas: record.members, leader },
+      );
+    }
+    return assignment;
+  }
+
+  private clusteredQueue(vhost: string, name: string): { clusterQueues: ClusterQueues; record: QueueRecord } {
+    const clusterQueues = this.clusterQueues;
+    if (clusterQueues === undefined) throw notClustered();
+    const record = this.metadata.queue(vhost, name);
+    if (record === undefined) throw notFound(`no queue '${name}' in vhost '${vhost}'`);
+    return { clusterQueues, record };
+  }
+
+  /** A member's node id from its id or name; 404 otherwise. */
+  private memberId(node: string): string {
+    const record = this.metadata.clusterNode(node);
+    if (record === undefined) throw notFound(`no cluster member '${node}'`);
+    return record.id;
+  }
+
+  private async setQueueMembers(record: QueueRecord, members: readonly string[]): Promise<readonly string[]> {
+    if (!record.durable || record.exclusiveOwner !== undefined) {
+      throw new ChannelError(
+        Code.PRECONDITION_FAILED,
+        `queue '${record.name}' in vhost '${record.vhost}' is not durable: it lives on its node alone`,
+      );
+    }
+    await this.runMeta({
+      type: 'setQueueMembers',
+      vhost: record.vhost,
+      name: record.name,
+      groupId: record.groupId,
+      members,
+    });
+    return members;
+  }
+
   // ------------------------------------------------------------------------------ lifecycle
 
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
   async shutdown(): Promise<void> {
     if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
+    this.clusterQueues?.stop();
     for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
     const closing: Promise<void>[] = [];
     for (const byName of this.actors.values())
@@ -839,6 +1245,7 @@ export class Broker {
    * when every queue was the node's own).
    */
   private serves(record: QueueRecord): boolean {
+    if (this.clusterQueues !== undefined) return this.clusterQueues.membersOf(record).includes(this.nodeId());
     return record.node === undefined || record.node === this.cluster?.nodeId;
   }
 
@@ -870,11 +1277,19 @@ export class Broker {
     }
     let queues = 0;
     let messages = 0;
-    for (const record of this.metadata.queues()) {
-      if (!this.serves(record)) continue;
-      const actor = await this.startActor(record, this.effectiveConfig(record).config);
-      queues += 1;
-      messages += actor.counts().ready + actor.counts().unacked;
+    if (this.clusterQueues !== undefined) {
+      await this.clusterQueues.reconcileReplicas();
+      for (const actor of this.replicasByGroup.values()) {
+        queues += 1;
+        messages += actor.counts().ready + actor.counts().unacked;
+      }
+    } else {
+      for (const record of this.metadata.queues()) {
+        if (!this.serves(record)) continue;
+        const actor = await this.startActor(record, this.effectiveConfig(record).config);
+        queues += 1;
+        messages += actor.counts().ready + actor.counts().unacked;
+      }
     }
     this.logger.info(
       { queues, messages, ms: Math.round(performance.now() - started) },

@@ -23,6 +23,7 @@ import { createClusterNode, listenAddress } from './libp2p-node.ts';
 import { Libp2pTransport } from './libp2p-transport.ts';
 import { MembershipReconciler } from './membership-reconciler.ts';
 import type { NodeIdentity } from './node-identity.ts';
+import { QueueLink } from './queue-link.ts';
 
 /** This node could not join the cluster: refused (forgotten, its name taken) or no member answered. */
 export class ClusterJoinError extends ClusterError {
@@ -128,7 +129,10 @@ export class Cluster implements BrokerCluster {
   readonly #gater: ClusterGater;
   readonly #transport: Libp2pTransport;
   readonly #rpc: ClusterRpc;
+  /** Queue commands and deliveries between nodes (see queue-link.ts). */
+  readonly queueLink: QueueLink;
   readonly #gossip: ClusterGossip;
+  readonly #downListeners = new Set<(nodeId: string) => void>();
   #group: MetadataGroup | undefined;
   #reconciler: MembershipReconciler | undefined;
   /** Peers currently in the address books (node id → address). */
@@ -146,6 +150,7 @@ export class Cluster implements BrokerCluster {
       gater: ClusterGater;
       transport: Libp2pTransport;
       rpc: ClusterRpc;
+      queueLink: QueueLink;
       gossip: ClusterGossip;
     },
   ) {
@@ -157,6 +162,7 @@ export class Cluster implements BrokerCluster {
     this.#gater = parts.gater;
     this.#transport = parts.transport;
     this.#rpc = parts.rpc;
+    this.queueLink = parts.queueLink;
     this.#gossip = parts.gossip;
     this.address = listenAddress(parts.node);
     // A data dir that holds no metadata group yet joins the cluster it is pointed at; one that
@@ -199,10 +205,13 @@ export class Cluster implements BrokerCluster {
         gater,
         admit: (peer, kind) => kind === RPC_JOIN || gater.isMember(peer),
       });
+      const queueLink = await QueueLink.start({ node, logger, admit: (peer) => gater.isMember(peer) });
       const gossip = new ClusterGossip(node.services.pubsub, logger);
       gossip.start();
       raftHostOf(storage, transport);
-      return new Cluster(options, { node, gater, transport, rpc, gossip });
+      const cluster = new Cluster(options, { node, gater, transport, rpc, queueLink, gossip });
+      node.addEventListener('peer:disconnect', (event) => cluster.#nodeDown(event.detail.toString()));
+      return cluster;
     } catch (error) {
       await node.stop();
       throw error;
@@ -259,6 +268,33 @@ export class Cluster implements BrokerCluster {
     return decodeJson<MetadataReply>(response);
   }
 
+  /**
+   * Whether `nodeId` is down as far as this node can tell: no connection to it, or it missed
+   * pings in a row (a paused process keeps its sockets open).
+   */
+  isDown(nodeId: string): boolean {
+    if (nodeId === this.nodeId) return false;
+    if (this.#countedDown(nodeId)) return true;
+    return !this.#node.getConnections().some((c) => c.remotePeer.toString() === nodeId);
+  }
+
+  /** Called with a node's id each time it is counted down (disconnected, or missed its pings). */
+  onNodeDown(listener: (nodeId: string) => void): () => void {
+    this.#downListeners.add(listener);
+    return () => this.#downListeners.delete(listener);
+  }
+
+  #nodeDown(nodeId: string): void {
+    if (this.#stopped || !this.#known.has(nodeId)) return;
+    for (const listener of this.#downListeners) {
+      try {
+        listener(nodeId);
+      } catch (error) {
+        this.#log.error({ err: error, node: nodeId }, 'node-down listener failed');
+      }
+    }
+  }
+
   // ------------------------------------------------------------------------------ operator view
 
   /** The cluster as `styx ctl cluster_status` and the management API show it. */
@@ -287,6 +323,7 @@ export class Cluster implements BrokerCluster {
       .then(() => undefined)
       .catch(() => undefined);
     this.#gossip.stop();
+    await this.queueLink.close();
     await this.#rpc.close();
     await this.#transport.close();
     await this.#node.stop();
@@ -390,6 +427,7 @@ export class Cluster implements BrokerCluster {
       if (missed === MISSED_PINGS_DOWN) {
         this.#log.warn({ node: id }, 'a member stopped answering: counted down');
         this.#transport.reportDown(id);
+        this.#nodeDown(id);
       }
     } finally {
       this.#probing.delete(id);
@@ -417,12 +455,14 @@ export class Cluster implements BrokerCluster {
     this.#known.set(id, address);
     this.#transport.addPeer(id, address);
     this.#rpc.addPeer(id, address);
+    this.queueLink.addPeer(id, address);
   }
 
   #dropPeer(id: string): void {
     if (!this.#known.delete(id)) return;
     this.#transport.removePeer(id);
     this.#rpc.removePeer(id);
+    this.queueLink.removePeer(id);
     for (const connection of this.#node.getConnections()) {
       if (connection.remotePeer.toString() === id) void connection.close().catch(() => undefined);
     }

@@ -22,6 +22,8 @@ type FieldSpec =
   | 'string?'
   | 'boolean?'
   | 'strings'
+  /** Absent, or an array of strings. */
+  | 'strings?'
   | 'destinationKind';
 
 const BINDING: Record<string, FieldSpec> = {
@@ -61,7 +63,9 @@ const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, Fiel
     groupId: 'string',
     serverNamed: 'boolean?',
     node: 'string?',
+    members: 'strings?',
   },
+  setQueueMembers: { vhost: 'string', name: 'string', groupId: 'string', members: 'strings' },
   deleteQueue: {
     vhost: 'string',
     name: 'string',
@@ -108,6 +112,8 @@ function fits(spec: FieldSpec, v: unknown): boolean {
       return v == null || typeof v === 'boolean';
     case 'strings':
       return Array.isArray(v) && v.every((s) => typeof s === 'string');
+    case 'strings?':
+      return v == null || (Array.isArray(v) && v.every((s) => typeof s === 'string'));
     case 'destinationKind':
       return v === 'queue' || v === 'exchange';
   }

@@ -221,6 +221,8 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         return this.declareQueue(command);
       case 'deleteQueue':
         return this.deleteQueue(command);
+      case 'setQueueMembers':
+        return this.setQueueMembers(command);
       case 'bind':
         return this.bind(command);
       case 'unbind':
@@ -583,7 +585,8 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
       autoDelete: c.autoDelete,
       arguments: args,
       groupId: c.groupId,
-      ...(c.node !== undefined ? { node: c.node } : {}),
+      ...(c.node != null ? { node: c.node } : {}),
+      ...(c.members != null && c.members.length > 0 ? { members: Object.freeze([...c.members]) } : {}),
     };
     this.createQueue(vh, record);
     return ok({ created: true, queue: record });
@@ -601,6 +604,25 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
       owned.add(node);
     }
     return node;
+  }
+
+  private setQueueMembers(c: Extract<MetadataCommand, { type: 'setQueueMembers' }>): MetadataReply {
+    const q = this.vhostNodes.get(c.vhost)?.queues.get(c.name);
+    if (q === undefined || q.record.groupId !== c.groupId) return ok();
+    const members = [...new Set(c.members)];
+    if (members.length === 0) {
+      return error(
+        ReplyCode.PRECONDITION_FAILED,
+        `${resourceText('queue', c.vhost, c.name)}: no members left`,
+      );
+    }
+    for (const id of members) {
+      if (this.membership.node(id)?.id !== id) {
+        return error(ReplyCode.PRECONDITION_FAILED, `node ${id} is not a cluster member`);
+      }
+    }
+    q.record = { ...q.record, members: Object.freeze(members) };
+    return ok({ queue: q.record });
   }
 
   private deleteQueue(c: Extract<MetadataCommand, { type: 'deleteQueue' }>): MetadataReply {
@@ -811,7 +833,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         q.autoDelete,
         q.arguments,
         q.groupId,
-        ...(q.node !== undefined ? [q.node] : []),
+        ...(q.members !== undefined ? [q.node ?? null, q.members] : q.node !== undefined ? [q.node] : []),
       ]),
       bindings: Array.from(vh.bindings.values(), ({ record: b }) => [
         b.source,
@@ -891,7 +913,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         throw new SnapshotFormatError(`metadata snapshot has exchange type '${type}'`);
       this.createExchange(vh, { vhost, name, type, durable, autoDelete, internal, arguments: args });
     }
-    for (const [name, durable, owner, autoDelete, args, groupId, node] of v.queues) {
+    for (const [name, durable, owner, autoDelete, args, groupId, node, members] of v.queues) {
       this.createQueue(vh, {
         vhost,
         name,
@@ -900,7 +922,8 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         autoDelete,
         arguments: args,
         groupId,
-        ...(node !== undefined ? { node } : {}),
+        ...(node != null ? { node } : {}),
+        ...(members !== undefined ? { members: Object.freeze([...members]) } : {}),
       });
     }
     for (const [sourceName, destinationKind, destinationName, routingKey, args] of v.bindings) {
@@ -947,10 +970,14 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
 interface SnapshotVhost {
   readonly name: string;
   readonly exchanges: readonly [string, string, boolean, boolean, boolean, FieldTable][];
-  /** name, durable, exclusive owner, auto-delete, arguments, group id, and the home node if any. */
+  /**
+   * name, durable, exclusive owner, auto-delete, arguments, group id, and the home node if any,
+   * then the replicas if recorded (the home node null when absent).
+   */
   readonly queues: readonly (
     | [string, boolean, string | null, boolean, FieldTable, string]
     | [string, boolean, string | null, boolean, FieldTable, string, string]
+    | [string, boolean, string | null, boolean, FieldTable, string, string | null, readonly string[]]
   )[];
   readonly bindings: readonly [string, DestinationKind, string, string, FieldTable][];
   /** Absent in version 1. */

@@ -59,6 +59,16 @@ const QUEUE_MODES = ['default', 'lazy'];
 /** Why a value was refused; printed after the argument name, as RabbitMQ's Erlang error terms. */
 type Problem = string;
 
+/**
+ * The integer value of argument `key` in `args`: undefined when absent, NaN when not an integer
+ * (the caller refuses it with its own error).
+ */
+export function integerArgument(args: FieldTable, key: string): number | undefined {
+  const value = args.entries.find((e) => e.key === key)?.value;
+  if (value == null) return undefined;
+  return integerOf(value) ?? Number.NaN;
+}
+
 function integerOf(v: FieldValue): number | undefined {
   const kind = fieldValueKind(v);
   switch (kind) {

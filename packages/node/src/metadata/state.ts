@@ -37,7 +37,8 @@ export interface ExchangeNode {
 
 export interface QueueNode {
   readonly kind: 'queue';
-  readonly record: QueueRecord;
+  /** Replaced (never mutated) when the queue's replicas change. */
+  record: QueueRecord;
   readonly incoming: Set<BindingEntry>;
 }
 

@@ -70,10 +70,16 @@ export interface QueueRecord {
   /** The replicated log group of this queue incarnation (a redeclared queue gets a new one). */
   readonly groupId: string;
   /**
-   * The node whose actor serves the queue: the one it was declared on (until queues are
-   * replicated across nodes). Absent on queues declared before clustering: the node holding them.
+   * The node the queue was declared on. Absent on queues declared before clustering: the node
+   * holding them.
    */
   readonly node?: string;
+  /**
+   * The nodes holding a replica of the queue's Raft group, the preferred leader first. Absent on
+   * queues declared before queues were replicated: `node` alone holds them (or, without `node`,
+   * the node that has them).
+   */
+  readonly members?: readonly string[];
 }
 
 export interface BindingRecord {
@@ -203,8 +209,22 @@ export type MetadataCommand =
        * reserved prefix 'amq.' (RabbitMQ's 'amq.gen-...').
        */
       readonly serverNamed?: boolean | undefined;
-      /** The declaring node, which serves the queue (see `QueueRecord.node`). */
+      /** The declaring node (see `QueueRecord.node`). */
       readonly node?: string | undefined;
+      /** The replicas (see `QueueRecord.members`), placed by the declaring node. */
+      readonly members?: readonly string[] | undefined;
+    }
+  /**
+   * The replicas of a queue's Raft group changed (add_member, delete_member, grow, shrink): the
+   * record's `members` becomes `members`. Ignored (ok, nothing changed) when the queue or this
+   * incarnation (`groupId`) is gone; 406 for an empty list or a node that is not a member.
+   */
+  | {
+      readonly type: 'setQueueMembers';
+      readonly vhost: string;
+      readonly name: string;
+      readonly groupId: string;
+      readonly members: readonly string[];
     }
   | {
       readonly type: 'deleteQueue';

@@ -32,6 +32,7 @@ import type { BodyStore } from './body-store.ts';
 import { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
+import type { QueueGetResult, QueueHandle } from './queue-handle.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { ConsumerInfo } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
@@ -51,6 +52,7 @@ import type {
   StoredMessage,
 } from './types.ts';
 
+export type { QueueGetResult } from './queue-handle.ts';
 export type { QueueLogger } from './queue-logger.ts';
 
 /** A channel as its queues see it. */
@@ -82,6 +84,8 @@ export interface QueueActorSinks {
   routeDeadLetter: RouteDeadLetter;
   /** `x-expires` elapsed: delete the queue. Called again by a new leader until it is deleted. */
   onQueueExpired(queue: QueueActor): void;
+  /** This replica took up the leader's duties (a cluster re-checks its config and membership). */
+  onLeader?(queue: QueueActor): void;
 }
 
 /** Bounds and timings of dead-lettering; every field has a documented default. */
@@ -118,18 +122,8 @@ export interface QueueActorOptions {
   readonly deliveryCountHeader?: boolean;
 }
 
-/** What `QueueActor.get` returns for a message. */
-export interface QueueGetResult {
-  readonly id: number;
-  readonly redelivered: boolean;
-  readonly deliveryCount: number;
-  /** Ready messages left after this one. */
-  readonly messageCount: number;
-  readonly message: StoredMessage;
-}
-
 /** A `got` apply result with the body attached by the actor (read before a noAck get deletes it). */
-interface GotApplyResult extends QueueApplyResult {
+export interface GotApplyResult extends QueueApplyResult {
   readonly message: StoredMessage | undefined;
 }
 
@@ -145,7 +139,7 @@ const PURGE_COMMAND: QueueCommand = Object.freeze({ type: 'purge' });
 
 type ActorState = 'new' | 'open' | 'closed';
 
-export class QueueActor implements DeadLetterTarget {
+export class QueueActor implements DeadLetterTarget, QueueHandle {
   readonly vhost: string;
   readonly name: string;
   readonly groupId: string;
@@ -169,6 +163,10 @@ export class QueueActor implements DeadLetterTarget {
   private settleOpened: (error?: unknown) => void = () => {};
   /** Duties taken for the current leadership (reset when leadership is lost). */
   private leading = false;
+  /** The leader this replica last heard of (itself while it leads). */
+  private knownLeader: string | undefined = undefined;
+  /** The fresh group's first entry (its config), proposed when this replica first leads it. */
+  private firstConfig: Promise<unknown> | undefined = undefined;
   private unsubscribeRole: (() => void) | undefined = undefined;
   /** Owners with an `ownerDown` proposal in flight (so a burst of failed deliveries proposes one). */
   private readonly ownersGoing = new Set<OwnerId>();
@@ -259,16 +257,37 @@ export class QueueActor implements DeadLetterTarget {
       throw error;
     }
     this.state = 'open';
-    const leader = this.log.role === 'leader';
-    const first =
-      leader && this.machine.lastAppliedIndex === 0
-        ? this.log.propose({ type: 'setConfig', config: this.initialConfig })
-        : undefined;
-    // Commands that arrived while the log opened go in now: after the first config.
+    // Leading now: the duties are taken (and a fresh group's first config proposed) before the
+    // commands that arrived while the log opened go in.
+    if (this.log.role === 'leader') this.takeLeadership();
     this.settleOpened();
-    if (!leader) return;
-    await first;
-    this.takeLeadership();
+    await this.firstConfig;
+  }
+
+  /** Whether this replica leads its group now (commands to it commit here). */
+  get isLeader(): boolean {
+    return this.state !== 'closed' && this.log.role === 'leader';
+  }
+
+  /** The leader this replica knows of, if any (its own node id while it leads). */
+  get leaderId(): string | undefined {
+    return this.knownLeader;
+  }
+
+  /**
+   * Run any command and resolve with the machine's full result (a `got` with its body attached):
+   * how commands forwarded from other nodes run on the leader. `NotLeaderError` on a follower.
+   */
+  run(command: QueueCommand): Promise<QueueApplyResult> {
+    return this.propose(command);
+  }
+
+  /**
+   * An owner this node reached through the cluster is gone (its node answered that it has no such
+   * channel, or the node is down): its consumers go and its unacked messages come back.
+   */
+  ownerLost(owner: OwnerId): void {
+    if (this.state === 'open' && this.log.role === 'leader') this.ownerGone(owner);
   }
 
   /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
@@ -289,7 +308,7 @@ export class QueueActor implements DeadLetterTarget {
    * Delete the queue's data: tell every consumer's owner its consumer is cancelled, destroy the
    * log and delete every body. Resolves with the number of ready messages deleted.
    */
-  async delete(): Promise<number> {
+  async delete(options: { readonly notifyConsumers?: boolean } = {}): Promise<number> {
     const count = this.machine.readyCount();
     const { deadLetterPending } = this.machine.counts();
     if (deadLetterPending > 0) {
@@ -300,7 +319,9 @@ export class QueueActor implements DeadLetterTarget {
         'queue deleted with messages waiting for their dead-letter hand-off: they are dropped',
       );
     }
-    for (const consumer of this.machine.consumers()) {
+    // Only the leader tells the consumers (every replica deletes its data; one cancel each).
+    const notify = (options.notifyConsumers ?? true) && this.log.role === 'leader';
+    for (const consumer of notify ? this.machine.consumers() : []) {
       try {
         this.sinks.resolveOwner(consumer.owner)?.consumerCancelled(this, consumer.tag);
       } catch (err) {
@@ -398,6 +419,10 @@ export class QueueActor implements DeadLetterTarget {
     return this.machine.counts();
   }
 
+  fetchCounts(): Promise<QueueCounts> {
+    return Promise.resolve(this.machine.counts());
+  }
+
   removalTotals(): RemovalTotals {
     return this.machine.removalTotals();
   }
@@ -428,6 +453,11 @@ export class QueueActor implements DeadLetterTarget {
 
   consumers(): ConsumerInfo[] {
     return this.machine.consumers();
+  }
+
+  /** The owners (channels) with consumers or unacked messages in this queue. */
+  ownerIds(): OwnerId[] {
+    return this.machine.ownerIds();
   }
 
   config(): QueueConfig {
@@ -591,6 +621,7 @@ export class QueueActor implements DeadLetterTarget {
   // ------------------------------------------------------------------------------ leadership
 
   private readonly onRole = (change: RoleChange): void => {
+    this.knownLeader = change.leader;
     // Before open() completes, open() takes the duties itself.
     if (this.state !== 'open') return;
     if (change.role === 'leader') {
@@ -610,6 +641,13 @@ export class QueueActor implements DeadLetterTarget {
   /** Re-derive the leader's duties from the state. */
   private takeLeadership(): void {
     this.leading = true;
+    if (this.machine.lastAppliedIndex === 0 && this.firstConfig === undefined) {
+      // A fresh group: its first entry records the config every replica starts from. (A replica
+      // that has not applied what an earlier leader committed yet proposes it again: harmless.)
+      this.firstConfig = this.log
+        .propose({ type: 'setConfig', config: this.initialConfig })
+        .catch((err: unknown) => this.logger.debug({ err }, 'first config not proposed'));
+    }
     this.stopTimer();
     this.setDeadline(this.machine.nextDeadline());
     this.stopHandOffs();
@@ -656,6 +694,11 @@ export class QueueActor implements DeadLetterTarget {
           this.logger.error({ err, owner }, 'redelivery failed');
         }
       }
+    }
+    try {
+      this.sinks.onLeader?.(this);
+    } catch (err) {
+      this.logger.error({ err }, 'onLeader failed');
     }
   }
 

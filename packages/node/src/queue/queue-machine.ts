@@ -271,10 +271,9 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       if (overflow === 'reject-publish-dlx' && handOff === undefined) this.deadLetterRefused(command, index);
       return REPLY_REJECTED;
     }
-    if (
-      handOff !== undefined &&
-      this.dedupe.accept(handOff.source, handOff.messageId, handOff.horizon) === 'duplicate'
-    ) {
+    // A publish id shares the hand-off dedupe: its sources (a node's run) never name a queue.
+    const id = handOff ?? command.publishId;
+    if (id !== undefined && this.dedupe.accept(id.source, id.messageId, id.horizon) === 'duplicate') {
       this.duplicatesDropped++;
       return REPLY_DUPLICATE;
     }

@@ -70,6 +70,10 @@ export type QueueCommand =
    * A published message. `ttl` is the per-message `expiration` in ms (already validated).
    * `handOff` is set on a dead-lettered copy sent at-least-once by another queue: its stable id,
    * by which this queue recognises (and drops) the same copy sent again after a lost confirm.
+   * `publishId` is set instead on a publish a node sends to the queue's leader: the same kind of id
+   * (its source names the sending node's run), so a publish re-sent after a lost answer or a leader
+   * change is dropped as a duplicate; unlike a hand-off, a refused publish is still dead-lettered
+   * under `reject-publish-dlx`.
    */
   | {
       readonly type: 'enqueue';
@@ -77,6 +81,7 @@ export type QueueCommand =
       readonly ttl: number | undefined;
       readonly message: StoredMessage;
       readonly handOff?: HandOffId | undefined;
+      readonly publishId?: HandOffId | undefined;
     }
   /** Attach a consumer. `prefetch` 0 = unlimited. */
   | {

@@ -4,7 +4,7 @@
  * What the node hands a `QueueActor` for a durable queue (with `storage.bodyStore` as its body
  * store). A queue written by the earlier single-voter log is migrated when it opens.
  */
-import type { Clock, ReplicatedLog } from '@styx/raft';
+import type { Clock, RaftGroupLog, ReplicatedLog } from '@styx/raft';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import type { CompactionPolicy } from './compaction-policy.ts';
 import { queueCommandWeight, withCompaction } from './compaction-policy.ts';
@@ -30,6 +30,18 @@ export interface DurableQueueLogOptions {
   /** Where the log reads time for entry timestamps; the wall clock by default. */
   readonly clock?: Clock;
   readonly logger?: StorageLogger;
+  /**
+   * How a replica of a clustered queue starts when nothing is stored for it: `bootstrap` makes a
+   * group whose only voter is this node (the queue's first replica, which then adds the others);
+   * `join` waits, with no membership, for the group's leader to add it. Default `bootstrap`.
+   */
+  readonly start?: 'bootstrap' | 'join';
+}
+
+/** A durable queue's log, and the Raft group under it (membership, leadership, progress). */
+export interface DurableQueueGroup {
+  readonly log: ReplicatedLog<QueueCommand, QueueApplyResult>;
+  readonly group: RaftGroupLog<QueueCommand, QueueApplyResult>;
 }
 
 export function durableQueueLog(
@@ -37,12 +49,19 @@ export function durableQueueLog(
   groupId: string,
   options: DurableQueueLogOptions = {},
 ): ReplicatedLog<QueueCommand, QueueApplyResult> {
-  const log = raftHostOf(storage).createLog<QueueCommand, QueueApplyResult>(
-    groupId,
-    queueCommandCodec,
-    options.clock === undefined ? {} : { clock: options.clock },
-  );
-  return withCompaction(log, {
+  return durableQueueGroup(storage, groupId, options).log;
+}
+
+export function durableQueueGroup(
+  storage: NodeStorage,
+  groupId: string,
+  options: DurableQueueLogOptions = {},
+): DurableQueueGroup {
+  const group = raftHostOf(storage).createLog<QueueCommand, QueueApplyResult>(groupId, queueCommandCodec, {
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(options.start === 'join' ? { join: true } : {}),
+  });
+  const log = withCompaction(group, {
     weigh: queueCommandWeight,
     // The snapshot writes every body still held back (see LmdbBodyStore): most of them in chunks
     // over the turns before it, so no single turn writes (and syncs) tens of MiB at once.
@@ -55,4 +74,5 @@ export function durableQueueLog(
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.compactOnClose === undefined ? {} : { compactOnClose: options.compactOnClose }),
   });
+  return { log, group };
 }

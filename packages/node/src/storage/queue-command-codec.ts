@@ -81,6 +81,8 @@ interface VariantSpec<T> {
 const ENQUEUE_TAG = 1;
 /** An enqueue with a hand-off id (a dead-lettered copy sent at-least-once). */
 const ENQUEUE_HAND_OFF_TAG = 14;
+/** An enqueue with a publish id (a publish forwarded to the queue's leader, deduplicated). */
+const ENQUEUE_PUBLISH_TAG = 15;
 
 /** Every variant but enqueue, by type. Tags are persisted: append new rows with new tags. */
 const VARIANTS = {
@@ -165,7 +167,12 @@ const ROWS_BY_TYPE = new Map<string, Row>();
 const ROWS_BY_TAG: (Row | undefined)[] = [];
 for (const [type, spec] of Object.entries(VARIANTS) as [GenericType, VariantSpec<unknown>][]) {
   const row: Row = { type, tag: spec.tag, fields: spec.fields as Row['fields'] };
-  if (row.tag === ENQUEUE_TAG || row.tag === ENQUEUE_HAND_OFF_TAG || ROWS_BY_TAG[row.tag] !== undefined)
+  if (
+    row.tag === ENQUEUE_TAG ||
+    row.tag === ENQUEUE_HAND_OFF_TAG ||
+    row.tag === ENQUEUE_PUBLISH_TAG ||
+    ROWS_BY_TAG[row.tag] !== undefined
+  )
     throw new Error(`queue command tag ${row.tag} reused`);
   ROWS_BY_TYPE.set(type, row);
   ROWS_BY_TAG[row.tag] = row;
@@ -188,7 +195,10 @@ const TTL_FLOAT = 2;
 
 /** The enqueue's encoding, starting at byte `headroom` of the result (see `encodeWithHeadroom`). */
 function encodeEnqueue(command: EnqueueCommand, headroom: number): Uint8Array {
-  const { size, ttl, message, handOff } = command;
+  const { size, ttl, message } = command;
+  // At most one id: a hand-off's wins (a dead-lettered copy is never also a publish).
+  const handOff = command.handOff ?? command.publishId;
+  const idTag = command.handOff !== undefined ? ENQUEUE_HAND_OFF_TAG : ENQUEUE_PUBLISH_TAG;
   checkVarint(size, 'enqueue size');
   const ttlIsVarint = ttl !== undefined && Number.isSafeInteger(ttl) && ttl >= 0;
   const ttlSize = ttl === undefined ? 1 : ttlIsVarint ? 1 + varintSize(ttl) : 9;
@@ -208,7 +218,7 @@ function encodeEnqueue(command: EnqueueCommand, headroom: number): Uint8Array {
   if (handOff === undefined) {
     buf[headroom] = ENQUEUE_TAG;
   } else {
-    buf[headroom] = ENQUEUE_HAND_OFF_TAG;
+    buf[headroom] = idTag;
     pos = writeString(buf, pos, handOff.source, sourceSize);
     pos = writeVarint(buf, pos, handOff.messageId);
     pos = writeVarint(buf, pos, handOff.horizon);
@@ -239,7 +249,7 @@ function encodeCommand(command: QueueCommand, headroom: number): Uint8Array {
   return buf;
 }
 
-function decodeEnqueue(r: ByteCursor, handOff: HandOffId | undefined): EnqueueCommand {
+function decodeEnqueue(r: ByteCursor, handOff: HandOffId | undefined, publishId?: HandOffId): EnqueueCommand {
   const size = r.varint();
   const ttlKind = r.u8();
   let ttl: number | undefined;
@@ -248,7 +258,9 @@ function decodeEnqueue(r: ByteCursor, handOff: HandOffId | undefined): EnqueueCo
   else if (ttlKind !== TTL_UNDEFINED)
     throw new StoredBytesCorruptedError('enqueue entry', `bad ttl kind ${ttlKind}`);
   const message = decodeStoredMessage(r.rest(), 'enqueue entry');
-  return { type: 'enqueue', size, ttl, message, handOff };
+  return publishId === undefined
+    ? { type: 'enqueue', size, ttl, message, handOff }
+    : { type: 'enqueue', size, ttl, message, publishId };
 }
 
 // ---------------------------------------------------------------------------------- generic rows
@@ -378,6 +390,10 @@ export const queueCommandCodec: CommandCodec<QueueCommand> = {
     if (tag === ENQUEUE_HAND_OFF_TAG) {
       const handOff: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
       return decodeEnqueue(r, handOff);
+    }
+    if (tag === ENQUEUE_PUBLISH_TAG) {
+      const publishId: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
+      return decodeEnqueue(r, undefined, publishId);
     }
     const row = ROWS_BY_TAG[tag];
     if (row === undefined) throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);

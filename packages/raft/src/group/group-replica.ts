@@ -292,6 +292,18 @@ export class GroupReplica<C, R> implements HostedReplica {
   }
 
   /**
+   * Ask for leadership to move to voter `to` (Raft's leadership transfer: the leader brings `to` up
+   * to date, then tells it to campaign at once). Best effort: nothing reports the outcome but the
+   * role changes that follow; on a follower the request goes to the leader.
+   */
+  transferLeader(to: NodeId): void {
+    if (this.#stopped) return;
+    if (this.quiesced) this.#host.wake(this);
+    this.core.transferLeader(to);
+    this.#host.markDirty(this);
+  }
+
+  /**
    * Wait until this replica has applied everything committed when the call was made, as a leader
    * confirmed it (Raft's ReadIndex: on a follower the request goes to the leader). After it, reads
    * of the local machine see every write acknowledged before the call, on any replica. Rejects

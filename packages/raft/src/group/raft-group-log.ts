@@ -187,6 +187,15 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   }
 
   /**
+   * Ask the group to move its leadership to voter `to` (best effort; see `GroupReplica.transferLeader`).
+   * The outcome shows in `leader` and the role changes.
+   */
+  transferLeadership(to: NodeId): void {
+    if (this.#state !== 'open') throw this.#notOpenError();
+    (this.#replica as GroupReplica<C, R>).transferLeader(to);
+  }
+
+  /**
    * Resolves once this replica has applied every entry committed before the call, as the group's
    * leader confirmed it: afterwards the local machine reflects every write acknowledged anywhere
    * before the call. Rejects with `BarrierTimeoutError` after `timeoutMs` without a leader's answer.

@@ -17,7 +17,8 @@ import {
   preconditionFailed,
 } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
-import type { OwnerSink, QueueActor } from '../../queue/queue-actor.ts';
+import type { OwnerSink } from '../../queue/queue-actor.ts';
+import type { QueueHandle } from '../../queue/queue-handle.ts';
 import type { StoredMessage } from '../../queue/types.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
 
@@ -36,7 +37,7 @@ export interface ChannelHost {
 
 interface Consumer {
   readonly tag: string;
-  readonly queue: QueueActor;
+  readonly queue: QueueHandle;
   readonly noAck: boolean;
   /**
    * Deliveries that arrived before basic.consume-ok went out. AMQP requires consume-ok first, but
@@ -46,7 +47,7 @@ interface Consumer {
 }
 
 interface Unacked {
-  readonly queue: QueueActor;
+  readonly queue: QueueHandle;
   readonly id: number;
 }
 
@@ -87,10 +88,10 @@ export class Channel implements OwnerSink {
    * (a microtask) and before anything else this channel proposes, so its queues see its commands in
    * the order the client sent them.
    */
-  private outcomes: Map<QueueActor, number[]> | undefined = undefined;
+  private outcomes: Map<QueueHandle, number[]> | undefined = undefined;
   private outcomeKind: OutcomeKind = 'settle';
   /** Queues that may hold this channel's consumers or unacked messages (told on close). */
-  private readonly queuesUsed = new Set<QueueActor>();
+  private readonly queuesUsed = new Set<QueueHandle>();
   /** Exchanges this channel may publish to, valid while the permission epoch is unchanged. */
   private writable = new Set<string>();
   private writableEpoch = -1;
@@ -368,10 +369,10 @@ export class Channel implements OwnerSink {
       return;
     }
     if (targets.length === 1 && !unserved) {
-      (targets[0] as QueueActor).enqueue(message, ttl).then(
+      (targets[0] as QueueHandle).enqueue(message, ttl).then(
         (r) => this.settleConfirm(seq, r.type === 'rejected' ? 'nack' : 'ack'),
         (err: unknown) => {
-          this.enqueueFailed(targets[0] as QueueActor, err);
+          this.enqueueFailed(targets[0] as QueueHandle, err);
           this.settleConfirm(seq, 'nack');
         },
       );
@@ -396,7 +397,7 @@ export class Channel implements OwnerSink {
     }
   }
 
-  private enqueueFailed(queue: QueueActor, err: unknown): void {
+  private enqueueFailed(queue: QueueHandle, err: unknown): void {
     this.host.logger.warn({ queue: queue.name, err }, 'enqueue failed');
   }
 
@@ -442,7 +443,7 @@ export class Channel implements OwnerSink {
     const consumer: Consumer = { tag, queue, noAck, pending: [] };
     this.consumers.set(tag, consumer);
     this.queuesUsed.add(queue);
-    let reply: Awaited<ReturnType<QueueActor['consume']>>;
+    let reply: Awaited<ReturnType<QueueHandle['consume']>>;
     try {
       reply = await queue.consume(this.owner, tag, this.prefetch, noAck, exclusive);
     } catch (err) {
@@ -471,7 +472,7 @@ export class Channel implements OwnerSink {
 
   /** OwnerSink: a queue delivers one message to one of this channel's consumers. */
   deliver(
-    queue: QueueActor,
+    queue: QueueHandle,
     tag: string,
     id: number,
     redelivered: boolean,
@@ -504,7 +505,7 @@ export class Channel implements OwnerSink {
   }
 
   /** OwnerSink: the queue removed one of this channel's consumers (queue deleted). */
-  consumerCancelled(_queue: QueueActor, tag: string): void {
+  consumerCancelled(_queue: QueueHandle, tag: string): void {
     if (!this.consumers.delete(tag) || this.state !== 'open') return;
     this.host.send({ channel: this.number, method: 'basicCancel', basicCancel: { consumerTag: tag } });
   }
@@ -539,8 +540,8 @@ export class Channel implements OwnerSink {
   // ------------------------------------------------------------------------------------ ack / nack
 
   /** Collect the unacked entries a (multiple) ack/nack covers, grouped by queue. */
-  private take(deliveryTag: number, multiple: boolean): Map<QueueActor, number[]> {
-    const byQueue = new Map<QueueActor, number[]>();
+  private take(deliveryTag: number, multiple: boolean): Map<QueueHandle, number[]> {
+    const byQueue = new Map<QueueHandle, number[]>();
     const add = (u: Unacked): void => {
       const ids = byQueue.get(u.queue);
       if (ids === undefined) byQueue.set(u.queue, [u.id]);
@@ -575,7 +576,7 @@ export class Channel implements OwnerSink {
   }
 
   /** Queue this turn's acks/nacks; a different kind first proposes what is queued (order kept). */
-  private addOutcomes(kind: OutcomeKind, byQueue: Map<QueueActor, number[]>): void {
+  private addOutcomes(kind: OutcomeKind, byQueue: Map<QueueHandle, number[]>): void {
     if (this.outcomes !== undefined && this.outcomeKind !== kind) this.flushOutcomes();
     let outcomes = this.outcomes;
     if (outcomes === undefined) {
@@ -603,9 +604,26 @@ export class Channel implements OwnerSink {
           : kind === 'discard'
             ? queue.discard(this.owner, ids)
             : queue.returnMessages(this.owner, ids);
-      done.catch((err: unknown) => this.host.logger.debug({ err, queue: queue.name }, `${kind} failed`));
+      done.catch((err: unknown) => this.outcomeFailed(kind, queue, err));
     }
   };
+
+  /**
+   * An ack or nack the queue never took (its leader unreachable past the forwarding deadline): the
+   * messages would stay checked out to this channel, so the channel closes with the error and the
+   * queue returns them once it hears the owner is gone.
+   */
+  private outcomeFailed(kind: OutcomeKind, queue: QueueHandle, err: unknown): void {
+    if (this.state !== 'open') return;
+    this.host.logger.warn({ err, queue: queue.name }, `${kind} failed: closing the channel`);
+    const code = err instanceof ChannelError ? err.code : Code.INTERNAL_ERROR;
+    const text = err instanceof Error ? err.message : String(err);
+    this.closeWithError(
+      code,
+      `${kind === 'settle' ? 'ack' : 'nack'} not taken by queue '${queue.name}': ${text}`,
+      kind === 'settle' ? 'basic.ack' : 'basic.nack',
+    );
+  }
 
   /** basic.recover: every unacked message of this channel goes back to its queue, redelivered. */
   private async recover(): Promise<void> {

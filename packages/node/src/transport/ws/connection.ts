@@ -91,7 +91,7 @@ export class Connection implements ChannelHost {
     logger: Logger,
   ) {
     connectionCounter += 1;
-    this.id = `${broker.nodeName}:${connectionCounter}`;
+    this.id = `${broker.nodeName}:${broker.runId}.${connectionCounter}`;
     this.ws = ws;
     this.broker = broker;
     this.limits = limits;

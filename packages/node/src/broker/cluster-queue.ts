@@ -1,0 +1,316 @@
+/**
+ * A queue of the cluster as this node's channels use it (`QueueHandle`), wherever its leader runs:
+ * a command goes to the local replica when it leads, else over the queue link to the leader,
+ * following `NOT_LEADER` hints and leader changes until it lands or `FORWARD_DEADLINE_MS` passes.
+ *
+ * Every enqueue carries a publish id (this node's run as its source, a sequence number, and the
+ * lowest number still in flight to this queue as its horizon), so one re-sent after a lost answer
+ * or a leader change is dropped as a duplicate by the queue: retrying is always safe. The other
+ * commands are retried too when their outcome is unknown, except `get` (a repeated get could take
+ * a second message): settles, returns and discards of ids the owner no longer holds are ignored by
+ * the queue, and cancel, ownerDown, touch and purge are idempotent.
+ */
+import type { HandOffId } from '@styx/dlx';
+import { NotLeaderError } from '@styx/raft';
+import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
+import {
+  decodeCommandAnswer,
+  decodeCounts,
+  encodeCommandAnswer,
+  encodeCounts,
+  QueueLinkCode,
+  QueueOp,
+} from '../cluster/queue-rpc-codec.ts';
+import { ChannelError, Code } from '../errors/amqp-error.ts';
+import type { QueueRecord } from '../metadata/metadata-machine.ts';
+import type { DeadLetterTarget } from '../queue/dead-letter-route.ts';
+import type { GotApplyResult, QueueActor } from '../queue/queue-actor.ts';
+import type { QueueGetResult, QueueHandle } from '../queue/queue-handle.ts';
+import type { QueueCommand, QueueCounts, QueueReply, StoredMessage } from '../queue/types.ts';
+import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+
+/** How long a command keeps looking for the queue's leader before it fails, ms. */
+export const FORWARD_DEADLINE_MS = 15_000;
+/** How long one forwarded command waits for its answer, ms. */
+const CALL_TIMEOUT_MS = 5_000;
+/** Pause between attempts while no leader is known, ms (doubling up to `MAX_RETRY_DELAY_MS`). */
+const FIRST_RETRY_DELAY_MS = 25;
+const MAX_RETRY_DELAY_MS = 500;
+
+const ZERO_COUNTS: QueueCounts = Object.freeze({
+  ready: 0,
+  unacked: 0,
+  consumers: 0,
+  deadLetterPending: 0,
+}) as QueueCounts;
+
+/** What a `ClusterQueue` needs from its node. */
+export interface QueueNodePort {
+  /** This node's id. */
+  readonly selfId: string;
+  /** The source of this node run's publish ids (unique per process start). */
+  readonly publishSource: string;
+  /** The replica of `groupId` running on this node, if any. */
+  replica(groupId: string): QueueActor | undefined;
+  /** Send a queue-link request to `peer`. */
+  call(peer: string, op: number, group: string, body: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+}
+
+/** The queue has no leader this node can reach (a quorum of its replicas is down or cut off). */
+export class QueueUnavailableError extends ChannelError {
+  constructor(record: QueueRecord, cause: unknown) {
+    super(
+      Code.PRECONDITION_FAILED,
+      `queue '${record.name}' in vhost '${record.vhost}' has no leader reachable within ` +
+        `${FORWARD_DEADLINE_MS / 1000} s (replicas: ${(record.members ?? []).join(', ') || record.node}): ${String(
+          (cause as Error | undefined)?.message ?? cause,
+        )}`,
+    );
+  }
+}
+
+let publishSequence = 0;
+
+export class ClusterQueue implements QueueHandle, DeadLetterTarget {
+  readonly vhost: string;
+  readonly name: string;
+  readonly groupId: string;
+  readonly deliveryCountHeader: boolean;
+  /** The queue's record; replaced when its replicas change. */
+  record: QueueRecord;
+  readonly #port: QueueNodePort;
+  /** The leader last heard of. */
+  #leaderHint: string | undefined = undefined;
+  /** Publish ids in flight to this queue, ascending, and those already answered among them. */
+  readonly #inFlight: number[] = [];
+  #inFlightHead = 0;
+  readonly #answered = new Set<number>();
+
+  constructor(record: QueueRecord, deliveryCountHeader: boolean, port: QueueNodePort) {
+    this.vhost = record.vhost;
+    this.name = record.name;
+    this.groupId = record.groupId;
+    this.deliveryCountHeader = deliveryCountHeader;
+    this.record = record;
+    this.#port = port;
+  }
+
+  /** The replicas, the preferred leader first. */
+  get members(): readonly string[] {
+    return this.record.members ?? (this.record.node !== undefined ? [this.record.node] : [this.#port.selfId]);
+  }
+
+  /** The leader as this node knows it (its replica's view, else the last answer's). */
+  get leader(): string | undefined {
+    const replica = this.#port.replica(this.groupId);
+    return replica?.leaderId ?? this.#leaderHint;
+  }
+
+  // ------------------------------------------------------------------------------ QueueHandle
+
+  enqueue(message: StoredMessage, ttl: number | undefined, handOff?: HandOffId): Promise<QueueReply> {
+    if (handOff !== undefined) {
+      return this.#run({ type: 'enqueue', size: message.body.byteLength, ttl, message, handOff }, true).then(
+        replyOf,
+      );
+    }
+    const seq = ++publishSequence;
+    this.#inFlight.push(seq);
+    const publishId: HandOffId = {
+      source: this.#port.publishSource,
+      messageId: seq,
+      horizon: this.#inFlight[this.#inFlightHead] as number,
+    };
+    const done = (): void => this.#answeredPublish(seq);
+    const result = this.#run(
+      { type: 'enqueue', size: message.body.byteLength, ttl, message, publishId },
+      true,
+    );
+    result.then(done, done);
+    return result.then(replyOf);
+  }
+
+  consume(
+    owner: string,
+    tag: string,
+    prefetch: number,
+    noAck: boolean,
+    exclusive: boolean,
+  ): Promise<QueueReply> {
+    return this.#run({ type: 'consume', owner, tag, prefetch, noAck, exclusive }, true).then(replyOf);
+  }
+
+  cancel(owner: string, tag: string): Promise<void> {
+    return this.#run({ type: 'cancel', owner, tag }, true).then(toVoid);
+  }
+
+  settle(owner: string, ids: readonly number[]): Promise<void> {
+    return this.#run({ type: 'settle', owner, ids }, true).then(toVoid);
+  }
+
+  returnMessages(owner: string, ids: readonly number[]): Promise<void> {
+    return this.#run({ type: 'return', owner, ids }, true).then(toVoid);
+  }
+
+  discard(owner: string, ids: readonly number[]): Promise<void> {
+    return this.#run({ type: 'discard', owner, ids }, true).then(toVoid);
+  }
+
+  async get(owner: string, noAck: boolean): Promise<QueueGetResult | undefined> {
+    const { reply, message } = await this.#run({ type: 'get', owner, noAck }, false);
+    if (reply.type !== 'got' || message === undefined) return undefined;
+    return {
+      id: reply.id,
+      redelivered: reply.redelivered,
+      deliveryCount: reply.deliveryCount,
+      messageCount: reply.messageCount,
+      message,
+    };
+  }
+
+  async purge(): Promise<number> {
+    const { reply } = await this.#run({ type: 'purge' }, true);
+    return reply.type === 'purged' ? reply.count : 0;
+  }
+
+  ownerDown(owner: string): Promise<void> {
+    return this.#run({ type: 'ownerDown', owner }, true).then(toVoid);
+  }
+
+  touch(): Promise<void> {
+    return this.#run({ type: 'touch' }, true).then(toVoid);
+  }
+
+  counts(): QueueCounts {
+    return this.#port.replica(this.groupId)?.counts() ?? ZERO_COUNTS;
+  }
+
+  async fetchCounts(): Promise<QueueCounts> {
+    const replica = this.#port.replica(this.groupId);
+    if (replica?.isLeader) return replica.counts();
+    return this.#forward(QueueOp.counts, new Uint8Array(0), true, decodeCounts);
+  }
+
+  // ------------------------------------------------------------------------------ routing
+
+  #answeredPublish(seq: number): void {
+    this.#answered.add(seq);
+    const inFlight = this.#inFlight;
+    while (
+      this.#inFlightHead < inFlight.length &&
+      this.#answered.delete(inFlight[this.#inFlightHead] as number)
+    ) {
+      this.#inFlightHead++;
+    }
+    if (this.#inFlightHead === inFlight.length) {
+      inFlight.length = 0;
+      this.#inFlightHead = 0;
+    } else if (this.#inFlightHead > 1024) {
+      inFlight.splice(0, this.#inFlightHead);
+      this.#inFlightHead = 0;
+    }
+  }
+
+  async #run(
+    command: QueueCommand,
+    retryable: boolean,
+  ): Promise<{ reply: QueueReply; message?: StoredMessage | undefined }> {
+    const replica = this.#port.replica(this.groupId);
+    if (replica?.isLeader) {
+      try {
+        const result = await replica.run(command);
+        return { reply: result.reply, message: (result as GotApplyResult).message };
+      } catch (error) {
+        // Lost the leadership with the command in flight: its fate is unknown.
+        if (!(error instanceof NotLeaderError) || !retryable) throw error;
+        this.#leaderHint = error.leader;
+      }
+    }
+    return this.#forward(QueueOp.command, queueCommandCodec.encode(command), retryable, decodeCommandAnswer);
+  }
+
+  /**
+   * Send `body` to the leader and decode its answer, following hints and trying the replicas in
+   * turn; a local replica that becomes leader meanwhile takes the command itself.
+   */
+  async #forward<T>(
+    op: number,
+    body: Uint8Array,
+    retryable: boolean,
+    decode: (bytes: Uint8Array) => T,
+  ): Promise<T> {
+    const deadline = Date.now() + FORWARD_DEADLINE_MS;
+    let delay = FIRST_RETRY_DELAY_MS;
+    let tried = 0;
+    let lastError: unknown;
+    for (;;) {
+      const replica = this.#port.replica(this.groupId);
+      if (replica?.isLeader) {
+        // Became leader while the command was being forwarded (rare: the extra coding is fine).
+        try {
+          if (op !== QueueOp.command) return decode(encodeCounts(replica.counts()));
+          const result = await replica.run(queueCommandCodec.decode(body));
+          return decode(encodeCommandAnswer(result.reply, (result as GotApplyResult).message));
+        } catch (error) {
+          if (!(error instanceof NotLeaderError) || !retryable) throw error;
+          lastError = error;
+        }
+      } else {
+        const peer = this.#nextPeer(tried);
+        tried++;
+        if (peer !== undefined && peer !== this.#port.selfId) {
+          try {
+            const answer = await this.#port.call(peer, op, this.groupId, body, CALL_TIMEOUT_MS);
+            this.#leaderHint = peer;
+            return decode(answer);
+          } catch (error) {
+            lastError = error;
+            if (error instanceof QueueLinkRemoteError) {
+              if (error.code === QueueLinkCode.notLeader) {
+                this.#leaderHint = error.message === '' || error.message === peer ? undefined : error.message;
+                if (this.#leaderHint !== undefined) continue; // straight to the hinted leader
+              } else if (error.code !== QueueLinkCode.unknownGroup && error.code !== 'UNAVAILABLE') {
+                throw remoteFailure(error);
+              }
+            } else if (error instanceof QueueLinkLostError || error instanceof QueueLinkTimeoutError) {
+              this.#leaderHint = undefined;
+              if (!retryable) throw new ChannelError(Code.INTERNAL_ERROR, error.message);
+            } else {
+              throw error;
+            }
+          }
+        }
+      }
+      if (Date.now() + delay > deadline) throw new QueueUnavailableError(this.record, lastError);
+      await sleep(delay);
+      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+    }
+  }
+
+  /** The hinted leader, else the replicas in turn (the local replica's view of the leader first). */
+  #nextPeer(tried: number): string | undefined {
+    const known = this.leader;
+    if (known !== undefined && known !== this.#port.selfId) return known;
+    const members = this.members.filter((m) => m !== this.#port.selfId);
+    if (members.length === 0) return undefined;
+    return members[tried % members.length];
+  }
+}
+
+/** An error the leader answered with: an AMQP channel error keeps its code. */
+function remoteFailure(error: QueueLinkRemoteError): Error {
+  const code = Number(error.code);
+  if (Number.isInteger(code) && code >= 300 && code < 600) return new ChannelError(code, error.message);
+  return new ChannelError(
+    Code.INTERNAL_ERROR,
+    `queue leader failed the command: ${error.code} ${error.message}`,
+  );
+}
+
+function replyOf(answer: { reply: QueueReply }): QueueReply {
+  return answer.reply;
+}
+
+function toVoid(): void {}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

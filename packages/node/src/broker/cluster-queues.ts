@@ -1,0 +1,561 @@
+/**
+ * The queues of a clustered node: which replicas run here, the `ClusterQueue` handles the channels
+ * use, the queue link's server side (commands for the replicas this node leads, deliveries for its
+ * channels), and the leader's upkeep of each group's Raft membership.
+ *
+ * - **Replicas.** A queue's record lists its replicas (`members`, the preferred leader first). The
+ *   first member creates the group as its only voter; the others open as joiners, and the leader
+ *   adds them (a learner first, promoted once caught up: `nextMembershipChange`). A replica whose
+ *   node is no longer listed is destroyed once the group has removed it.
+ * - **Owners.** A consumer belongs to a channel (`owner`); its node is in the owner id. A leader
+ *   delivers to a channel on another node over the link; when that node answers that it has no
+ *   such channel, or is counted down, the owner's consumers go and its unacked messages come back
+ *   (`ownerDown`), to be redelivered with their delivery count raised.
+ */
+import { randomBytes } from 'node:crypto';
+import type { RaftGroupLog } from '@styx/raft';
+import { NotLeaderError } from '@styx/raft';
+import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
+import type { QueueLinkHandler } from '../cluster/queue-link.ts';
+import { QueueLinkError, QueueLinkFrameError, QueueLinkRemoteError } from '../cluster/queue-link.ts';
+import type { GroupStatus, ReplicaStatus } from '../cluster/queue-rpc-codec.ts';
+import {
+  decodeCancelled,
+  decodeDelivery,
+  decodeGroupStatus,
+  decodeText,
+  encodeCancelled,
+  encodeCommandAnswer,
+  encodeCounts,
+  encodeDelivery,
+  encodeJsonBody,
+  QueueLinkCode,
+  QueueOp,
+} from '../cluster/queue-rpc-codec.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
+import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
+import type { GotApplyResult, OwnerSink, QueueActor } from '../queue/queue-actor.ts';
+import type { QueueHandle } from '../queue/queue-handle.ts';
+import type { QueueApplyResult, QueueCommand, StoredMessage } from '../queue/types.ts';
+import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import type { QueueNodePort } from './cluster-queue.ts';
+import { ClusterQueue } from './cluster-queue.ts';
+
+/** How often leaders check their groups' membership against the records, ms. */
+const MEMBERSHIP_CHECK_MS = 1_000;
+/** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
+const CAUGHT_UP_SLACK = 64;
+/** Retries of a delivery whose answer was lost, before its owner is given up, and their spacing. */
+const DELIVERY_RETRIES = 20;
+const DELIVERY_RETRY_MS = 500;
+
+/** A channel as the cluster sees it: what deliveries and cancellations reach. */
+export interface ChannelSink {
+  deliver(
+    queue: QueueHandle,
+    tag: string,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+    message: StoredMessage,
+  ): void;
+  consumerCancelled(queue: QueueHandle, tag: string): void;
+}
+
+/** What the queue link needs of the cluster. */
+export interface QueueClusterPort {
+  readonly nodeId: string;
+  readonly queueLink: {
+    call(peer: string, op: number, group: string, body: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+    handle(handler: QueueLinkHandler): void;
+  };
+  isDown(nodeId: string): boolean;
+  onNodeDown(listener: (nodeId: string) => void): () => void;
+}
+
+/** What `ClusterQueues` needs of its broker. */
+export interface ClusterQueuesHost {
+  readonly metadata: MetadataMachine;
+  readonly logger: Logger;
+  /** The replica of this queue incarnation running here. */
+  replica(groupId: string): QueueActor | undefined;
+  /** Every replica running here. */
+  replicas(): Iterable<QueueActor>;
+  /** The open channel with this owner id on this node. */
+  localChannel(owner: string): ChannelSink | undefined;
+  /** Start this node's replica of `record` (a no-op when it runs). */
+  startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void>;
+  /** Stop and destroy this node's replica of `record` (it is no longer one of its members). */
+  dropReplica(record: QueueRecord): Promise<void>;
+}
+
+/** The node name in a connection id `${nodeName}:${run}.${n}` or an owner id `${connection}/${channel}`. */
+export function ownerNodeName(owner: string): string {
+  const slash = owner.lastIndexOf('/');
+  const connection = slash < 0 ? owner : owner.slice(0, slash);
+  const colon = connection.lastIndexOf(':');
+  return colon < 0 ? connection : connection.slice(0, colon);
+}
+
+export class ClusterQueues {
+  readonly selfId: string;
+  readonly #host: ClusterQueuesHost;
+  readonly #cluster: QueueClusterPort;
+  readonly #log: Logger;
+  readonly #port: QueueNodePort;
+  /** Handles by group id (one per queue incarnation known to the metadata). */
+  readonly #handles = new Map<string, ClusterQueue>();
+  /** The Raft groups of durable replicas running here, by group id. */
+  readonly #groups = new Map<string, RaftGroupLog<QueueCommand, QueueApplyResult>>();
+  /** Local channels wrapped so their deliveries name the handle, not the replica. */
+  readonly #channelSinks = new WeakMap<ChannelSink, OwnerSink>();
+  /** Remote owners' sinks, by owner id. */
+  readonly #remoteSinks = new Map<string, OwnerSink>();
+  /** Groups with a membership change in flight. */
+  readonly #changing = new Set<string>();
+  #timer: NodeJS.Timeout | undefined;
+  #reconciling: Promise<void> | undefined;
+  #reconcileAgain = false;
+  #stopped = false;
+  readonly #unsubscribe: () => void;
+
+  constructor(host: ClusterQueuesHost, cluster: QueueClusterPort) {
+    this.#host = host;
+    this.#cluster = cluster;
+    this.selfId = cluster.nodeId;
+    this.#log = host.logger.child({ component: 'cluster-queues' });
+    this.#port = {
+      selfId: cluster.nodeId,
+      publishSource: `p.${randomBytes(9).toString('base64url')}`,
+      replica: (groupId) => host.replica(groupId),
+      call: (peer, op, group, body, timeoutMs) => cluster.queueLink.call(peer, op, group, body, timeoutMs),
+    };
+    cluster.queueLink.handle(this.#onRequest);
+    this.#unsubscribe = cluster.onNodeDown((nodeId) => this.#nodeDown(nodeId));
+    this.#timer = setInterval(() => this.#checkMemberships(), MEMBERSHIP_CHECK_MS);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#unsubscribe();
+  }
+
+  // ------------------------------------------------------------------------------ handles
+
+  /** The handle of `record`'s incarnation (made on first use, kept in step with the record). */
+  handle(record: QueueRecord): ClusterQueue {
+    let handle = this.#handles.get(record.groupId);
+    if (handle === undefined) {
+      handle = new ClusterQueue(record, showsDeliveryCount(record.arguments), this.#port);
+      this.#handles.set(record.groupId, handle);
+    } else if (handle.record !== record) {
+      handle.record = record;
+    }
+    return handle;
+  }
+
+  /** The replicas of `record`, the preferred leader first. */
+  membersOf(record: QueueRecord): readonly string[] {
+    return record.members ?? [record.node ?? this.selfId];
+  }
+
+  /** A Raft group of a durable replica started here (for membership upkeep and status). */
+  registerGroup(groupId: string, group: RaftGroupLog<QueueCommand, QueueApplyResult>): void {
+    this.#groups.set(groupId, group);
+  }
+
+  group(groupId: string): RaftGroupLog<QueueCommand, QueueApplyResult> | undefined {
+    return this.#groups.get(groupId);
+  }
+
+  forgetGroup(groupId: string): void {
+    this.#groups.delete(groupId);
+    this.#handles.delete(groupId);
+  }
+
+  // ------------------------------------------------------------------------------ owners
+
+  /** Where a replica's deliveries to `owner` go: the local channel, or its node over the link. */
+  resolveOwner(owner: string): OwnerSink | undefined {
+    const channel = this.#host.localChannel(owner);
+    if (channel !== undefined) return this.#localSink(channel);
+    const name = ownerNodeName(owner);
+    const node = this.#host.metadata.clusterNode(name);
+    if (node === undefined || node.id === this.selfId) return undefined; // a channel of ours, closed
+    if (this.#cluster.isDown(node.id)) return undefined;
+    let sink = this.#remoteSinks.get(owner);
+    if (sink === undefined) {
+      sink = this.#remoteSink(owner, node.id);
+      this.#remoteSinks.set(owner, sink);
+    }
+    return sink;
+  }
+
+  #localSink(channel: ChannelSink): OwnerSink {
+    let sink = this.#channelSinks.get(channel);
+    if (sink === undefined) {
+      sink = {
+        deliver: (actor, tag, id, redelivered, deliveryCount, message) =>
+          channel.deliver(this.#handleOfReplica(actor), tag, id, redelivered, deliveryCount, message),
+        consumerCancelled: (actor, tag) => channel.consumerCancelled(this.#handleOfReplica(actor), tag),
+      };
+      this.#channelSinks.set(channel, sink);
+    }
+    return sink;
+  }
+
+  #handleOfReplica(actor: QueueActor): QueueHandle {
+    const record = this.#host.metadata.queue(actor.vhost, actor.name);
+    if (record === undefined || record.groupId !== actor.groupId)
+      return this.#handles.get(actor.groupId) ?? actor;
+    return this.handle(record);
+  }
+
+  #remoteSink(owner: string, nodeId: string): OwnerSink {
+    const lost = (actor: QueueActor): void => {
+      this.#remoteSinks.delete(owner);
+      actor.ownerLost(owner);
+    };
+    const send = (actor: QueueActor, op: number, body: Uint8Array, attempt: number): void => {
+      this.#cluster.queueLink.call(nodeId, op, actor.groupId, body, 5_000).catch((error: unknown) => {
+        if (error instanceof QueueLinkRemoteError) {
+          if (error.code === QueueLinkCode.ownerGone) lost(actor);
+          else this.#log.warn({ err: error, owner }, 'delivery to another node refused');
+          return;
+        }
+        // Lost on the way (or the answer was): send again (the channel ignores an id it holds)
+        // until the node answers or is counted down.
+        if (this.#cluster.isDown(nodeId) || attempt >= DELIVERY_RETRIES) {
+          lost(actor);
+          return;
+        }
+        setTimeout(() => {
+          if (actor.isLeader) send(actor, op, body, attempt + 1);
+        }, DELIVERY_RETRY_MS).unref();
+      });
+    };
+    return {
+      deliver: (actor, tag, id, redelivered, deliveryCount, message) =>
+        send(actor, QueueOp.deliver, encodeDelivery(owner, tag, id, redelivered, deliveryCount, message), 0),
+      consumerCancelled: (actor, tag) => send(actor, QueueOp.cancelled, encodeCancelled(owner, tag), 0),
+    };
+  }
+
+  /** A node is down: the replicas this node leads give up that node's owners. */
+  #nodeDown(nodeId: string): void {
+    const name = this.#host.metadata.clusterNode(nodeId)?.name;
+    if (name === undefined) return;
+    for (const [owner] of this.#remoteSinks)
+      if (ownerNodeName(owner) === name) this.#remoteSinks.delete(owner);
+    for (const actor of this.#host.replicas()) {
+      if (!actor.isLeader) continue;
+      for (const owner of actor.ownerIds()) if (ownerNodeName(owner) === name) actor.ownerLost(owner);
+    }
+  }
+
+  /** This replica leads now: owners on nodes that are down are given up at once. */
+  leaderTookOver(actor: QueueActor): void {
+    for (const owner of actor.ownerIds()) {
+      const node = this.#host.metadata.clusterNode(ownerNodeName(owner));
+      if (node !== undefined && node.id !== this.selfId && this.#cluster.isDown(node.id))
+        actor.ownerLost(owner);
+    }
+    this.#driveMembership(actor.groupId);
+  }
+
+  // ------------------------------------------------------------------------------ the link's server side
+
+  readonly #onRequest: QueueLinkHandler = (op, group, body) => {
+    switch (op) {
+      case QueueOp.command: {
+        // Decoded here, synchronously: a body that does not decode closes the stream it came on.
+        let command: QueueCommand;
+        try {
+          command = queueCommandCodec.decode(body);
+        } catch (error) {
+          throw new QueueLinkFrameError(`queue command does not decode: ${(error as Error).message}`);
+        }
+        const actor = this.#leading(group);
+        return actor.run(command).then(
+          (result) => encodeCommandAnswer(result.reply, (result as GotApplyResult).message),
+          (error: unknown) => {
+            if (error instanceof NotLeaderError)
+              throw new QueueLinkError(QueueLinkCode.notLeader, error.leader ?? '');
+            throw error;
+          },
+        );
+      }
+      case QueueOp.counts:
+        return encodeCounts(this.#leading(group).counts());
+      case QueueOp.deliver: {
+        const delivery = decodeDelivery(body);
+        const channel = this.#host.localChannel(delivery.owner);
+        if (channel === undefined) throw new QueueLinkError(QueueLinkCode.ownerGone, delivery.owner);
+        const handle = this.#handleOfGroup(group);
+        channel.deliver(
+          handle,
+          delivery.tag,
+          delivery.id,
+          delivery.redelivered,
+          delivery.deliveryCount,
+          delivery.message,
+        );
+        return EMPTY;
+      }
+      case QueueOp.cancelled: {
+        const { owner, tag } = decodeCancelled(body);
+        const channel = this.#host.localChannel(owner);
+        if (channel !== undefined) channel.consumerCancelled(this.#handleOfGroup(group), tag);
+        return EMPTY;
+      }
+      case QueueOp.status:
+        return encodeJsonBody(this.#localStatus(this.#leading(group).groupId));
+      case QueueOp.transfer: {
+        const to = decodeText(body, 'transfer target');
+        this.#leading(group);
+        this.#groups.get(group)?.transferLeadership(to);
+        return EMPTY;
+      }
+      default:
+        throw new QueueLinkFrameError(`unknown queue op ${op}`);
+    }
+  };
+
+  // ------------------------------------------------------------------------------ operator reads and verbs
+
+  /** The status of a group led here. */
+  #localStatus(groupId: string): GroupStatus {
+    const group = this.#groups.get(groupId);
+    const actor = this.#host.replica(groupId);
+    if (group === undefined) {
+      // A queue on one node in memory (non-durable): its only replica, here.
+      return {
+        leader: this.selfId,
+        term: undefined,
+        commitIndex: 0,
+        replicas: [{ node: this.selfId, role: 'leader', match: 0, active: true }],
+      };
+    }
+    const conf = group.membership;
+    const progress = group.progress();
+    const replicas: ReplicaStatus[] = [];
+    for (const node of [...conf.voters, ...conf.learners]) {
+      const pr = progress.get(node);
+      replicas.push({
+        node,
+        role: node === this.selfId ? 'leader' : conf.learners.includes(node) ? 'learner' : 'follower',
+        match: pr?.match ?? 0,
+        active: pr?.active ?? false,
+      });
+    }
+    return {
+      leader: actor?.leaderId ?? this.selfId,
+      term: undefined,
+      commitIndex: group.appliedIndex,
+      replicas,
+    };
+  }
+
+  /** The group's status as its leader reports it (`quorum_status`). */
+  async status(record: QueueRecord): Promise<GroupStatus> {
+    const actor = this.#host.replica(record.groupId);
+    if (actor?.isLeader) return this.#localStatus(record.groupId);
+    const handle = this.handle(record);
+    const candidates = [handle.leader, ...this.membersOf(record)].filter(
+      (id): id is string => id !== undefined && id !== this.selfId,
+    );
+    let lastError: unknown = new Error('no replica reachable');
+    for (const peer of new Set(candidates)) {
+      try {
+        return decodeGroupStatus(
+          await this.#cluster.queueLink.call(peer, QueueOp.status, record.groupId, EMPTY, 5_000),
+        );
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    throw lastError;
+  }
+
+  /** Ask the group's leader to hand its leadership to `to` (one of its voters). */
+  async transferLeadership(record: QueueRecord, to: string): Promise<void> {
+    const actor = this.#host.replica(record.groupId);
+    if (actor?.isLeader) {
+      this.#groups.get(record.groupId)?.transferLeadership(to);
+      return;
+    }
+    const leader = this.handle(record).leader;
+    if (leader === undefined || leader === this.selfId)
+      throw new Error(`queue '${record.name}' has no known leader`);
+    await this.#cluster.queueLink.call(
+      leader,
+      QueueOp.transfer,
+      record.groupId,
+      new TextEncoder().encode(to),
+      5_000,
+    );
+  }
+
+  /** The replica of `group` if it leads here; else the answer that sends the caller elsewhere. */
+  #leading(group: string): QueueActor {
+    const actor = this.#host.replica(group);
+    if (actor === undefined)
+      throw new QueueLinkError(QueueLinkCode.unknownGroup, `no replica of ${group} here`);
+    if (!actor.isLeader) throw new QueueLinkError(QueueLinkCode.notLeader, actor.leaderId ?? '');
+    return actor;
+  }
+
+  #handleOfGroup(group: string): ClusterQueue {
+    const known = this.#handles.get(group);
+    if (known !== undefined) return known;
+    for (const record of this.#host.metadata.queues())
+      if (record.groupId === group) return this.handle(record);
+    throw new QueueLinkError(QueueLinkCode.unknownGroup, `no queue with group ${group}`);
+  }
+
+  // ------------------------------------------------------------------------------ replicas
+
+  /**
+   * Bring the replicas running here in line with the records: start those this node is listed for,
+   * drop those it no longer is (once the group let it go). Runs one pass at a time; a call during a
+   * pass makes another pass follow.
+   */
+  reconcileReplicas(): Promise<void> {
+    if (this.#reconciling !== undefined) {
+      this.#reconcileAgain = true;
+      return this.#reconciling;
+    }
+    const pass = async (): Promise<void> => {
+      do {
+        this.#reconcileAgain = false;
+        await this.#reconcileOnce();
+      } while (this.#reconcileAgain && !this.#stopped);
+    };
+    this.#reconciling = pass().finally(() => {
+      this.#reconciling = undefined;
+    });
+    return this.#reconciling;
+  }
+
+  async #reconcileOnce(): Promise<void> {
+    const records = this.#host.metadata.queues();
+    const listed = new Set<string>();
+    for (const record of records) {
+      const members = this.membersOf(record);
+      const handle = this.#handles.get(record.groupId);
+      if (handle !== undefined && handle.record !== record) handle.record = record;
+      if (!members.includes(this.selfId)) continue;
+      listed.add(record.groupId);
+      if (this.#host.replica(record.groupId) !== undefined) continue;
+      const start = members[0] === this.selfId ? 'bootstrap' : 'join';
+      try {
+        await this.#host.startReplica(record, start);
+      } catch (error) {
+        this.#log.warn({ err: error, queue: record.name, vhost: record.vhost }, 'replica did not start');
+      }
+    }
+    for (const actor of [...this.#host.replicas()]) {
+      if (listed.has(actor.groupId)) continue;
+      const record = this.#host.metadata.queue(actor.vhost, actor.name);
+      if (record === undefined || record.groupId !== actor.groupId) continue; // deleted: stopped elsewhere
+      const group = this.#groups.get(actor.groupId);
+      const removed =
+        group === undefined ||
+        group.role === 'removed' ||
+        (!group.membership.voters.includes(this.selfId) && !group.membership.learners.includes(this.selfId));
+      if (!removed) continue;
+      try {
+        await this.#host.dropReplica(record);
+      } catch (error) {
+        this.#log.warn({ err: error, queue: record.name }, 'replica not dropped');
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------ membership upkeep
+
+  /** Every second: each group led here moves one step toward its record's members. */
+  #checkMemberships(): void {
+    if (this.#stopped) return;
+    let stray = false;
+    for (const [groupId, group] of this.#groups) {
+      if (group.role === 'leader') this.#driveMembership(groupId);
+      else if (group.role === 'removed') stray = true;
+    }
+    if (stray) void this.reconcileReplicas();
+  }
+
+  /** A record's members changed (or its group got a leader here): move toward them now. */
+  pokeMembership(groupId: string): void {
+    this.#driveMembership(groupId);
+  }
+
+  #driveMembership(groupId: string): void {
+    const group = this.#groups.get(groupId);
+    if (group === undefined || group.role !== 'leader' || this.#changing.has(groupId) || this.#stopped)
+      return;
+    const actor = this.#host.replica(groupId);
+    if (actor === undefined) return;
+    const record = this.#host.metadata.queue(actor.vhost, actor.name);
+    if (record === undefined || record.groupId !== groupId) return;
+    const wanted = this.membersOf(record);
+    const conf = group.membership;
+    if (conf.votersOutgoing.length > 0) return; // a joint configuration is being left
+    const change = nextMembershipChange({
+      members: wanted.map((id) => ({ id })),
+      conf,
+      progress: group.progress(),
+      appliedIndex: Math.max(0, group.appliedIndex - CAUGHT_UP_SLACK),
+      maxVoters: Math.max(wanted.length, 1),
+    });
+    if (change === undefined) {
+      this.#preferLeader(group, wanted);
+      return;
+    }
+    if (change.type === 'remove' && change.nodeId === this.selfId) {
+      // The leader leaves its own group: hand the leadership over first, the next leader removes us.
+      const next = conf.voters.find((id) => id !== this.selfId && wanted.includes(id));
+      if (next !== undefined) group.transferLeadership(next);
+      return;
+    }
+    this.#changing.add(groupId);
+    this.#log.info({ queue: record.name, vhost: record.vhost, change }, 'queue membership change');
+    group.changeMembership([change]).then(
+      () => {
+        this.#changing.delete(groupId);
+        this.#driveMembership(groupId); // the next step at once (a fresh queue gets its replicas fast)
+      },
+      (error: unknown) => {
+        this.#changing.delete(groupId);
+        this.#log.debug({ err: error, queue: record.name }, 'queue membership change failed (retried)');
+      },
+    );
+  }
+
+  /**
+   * Leadership moved off the preferred leader (a failover) and it is back and caught up: nothing
+   * to do here — rebalancing is the operator's `rebalance` (or a join's), not automatic, so a
+   * flapping node does not drag leaders back and forth.
+   */
+  #preferLeader(_group: RaftGroupLog<QueueCommand, QueueApplyResult>, _wanted: readonly string[]): void {}
+
+  /** Resolves once `groupId`'s voters are its record's members, or after `timeoutMs`. */
+  async awaitMembers(record: QueueRecord, timeoutMs: number): Promise<boolean> {
+    const wanted = this.membersOf(record);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const group = this.#groups.get(record.groupId);
+      if (group === undefined) return false;
+      const voters = group.membership.voters;
+      if (voters.length === wanted.length && wanted.every((id) => voters.includes(id))) return true;
+      if (Date.now() > deadline || this.#stopped) return false;
+      this.#driveMembership(record.groupId);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+}
+
+const EMPTY = new Uint8Array(0);

@@ -1,0 +1,427 @@
+/**
+ * The queue-RPC link: how one node runs queue commands on the node that leads the queue's group,
+ * and how a leader hands deliveries to the node holding the consuming channel.
+ *
+ * One long-lived libp2p stream per peer and direction (`QUEUE_LINK_PROTOCOL`), opened on the first
+ * call. The caller writes request frames on it; the responder answers each on the same stream, in
+ * whatever order the answers complete, matched by call id. Requests from one node reach the other
+ * in the order they were made, and the responder starts handling each in arrival order (its handler
+ * is called synchronously per frame), so commands a node sends to one queue are proposed in that
+ * order: a publisher's messages keep their per-queue order.
+ *
+ * Frame payloads (inside the u32 length prefix of `encodeFrame`):
+ *   request   [1][u32 call id][u8 op][u16 group length][group utf-8][body]
+ *   ok        [2][u32 call id][body]
+ *   error     [3][u32 call id][u8 code length][code][u16 text length][text]
+ *
+ * A frame that does not parse, or an answer to a call this side never made, closes that stream
+ * only (and is logged): the connection and every other stream go on. A call whose stream breaks or
+ * that gets no answer in time rejects with `QueueLinkLostError` / `QueueLinkTimeoutError`: its
+ * outcome is unknown (the caller retries with an idempotency id, or reports the loss).
+ */
+import type { Connection, Libp2p, Stream } from '@libp2p/interface';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import type { Logger } from '../logging/logger.ts';
+import { ClusterError, FrameTooLargeError } from './errors.ts';
+import { nodeMultiaddr } from './peer-address.ts';
+import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
+
+export const QUEUE_LINK_PROTOCOL = '/styx/queue-rpc/1.0.0';
+
+/** Bound on one frame, bytes: a message body (at most 128 MiB in AMQP) plus its command. */
+export const DEFAULT_QUEUE_LINK_MAX_FRAME_BYTES = 160 * 1024 * 1024;
+
+/** Default time a call waits for its answer, dial included, ms. */
+export const DEFAULT_QUEUE_LINK_TIMEOUT_MS = 10_000;
+
+/** Time a dial to a peer may take, ms. */
+const DIAL_TIMEOUT_MS = 5_000;
+
+const REQUEST = 1;
+const ANSWER_OK = 2;
+const ANSWER_ERROR = 3;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+/** Error codes and texts are cut to their bounds, possibly inside a character. */
+const lenientDecoder = new TextDecoder('utf-8');
+
+/** Answers one request: its op, group, body and the caller's proven peer id in, the answer out. */
+export type QueueLinkHandler = (
+  op: number,
+  group: string,
+  body: Uint8Array,
+  from: string,
+) => Promise<Uint8Array> | Uint8Array;
+
+/** Thrown by a handler to answer with an error; the caller's call rejects with `QueueLinkRemoteError`. */
+export class QueueLinkError extends ClusterError {}
+
+/** The responder answered with an error (`code`, and its text as the message). */
+export class QueueLinkRemoteError extends ClusterError {
+  readonly peer: string;
+  constructor(code: string, text: string, peer: string) {
+    super(code, text);
+    this.peer = peer;
+  }
+}
+
+/** The stream broke (or could not be opened) before the answer came: the outcome is unknown. */
+export class QueueLinkLostError extends ClusterError {
+  readonly peer: string;
+  constructor(peer: string, reason: string) {
+    super('LINK_LOST', `queue link to ${peer} lost: ${reason}`);
+    this.peer = peer;
+  }
+}
+
+/** No answer in time: the outcome is unknown. */
+export class QueueLinkTimeoutError extends ClusterError {
+  readonly peer: string;
+  constructor(peer: string, ms: number) {
+    super('LINK_TIMEOUT', `no answer from ${peer} within ${ms} ms`);
+    this.peer = peer;
+  }
+}
+
+/** A frame that does not follow the layout above. */
+export class QueueLinkFrameError extends ClusterError {
+  constructor(reason: string) {
+    super('FRAME_MALFORMED', `malformed queue-link frame: ${reason}`);
+  }
+}
+
+interface PendingCall {
+  readonly resolve: (body: Uint8Array) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** This node's stream to one peer and the calls waiting on it. */
+interface OutboundLink {
+  stream: Stream | undefined;
+  opening: Promise<void> | undefined;
+  readonly pending: Map<number, PendingCall>;
+  /** Frames made while the stream is being opened, written in order once it is. */
+  queued: Uint8Array[];
+}
+
+export interface QueueLinkOptions {
+  readonly node: Libp2p;
+  readonly logger: Logger;
+  /** Whether a peer may open queue-link streams to this node (cluster members only). */
+  readonly admit: (peerId: string) => boolean;
+  readonly maxFrameBytes?: number;
+}
+
+export class QueueLink {
+  readonly nodeId: string;
+  readonly #node: Libp2p;
+  readonly #log: Logger;
+  readonly #admit: (peerId: string) => boolean;
+  readonly #maxFrameBytes: number;
+  readonly #addresses = new Map<string, Multiaddr>();
+  readonly #links = new Map<string, OutboundLink>();
+  readonly #inbound = new Set<Stream>();
+  readonly #closing = new AbortController();
+  #handler: QueueLinkHandler | undefined;
+  #nextCallId = 1;
+  #closed = false;
+
+  private constructor(options: QueueLinkOptions) {
+    this.#node = options.node;
+    this.nodeId = options.node.peerId.toString();
+    this.#log = options.logger.child({ component: 'queue-link' });
+    this.#admit = options.admit;
+    this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_QUEUE_LINK_MAX_FRAME_BYTES;
+  }
+
+  static async start(options: QueueLinkOptions): Promise<QueueLink> {
+    const link = new QueueLink(options);
+    await options.node.handle(QUEUE_LINK_PROTOCOL, (stream, connection) => link.#accept(stream, connection), {
+      maxInboundStreams: 8,
+    });
+    options.node.addEventListener('peer:disconnect', link.#onDisconnect);
+    return link;
+  }
+
+  /** Where `nodeId` listens (`host:port`). */
+  addPeer(nodeId: string, address: string): void {
+    this.#addresses.set(nodeId, nodeMultiaddr(nodeId, address));
+  }
+
+  removePeer(nodeId: string): void {
+    this.#addresses.delete(nodeId);
+    const link = this.#links.get(nodeId);
+    if (link === undefined) return;
+    this.#links.delete(nodeId);
+    this.#fail(nodeId, link, 'peer removed');
+    link.stream?.abort(new Error('peer removed'));
+  }
+
+  /** Answer requests with `handler` (one handler per node). */
+  handle(handler: QueueLinkHandler): void {
+    this.#handler = handler;
+  }
+
+  /** Send a request and resolve with the answer's body. */
+  call(
+    peer: string,
+    op: number,
+    group: string,
+    body: Uint8Array,
+    timeoutMs = DEFAULT_QUEUE_LINK_TIMEOUT_MS,
+  ): Promise<Uint8Array> {
+    if (this.#closed) return Promise.reject(new QueueLinkLostError(peer, 'link closed'));
+    const groupBytes = encoder.encode(group);
+    if (groupBytes.byteLength > 0xffff) return Promise.reject(new RangeError('group id too long'));
+    const size = 1 + 4 + 1 + 2 + groupBytes.byteLength + body.byteLength;
+    if (size > this.#maxFrameBytes) return Promise.reject(new FrameTooLargeError(size, this.#maxFrameBytes));
+    const id = this.#nextCallId;
+    this.#nextCallId = id === 0xffffffff ? 1 : id + 1;
+    const payload = new Uint8Array(size);
+    const view = new DataView(payload.buffer);
+    payload[0] = REQUEST;
+    view.setUint32(1, id);
+    payload[5] = op;
+    view.setUint16(6, groupBytes.byteLength);
+    payload.set(groupBytes, 8);
+    payload.set(body, 8 + groupBytes.byteLength);
+    const link = this.#link(peer);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (link.pending.delete(id)) reject(new QueueLinkTimeoutError(peer, timeoutMs));
+      }, timeoutMs);
+      timer.unref();
+      link.pending.set(id, { resolve, reject, timer });
+      this.#write(peer, link, encodeFrame(payload));
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closing.abort();
+    this.#node.removeEventListener('peer:disconnect', this.#onDisconnect);
+    for (const [peer, link] of this.#links) {
+      this.#fail(peer, link, 'link closed');
+      link.stream?.abort(new Error('queue link closed'));
+    }
+    this.#links.clear();
+    for (const stream of this.#inbound) stream.abort(new Error('queue link closed'));
+    this.#inbound.clear();
+    await this.#node.unhandle(QUEUE_LINK_PROTOCOL).catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------------------ caller side
+
+  #link(peer: string): OutboundLink {
+    let link = this.#links.get(peer);
+    if (link === undefined) {
+      link = { stream: undefined, opening: undefined, pending: new Map(), queued: [] };
+      this.#links.set(peer, link);
+    }
+    return link;
+  }
+
+  #write(peer: string, link: OutboundLink, frame: Uint8Array): void {
+    const stream = link.stream;
+    if (stream !== undefined && stream.writeStatus === 'writable' && link.queued.length === 0) {
+      // `send` queues the frame even when the buffer is full; callers bound what is in flight.
+      stream.send(frame);
+      return;
+    }
+    link.queued.push(frame);
+    if (link.opening === undefined) link.opening = this.#open(peer, link);
+  }
+
+  /** Open the stream and write what queued meanwhile; a failure fails the calls waiting (never throws). */
+  async #open(peer: string, link: OutboundLink): Promise<void> {
+    try {
+      const address = this.#addresses.get(peer);
+      if (address === undefined) throw new Error('no known address');
+      const signal = AbortSignal.any([AbortSignal.timeout(DIAL_TIMEOUT_MS), this.#closing.signal]);
+      const stream = await this.#node.dialProtocol(address, QUEUE_LINK_PROTOCOL, { signal });
+      if (this.#closed || this.#links.get(peer) !== link) {
+        stream.abort(new Error('queue link closed'));
+        throw new Error('link closed');
+      }
+      link.stream = stream;
+      this.#readAnswers(peer, link, stream);
+      stream.addEventListener('close', () => {
+        if (link.stream !== stream) return;
+        link.stream = undefined;
+        this.#fail(peer, link, 'stream closed');
+      });
+      const queued = link.queued;
+      link.queued = [];
+      for (const frame of queued) stream.send(frame);
+    } catch (error) {
+      this.#log.debug({ peer, err: error }, 'cannot open a queue link to the peer');
+      link.queued = [];
+      this.#fail(peer, link, `cannot open a stream: ${(error as Error).message}`);
+    } finally {
+      link.opening = undefined;
+    }
+  }
+
+  /** Every call waiting on `link` fails: its outcome is unknown. */
+  #fail(peer: string, link: OutboundLink, reason: string): void {
+    if (link.pending.size === 0) return;
+    const pending = [...link.pending.values()];
+    link.pending.clear();
+    const error = new QueueLinkLostError(peer, reason);
+    for (const call of pending) {
+      clearTimeout(call.timer);
+      call.reject(error);
+    }
+  }
+
+  #readAnswers(peer: string, link: OutboundLink, stream: Stream): void {
+    const frames = new FrameDecoder(this.#maxFrameBytes);
+    stream.addEventListener('message', (event) => {
+      try {
+        for (const chunk of messageChunks(event.data)) {
+          for (const payload of frames.push(chunk)) this.#answer(peer, link, payload);
+        }
+      } catch (error) {
+        this.#log.warn({ peer, err: error }, 'malformed queue-link answer: closing the stream');
+        stream.abort(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+
+  #answer(peer: string, link: OutboundLink, payload: Uint8Array): void {
+    if (payload.byteLength < 5) throw new QueueLinkFrameError('answer shorter than its header');
+    const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+    const id = view.getUint32(1);
+    const call = link.pending.get(id);
+    if (call === undefined) return; // timed out meanwhile
+    link.pending.delete(id);
+    clearTimeout(call.timer);
+    if (payload[0] === ANSWER_OK) {
+      call.resolve(payload.subarray(5));
+      return;
+    }
+    if (payload[0] !== ANSWER_ERROR) throw new QueueLinkFrameError(`unknown frame kind ${payload[0]}`);
+    const codeLength = payload[5] ?? 0;
+    const code = lenientDecoder.decode(payload.subarray(6, 6 + codeLength));
+    const textLength = view.getUint16(6 + codeLength);
+    const text = lenientDecoder.decode(payload.subarray(8 + codeLength, 8 + codeLength + textLength));
+    call.reject(new QueueLinkRemoteError(code, text, peer));
+  }
+
+  // ------------------------------------------------------------------------------ responder side
+
+  #accept(stream: Stream, connection: Connection): void {
+    if (this.#closed) {
+      stream.abort(new Error('queue link closed'));
+      return;
+    }
+    const peer = connection.remotePeer.toString();
+    if (!this.#admit(peer)) {
+      this.#log.warn({ peer }, 'queue-link stream refused: the peer is not a cluster member');
+      stream.abort(new Error('not a cluster member'));
+      return;
+    }
+    const frames = new FrameDecoder(this.#maxFrameBytes);
+    this.#inbound.add(stream);
+    stream.addEventListener('close', () => this.#inbound.delete(stream));
+    stream.addEventListener('message', (event) => {
+      try {
+        for (const chunk of messageChunks(event.data)) {
+          for (const payload of frames.push(chunk)) this.#request(peer, stream, payload);
+        }
+      } catch (error) {
+        this.#log.warn({ peer, err: error }, 'malformed queue-link request: closing its stream');
+        stream.abort(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  }
+
+  #request(peer: string, stream: Stream, payload: Uint8Array): void {
+    if (payload.byteLength < 8 || payload[0] !== REQUEST) {
+      throw new QueueLinkFrameError(
+        payload.byteLength < 8 ? 'request shorter than its header' : 'not a request',
+      );
+    }
+    const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+    const id = view.getUint32(1);
+    const op = payload[5] as number;
+    const groupLength = view.getUint16(6);
+    if (8 + groupLength > payload.byteLength) throw new QueueLinkFrameError('group id runs past the frame');
+    const group = decoder.decode(payload.subarray(8, 8 + groupLength));
+    const body = payload.subarray(8 + groupLength);
+    const handler = this.#handler;
+    let answer: Promise<Uint8Array> | Uint8Array;
+    try {
+      if (handler === undefined)
+        throw new QueueLinkError('UNAVAILABLE', 'this node does not serve queues yet');
+      answer = handler(op, group, body, peer);
+    } catch (error) {
+      this.#reply(stream, errorFrame(id, error, this.#log));
+      return;
+    }
+    if (answer instanceof Uint8Array) {
+      this.#reply(stream, okFrame(id, answer));
+      return;
+    }
+    answer.then(
+      (bytes) => this.#reply(stream, okFrame(id, bytes)),
+      (error: unknown) => this.#reply(stream, errorFrame(id, error, this.#log)),
+    );
+  }
+
+  #reply(stream: Stream, payload: Uint8Array): void {
+    if (stream.writeStatus !== 'writable') return; // the caller learns from the broken stream
+    try {
+      stream.send(encodeFrame(payload));
+    } catch (error) {
+      this.#log.debug({ err: error }, 'queue-link answer not sent');
+    }
+  }
+
+  readonly #onDisconnect = (event: CustomEvent<{ toString(): string }>): void => {
+    const peer = event.detail.toString();
+    const link = this.#links.get(peer);
+    if (link === undefined) return;
+    link.stream = undefined;
+    this.#fail(peer, link, 'peer disconnected');
+  };
+}
+
+function okFrame(id: number, body: Uint8Array): Uint8Array {
+  const payload = new Uint8Array(5 + body.byteLength);
+  payload[0] = ANSWER_OK;
+  new DataView(payload.buffer).setUint32(1, id);
+  payload.set(body, 5);
+  return payload;
+}
+
+function errorFrame(id: number, error: unknown, log: Logger): Uint8Array {
+  let code = 'INTERNAL';
+  let text = 'internal error';
+  if (error instanceof ClusterError || hasCode(error)) {
+    code = String((error as { code: unknown }).code);
+    text = (error as Error).message;
+  } else {
+    log.error({ err: error }, 'queue-link handler failed');
+  }
+  const codeBytes = encoder.encode(code).subarray(0, 255);
+  const textBytes = encoder.encode(text).subarray(0, 1024);
+  const payload = new Uint8Array(5 + 1 + codeBytes.byteLength + 2 + textBytes.byteLength);
+  const view = new DataView(payload.buffer);
+  payload[0] = ANSWER_ERROR;
+  view.setUint32(1, id);
+  payload[5] = codeBytes.byteLength;
+  payload.set(codeBytes, 6);
+  view.setUint16(6 + codeBytes.byteLength, textBytes.byteLength);
+  payload.set(textBytes, 8 + codeBytes.byteLength);
+  return payload;
+}
+
+/** Errors with a string or numeric code (AMQP errors, NotLeaderError) answer with that code. */
+function hasCode(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return error instanceof Error && (typeof code === 'string' || typeof code === 'number');
+}

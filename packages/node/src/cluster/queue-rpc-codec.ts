@@ -1,0 +1,225 @@
+/**
+ * What travels over the queue link (see queue-link.ts): the operations and their bodies.
+ *
+ * - `QueueOp.command`: a queue command for the queue's leader, in the log's own binary encoding
+ *   (`queueCommandCodec`); the answer is the machine's reply as JSON, followed for a `got` by the
+ *   message in its stored encoding.
+ * - `QueueOp.counts`: the leader's counts, as JSON.
+ * - `QueueOp.deliver`: a leader hands a delivery to the node holding the consuming channel.
+ * - `QueueOp.cancelled`: a leader tells that node the queue cancelled a consumer (queue deleted).
+ *
+ * Every decoder throws `QueueLinkFrameError` on bytes that do not follow the layout, so a corrupt
+ * or hostile body closes the stream it came on, never the node.
+ */
+
+import type { QueueCounts, QueueReply, StoredMessage } from '../queue/types.ts';
+import { decodeStoredMessage, encodeStoredMessage } from '../storage/stored-message-codec.ts';
+import { QueueLinkFrameError } from './queue-link.ts';
+
+export const QueueOp = {
+  command: 1,
+  counts: 2,
+  deliver: 3,
+  cancelled: 4,
+  /** The leader's view of its group: members, roles, progress (JSON `GroupStatus`). */
+  status: 5,
+  /** Hand the group's leadership to the node id in the body (UTF-8). */
+  transfer: 6,
+} as const;
+
+/** One replica of a queue's group, as its leader sees it. */
+export interface ReplicaStatus {
+  readonly node: string;
+  readonly role: 'leader' | 'follower' | 'learner';
+  /** Highest log index known to be on the replica's disk. */
+  readonly match: number;
+  /** Heard from within the last election timeout. */
+  readonly active: boolean;
+}
+
+/** A queue group's status (`styx ctl quorum_status`). */
+export interface GroupStatus {
+  readonly leader: string;
+  readonly term: number | undefined;
+  readonly commitIndex: number;
+  readonly replicas: readonly ReplicaStatus[];
+}
+
+export function encodeJsonBody(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+export function decodeGroupStatus(bytes: Uint8Array): GroupStatus {
+  const status = parseJson(bytes, 'group status') as GroupStatus;
+  if (typeof status !== 'object' || status === null || !Array.isArray(status.replicas)) {
+    throw new QueueLinkFrameError('group status without replicas');
+  }
+  return status;
+}
+
+export function decodeText(bytes: Uint8Array, what: string): string {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new QueueLinkFrameError(`${what} is not UTF-8`);
+  }
+}
+
+/** Error codes of queue-link answers (besides AMQP reply codes carried as numbers). */
+export const QueueLinkCode = {
+  /** This replica does not lead the group; the text is the leader's node id, or empty. */
+  notLeader: 'NOT_LEADER',
+  /** No replica of that group runs here (deleted, or never placed here). */
+  unknownGroup: 'UNKNOWN_GROUP',
+  /** No channel with that owner id on this node (closed, or the node restarted). */
+  ownerGone: 'OWNER_GONE',
+} as const;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** The answer to a command: the reply, and the message of a `got`. */
+export interface CommandAnswer {
+  readonly reply: QueueReply;
+  readonly message: StoredMessage | undefined;
+}
+
+export function encodeCommandAnswer(reply: QueueReply, message: StoredMessage | undefined): Uint8Array {
+  const json = encoder.encode(JSON.stringify(reply));
+  const body = message === undefined ? undefined : encodeStoredMessage(message);
+  const out = new Uint8Array(4 + json.byteLength + (body?.byteLength ?? 0));
+  new DataView(out.buffer).setUint32(0, json.byteLength);
+  out.set(json, 4);
+  if (body !== undefined) out.set(body, 4 + json.byteLength);
+  return out;
+}
+
+export function decodeCommandAnswer(bytes: Uint8Array): CommandAnswer {
+  if (bytes.byteLength < 4) throw new QueueLinkFrameError('command answer shorter than its header');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const length = view.getUint32(0);
+  if (4 + length > bytes.byteLength) throw new QueueLinkFrameError('command answer runs past its frame');
+  const reply = parseJson(bytes.subarray(4, 4 + length), 'command answer') as QueueReply;
+  if (typeof reply !== 'object' || reply === null || typeof reply.type !== 'string') {
+    throw new QueueLinkFrameError('command answer without a reply type');
+  }
+  const rest = bytes.subarray(4 + length);
+  return { reply, message: rest.byteLength > 0 ? decodeMessage(rest) : undefined };
+}
+
+export function encodeCounts(counts: QueueCounts): Uint8Array {
+  return encoder.encode(JSON.stringify(counts));
+}
+
+export function decodeCounts(bytes: Uint8Array): QueueCounts {
+  const counts = parseJson(bytes, 'counts') as QueueCounts;
+  if (typeof counts !== 'object' || counts === null || typeof counts.ready !== 'number') {
+    throw new QueueLinkFrameError('counts without ready');
+  }
+  return counts;
+}
+
+/** A delivery to a channel on another node. */
+export interface RemoteDelivery {
+  readonly owner: string;
+  readonly tag: string;
+  readonly id: number;
+  readonly redelivered: boolean;
+  readonly deliveryCount: number;
+  readonly message: StoredMessage;
+}
+
+/** [u16 owner][owner][u16 tag][tag][f64 id][u8 redelivered][u32 delivery count][message] */
+export function encodeDelivery(
+  owner: string,
+  tag: string,
+  id: number,
+  redelivered: boolean,
+  deliveryCount: number,
+  message: StoredMessage,
+): Uint8Array {
+  const ownerBytes = encoder.encode(owner);
+  const tagBytes = encoder.encode(tag);
+  const body = encodeStoredMessage(message);
+  const head = 2 + ownerBytes.byteLength + 2 + tagBytes.byteLength + 8 + 1 + 4;
+  const out = new Uint8Array(head + body.byteLength);
+  const view = new DataView(out.buffer);
+  let pos = 0;
+  view.setUint16(pos, ownerBytes.byteLength);
+  out.set(ownerBytes, pos + 2);
+  pos += 2 + ownerBytes.byteLength;
+  view.setUint16(pos, tagBytes.byteLength);
+  out.set(tagBytes, pos + 2);
+  pos += 2 + tagBytes.byteLength;
+  view.setFloat64(pos, id);
+  out[pos + 8] = redelivered ? 1 : 0;
+  view.setUint32(pos + 9, Math.min(deliveryCount, 0xffffffff));
+  out.set(body, head);
+  return out;
+}
+
+export function decodeDelivery(bytes: Uint8Array): RemoteDelivery {
+  const cursor = { pos: 0 };
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const owner = readString(bytes, view, cursor, 'delivery owner');
+  const tag = readString(bytes, view, cursor, 'delivery tag');
+  if (cursor.pos + 13 > bytes.byteLength) throw new QueueLinkFrameError('delivery shorter than its header');
+  const id = view.getFloat64(cursor.pos);
+  if (!Number.isSafeInteger(id) || id < 0) throw new QueueLinkFrameError(`delivery id ${id}`);
+  const redelivered = bytes[cursor.pos + 8] === 1;
+  const deliveryCount = view.getUint32(cursor.pos + 9);
+  const message = decodeMessage(bytes.subarray(cursor.pos + 13));
+  return { owner, tag, id, redelivered, deliveryCount, message };
+}
+
+/** [u16 owner][owner][u16 tag][tag] */
+export function encodeCancelled(owner: string, tag: string): Uint8Array {
+  const ownerBytes = encoder.encode(owner);
+  const tagBytes = encoder.encode(tag);
+  const out = new Uint8Array(4 + ownerBytes.byteLength + tagBytes.byteLength);
+  const view = new DataView(out.buffer);
+  view.setUint16(0, ownerBytes.byteLength);
+  out.set(ownerBytes, 2);
+  view.setUint16(2 + ownerBytes.byteLength, tagBytes.byteLength);
+  out.set(tagBytes, 4 + ownerBytes.byteLength);
+  return out;
+}
+
+export function decodeCancelled(bytes: Uint8Array): { readonly owner: string; readonly tag: string } {
+  const cursor = { pos: 0 };
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const owner = readString(bytes, view, cursor, 'cancel owner');
+  const tag = readString(bytes, view, cursor, 'cancel tag');
+  return { owner, tag };
+}
+
+function readString(bytes: Uint8Array, view: DataView, cursor: { pos: number }, what: string): string {
+  if (cursor.pos + 2 > bytes.byteLength) throw new QueueLinkFrameError(`${what} missing`);
+  const length = view.getUint16(cursor.pos);
+  const end = cursor.pos + 2 + length;
+  if (end > bytes.byteLength) throw new QueueLinkFrameError(`${what} runs past its frame`);
+  let text: string;
+  try {
+    text = decoder.decode(bytes.subarray(cursor.pos + 2, end));
+  } catch {
+    throw new QueueLinkFrameError(`${what} is not UTF-8`);
+  }
+  cursor.pos = end;
+  return text;
+}
+
+function parseJson(bytes: Uint8Array, what: string): unknown {
+  try {
+    return JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw new QueueLinkFrameError(`${what} is not JSON`);
+  }
+}
+
+function decodeMessage(bytes: Uint8Array): StoredMessage {
+  try {
+    return decodeStoredMessage(bytes, 'forwarded message');
+  } catch (error) {
+    throw new QueueLinkFrameError(`message does not decode: ${(error as Error).message}`);
+  }
+}
