@@ -4,6 +4,8 @@ import { Broker } from '../broker/broker.ts';
 import { silentLogger } from '../logging/logger.ts';
 import { ManagementServer } from '../management/management-server.ts';
 import { FakeClusterView } from '../management/test-support/fake-cluster-view.ts';
+import type { FakeQueueReplicas } from '../management/test-support/fake-queue-replicas.ts';
+import { startClusteredManagement } from '../management/test-support/fake-queue-replicas.ts';
 import { CTL_USAGE, ctlCommand } from './ctl-command.ts';
 
 interface Run {
@@ -383,6 +385,200 @@ describe('cluster_status, join_cluster and forget_cluster_node', () => {
     expect((await ctl('forget_cluster_node', '--help')).stdout).toContain('may never rejoin');
     for (const verb of ['cluster_status', 'join_cluster HOST:PORT', 'forget_cluster_node NODE']) {
       expect(CTL_USAGE).toContain(`  ${verb}\n`);
+    }
+  });
+});
+
+describe('the replicas of queues: add_member, delete_member, grow, shrink, rebalance, quorum_status', () => {
+  let replicas: FakeQueueReplicas;
+  let clustered: ManagementServer;
+  /** `ctl` against a clustered node whose queue replicas are `replicas`. */
+  const onCluster = (...argv: string[]): Promise<Run> => ctl(...argv, '--node', clustered.url as string);
+
+  beforeEach(async () => {
+    ({ server: clustered, replicas } = await startClusteredManagement(broker));
+    await declare('orders');
+    await declare('events');
+    replicas.place('/', 'orders', ['id-1', 'id-2']);
+    replicas.place('/', 'events', ['id-2', 'id-3'], 'id-3');
+  });
+
+  afterEach(async () => {
+    await clustered.close();
+  });
+
+  it('adds and deletes a member by node name or id', async () => {
+    expect(await onCluster('add_member', 'orders', 'styx-3')).toEqual({
+      code: 0,
+      stdout: 'Adding a replica for queue orders in vhost / on node styx-3 ...\n',
+      stderr: '',
+    });
+    expect(await onCluster('delete_member', '--vhost', '/', 'orders', 'id-2', '-q')).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: '',
+    });
+    expect(replicas.placements.get(JSON.stringify(['/', 'orders']))?.members).toEqual(['id-1', 'id-3']);
+  });
+
+  it("prints the node's refusal and exits 1", async () => {
+    expect(await onCluster('add_member', 'orders', 'styx-1', '-q')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "styx ctl: Error: node styx-1 already holds a replica of 'orders'\n",
+    });
+    expect((await onCluster('delete_member', 'nope', 'styx-1')).stderr).toBe(
+      "styx ctl: Error: no queue 'nope' in vhost '/'\n",
+    );
+    expect((await onCluster('add_member', 'orders', 'styx-9')).stderr).toBe(
+      "styx ctl: Error: no node 'styx-9' in the cluster\n",
+    );
+  });
+
+  it('grows onto a node with a strategy and patterns, printing how many queues got a replica', async () => {
+    expect(await onCluster('grow', 'styx-3', 'all', '--queue-pattern', '^ord')).toEqual({
+      code: 0,
+      stdout:
+        'Growing all queues matching vhost pattern ".*" and queue pattern "^ord" to add replicas on node styx-3 ...\n' +
+        'Added a replica on node styx-3 to 1 queue.\n',
+      stderr: '',
+    });
+    const json = await onCluster('grow', 'id-1', 'even', '--vhost-pattern', '.*', '--formatter', 'json');
+    expect(JSON.parse(json.stdout)).toEqual({ node: 'styx-1', strategy: 'even', added: 1 });
+    expect(replicas.placements.get(JSON.stringify(['/', 'events']))?.members).toEqual([
+      'id-2',
+      'id-3',
+      'id-1',
+    ]);
+  });
+
+  it('shrinks a node away, naming the queues whose last replica it keeps', async () => {
+    await declare('solo');
+    replicas.place('/', 'solo', ['id-2']);
+    expect(await onCluster('shrink', 'styx-2', '-q')).toEqual({
+      code: 0,
+      stdout:
+        'Removed the replica on node styx-2 of 2 queues.\n' +
+        'Kept the replica of queue solo in vhost /: it is the last one.\n',
+      stderr: '',
+    });
+  });
+
+  it("rebalances leaders and lists the transfers; takes rabbitmq-queues' type argument", async () => {
+    replicas.online = new Set(['id-1', 'id-2', 'id-3']);
+    replicas.place('/', 'events', ['id-1', 'id-2'], 'id-1');
+    expect(await onCluster('rebalance', 'quorum')).toEqual({
+      code: 0,
+      stdout: 'Re-balancing leaders of queues ...\nvhost\tname\tfrom\tto\n/\tevents\tstyx-1\tstyx-2\n',
+      stderr: '',
+    });
+    const json = await onCluster('rebalance', '--formatter', 'json');
+    expect(JSON.parse(json.stdout)).toEqual([]);
+    const classic = await onCluster('rebalance', 'classic');
+    expect(classic.code).toBe(2);
+    expect(classic.stderr).toMatch(
+      /^styx ctl: the queue type must be all or quorum, got 'classic'\n\nUsage: styx ctl rebalance/,
+    );
+  });
+
+  it("shows quorum_status as a table of the leader's view, or the node's JSON", async () => {
+    expect(await onCluster('quorum_status', 'events')).toEqual({
+      code: 0,
+      stdout:
+        'Status of quorum queue events in vhost / (leader styx-3, commit index 42) ...\n' +
+        'Node Name\tRaft State\tMatch Index\tOnline\n' +
+        'styx-2\tfollower\t40\tfalse\n' +
+        'styx-3\tleader\t42\ttrue\n',
+      stderr: '',
+    });
+    const json = JSON.parse(
+      (await onCluster('quorum_status', '-p', '/', 'events', '--formatter', 'json')).stdout,
+    );
+    expect(json).toMatchObject({ name: 'events', leader: 'styx-3', commit_index: 42 });
+    expect(json.members[1]).toEqual({
+      node: 'styx-3',
+      node_id: 'id-3',
+      role: 'leader',
+      match_index: 42,
+      online: true,
+    });
+  });
+
+  it('lists queues with their leader and members by default on a clustered node', async () => {
+    expect((await onCluster('list_queues')).stdout).toBe(
+      'Listing queues for vhost / ...\nname\tmessages\tleader\tmembers\n' +
+        'events\t0\tstyx-3\t[styx-2, styx-3]\n' +
+        'orders\t0\tstyx-1\t[styx-1, styx-2]\n',
+    );
+    expect((await onCluster('list_queues', '-s', 'name', 'online')).stdout).toBe(
+      'events\t[styx-3]\norders\t[styx-1]\n',
+    );
+    // A node alone: no replica columns unless asked for, and then empty.
+    expect((await ctl('list_queues', '-q')).stdout).toBe('name\tmessages\nevents\t0\norders\t0\n');
+    expect((await ctl('list_queues', '-s', 'name', 'leader')).stdout).toBe('events\t\norders\t\n');
+  });
+
+  it('refuses bad usage with exit 2 and the command usage, before asking the node', async () => {
+    for (const [argv, reason] of [
+      [['add_member', 'orders'], 'add_member takes 2 arguments, got 1'],
+      [['delete_member', 'a', 'b', 'c'], 'delete_member takes 2 arguments, got 3'],
+      [['grow', 'styx-3'], 'grow takes 2 arguments, got 1'],
+      [['grow', 'styx-3', 'odd'], "the strategy must be all or even, got 'odd'"],
+      [
+        ['grow', 'styx-3', 'all', '--queue-pattern', '('],
+        '--queue-pattern is not a valid regular expression',
+      ],
+      [['shrink', 'styx-2', '--vhost-pattern', '.*'], 'shrink does not take --vhost-pattern'],
+      [['quorum_status'], 'quorum_status takes 1 argument, got 0'],
+      [['rebalance', 'all', 'extra'], 'rebalance takes at most 1 argument, got 2'],
+    ] as const) {
+      const r = await onCluster(...argv);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.stderr).toContain(`styx ctl: ${reason}`);
+      expect(r.stderr).toContain(`Usage: styx ctl ${argv[0]}`);
+      expect(r.stdout).toBe('');
+    }
+    expect(replicas.placements.get(JSON.stringify(['/', 'orders']))?.members).toEqual(['id-1', 'id-2']);
+  });
+
+  it('says a node without clustering is not in a cluster, exit 1', async () => {
+    for (const argv of [
+      ['add_member', 'orders', 'styx-2'],
+      ['delete_member', 'orders', 'styx-2'],
+      ['grow', 'styx-2', 'all'],
+      ['shrink', 'styx-2'],
+      ['rebalance'],
+      ['quorum_status', 'orders'],
+    ]) {
+      const r = await ctl(...argv, '-q');
+      expect(r.code, argv.join(' ')).toBe(1);
+      expect(r.stderr).toMatch(/^styx ctl: Error: this node is not in a cluster: /);
+    }
+  });
+
+  it('explains each verb with --help', async () => {
+    for (const [verb, text] of [
+      ['add_member', 'as a learner'],
+      ['delete_member', 'Its last replica is refused'],
+      ['grow', '--queue-pattern REGEX   only queues whose name matches it'],
+      ['shrink', 'except where it is the last one'],
+      ['rebalance', "'all' and 'quorum'"],
+      ['quorum_status', 'match index'],
+    ]) {
+      const r = await ctl(verb as string, '--help');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^Usage: styx ctl ${verb}`));
+      expect(r.stdout).toContain(text);
+    }
+    for (const usage of [
+      'add_member [-p vhost] QUEUE NODE',
+      'delete_member [-p vhost] QUEUE NODE',
+      'grow NODE all|even [--vhost-pattern REGEX] [--queue-pattern REGEX]',
+      'shrink NODE',
+      'rebalance [all|quorum]',
+      'quorum_status [-p vhost] QUEUE',
+    ]) {
+      expect(CTL_USAGE).toContain(`  ${usage}\n`);
     }
   });
 });

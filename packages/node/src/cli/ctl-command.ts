@@ -4,6 +4,9 @@
  *
  *   styx ctl set_policy DLX ".*" '{"dead-letter-exchange":"my-dlx"}' --apply-to queues
  *
+ * rabbitmq-queues' verbs for queue replicas (add_member, grow, quorum_status, ...) are here too, in
+ * ctl-queue-commands.ts; what every command is made of is in ctl-context.ts.
+ *
  * Options may come before or after the positional arguments (as rabbitmqctl's). Output is
  * rabbitmqctl's: an informational line ("Listing queues for vhost / ..."), then for list commands
  * a tab-separated table with a header; `--formatter json` prints JSON only; -q drops the
@@ -14,6 +17,21 @@
  */
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
+import type { Column, CommandOption, CommandSpec, Context, CtlIo, Row } from './ctl-context.ts';
+import {
+  announce,
+  arg,
+  COMMAND_OPTIONS,
+  cell,
+  field,
+  list,
+  nested,
+  pickColumns,
+  printList,
+} from './ctl-context.ts';
+import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
+
+export type { CtlIo } from './ctl-context.ts';
 
 /** The management API's default address (styx server --management-port, --management-host). */
 const DEFAULT_NODE = 'http://127.0.0.1:15680';
@@ -39,20 +57,11 @@ const GLOBAL_OPTIONS = `Options:
   -t, --timeout SECONDS   how long to wait for the node (default: ${DEFAULT_TIMEOUT_S})
   -h, --help              show help (styx ctl <command> --help for one command)`;
 
-/** Where output goes and what the command reads from its environment (tests substitute these). */
-export interface CtlIo {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly env: Readonly<Record<string, string | undefined>>;
-}
-
 const processIo: CtlIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
 };
-
-type Row = Readonly<Record<string, unknown>>;
 
 /** The node refused a request: its HTTP status and `{error, reason}`. */
 class NodeRefusedError extends Error {
@@ -76,34 +85,7 @@ class NodeUnreachableError extends Error {
   }
 }
 
-interface Context {
-  readonly vhost: string;
-  readonly node: string;
-  readonly json: boolean;
-  readonly quiet: boolean;
-  readonly silent: boolean;
-  readonly priority: string | undefined;
-  readonly applyTo: string | undefined;
-  readonly io: CtlIo;
-  request(
-    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
-    path: readonly string[],
-    body?: unknown,
-  ): Promise<unknown>;
-}
-
 // ---------------------------------------------------------------------------------- columns
-
-/** A list column: its name (rabbitmqctl's) and how to read it from the API's JSON. */
-type Column = readonly [name: string, read: (row: Row) => unknown];
-
-function field(name: string, key = name): Column {
-  return [name, (row) => row[key]];
-}
-
-function nested(name: string, key: string, inner: string): Column {
-  return [name, (row) => (row[key] as Row | undefined)?.[inner]];
-}
 
 const QUEUE_COLUMNS: readonly Column[] = [
   field('name'),
@@ -129,6 +111,10 @@ const QUEUE_COLUMNS: readonly Column[] = [
   nested('dead_lettered_expired', 'dead_lettered', 'expired'),
   nested('dead_lettered_maxlen', 'dead_lettered', 'maxlen'),
   nested('dead_lettered_delivery_limit', 'dead_lettered', 'delivery_limit'),
+  // In a cluster only (node names): absent on a node alone, so empty there.
+  field('leader'),
+  field('members'),
+  field('online'),
 ];
 
 const EXCHANGE_COLUMNS: readonly Column[] = [
@@ -182,75 +168,7 @@ const VHOST_COLUMNS: readonly Column[] = [
   field('messages_unacknowledged'),
 ];
 
-/** The columns named in `requested` (or `defaults`), in that order; UsageError for an unknown one. */
-function pickColumns(
-  all: readonly Column[],
-  requested: readonly string[],
-  defaults: readonly string[],
-): Column[] {
-  const names = requested.length > 0 ? requested : defaults;
-  return names.map((name) => {
-    const column = all.find(([n]) => n === name);
-    if (column === undefined) {
-      throw new UsageError(`invalid column '${name}'; valid columns are: ${all.map(([n]) => n).join(', ')}`);
-    }
-    return column;
-  });
-}
-
-/**
- * A table cell as rabbitmqctl prints it: strings bare, null/absent empty, lists as [a, b], objects
- * as JSON. (`--formatter json` keeps null and "" apart, e.g. no DLX vs the default exchange.)
- */
-function cell(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return `[${value.join(', ')}]`;
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
-}
-
-function printList(ctx: Context, info: string, rows: readonly Row[], columns: readonly Column[]): void {
-  if (ctx.json) {
-    const out = rows.map((row) =>
-      Object.fromEntries(columns.map(([name, read]) => [name, read(row) ?? null])),
-    );
-    ctx.io.stdout(`${JSON.stringify(out, null, 2)}\n`);
-    return;
-  }
-  const lines: string[] = [];
-  if (!ctx.quiet && !ctx.silent) lines.push(info);
-  if (!ctx.silent) lines.push(columns.map(([name]) => name).join('\t'));
-  for (const row of rows) lines.push(columns.map(([, read]) => cell(read(row))).join('\t'));
-  ctx.io.stdout(lines.length === 0 ? '' : `${lines.join('\n')}\n`);
-}
-
-/** The informational line of an action command (not in json mode, nor with -q / -s). */
-function announce(ctx: Context, info: string): void {
-  if (!ctx.json && !ctx.quiet && !ctx.silent) ctx.io.stdout(`${info}\n`);
-}
-
 // ---------------------------------------------------------------------------------- commands
-
-interface CommandSpec {
-  /** Arguments after the command name, rabbitmqctl's order. */
-  readonly usage: string;
-  readonly summary: string;
-  /** Positional arguments: exactly `min` to `max`. */
-  readonly min: number;
-  readonly max: number;
-  /** Command-specific options it accepts (beyond the global ones). */
-  readonly options?: readonly ('priority' | 'apply-to')[];
-  run(ctx: Context, args: readonly string[]): Promise<void>;
-}
-
-function arg(args: readonly string[], i: number): string {
-  return args[i] as string;
-}
-
-async function list(ctx: Context, path: readonly string[]): Promise<Row[]> {
-  return (await ctx.request('GET', path)) as Row[];
-}
 
 /** GET /api/cluster as cluster-api.ts answers it. */
 interface ClusterJson {
@@ -319,11 +237,11 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       } catch (err) {
         throw new UsageError(`the policy definition is not valid JSON: ${(err as Error).message}`);
       }
-      const priorityText = ctx.priority ?? '0';
+      const priorityText = ctx.options.priority ?? '0';
       if (!/^-?\d+$/.test(priorityText))
         throw new UsageError(`--priority must be an integer, got '${priorityText}'`);
       const priority = Number(priorityText);
-      const applyTo = ctx.applyTo ?? 'all';
+      const applyTo = ctx.options['apply-to'] ?? 'all';
       announce(
         ctx,
         `Setting policy "${name}" for pattern "${pattern}" to "${text}" with priority "${priority}" for vhost "${ctx.vhost}" ...`,
@@ -358,14 +276,18 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   list_queues: {
     usage: `[-p vhost] [column ...]`,
-    summary: `list queues with the columns asked for (default: name messages); columns: ${QUEUE_COLUMNS.map(
-      ([n]) => n,
-    ).join(', ')}`,
+    summary:
+      'list queues with the columns asked for (default: name messages, and leader members on a clustered ' +
+      `node); columns: ${QUEUE_COLUMNS.map(([n]) => n).join(', ')}`,
     min: 0,
     max: Number.POSITIVE_INFINITY,
     async run(ctx, args) {
-      const columns = pickColumns(QUEUE_COLUMNS, args, ['name', 'messages']);
+      let columns = pickColumns(QUEUE_COLUMNS, args, ['name', 'messages']);
       const rows = await list(ctx, ['queues', ctx.vhost]);
+      // Only a clustered node's queue objects have `members`: where a queue lives matters there.
+      if (args.length === 0 && rows.some((row) => row.members !== undefined)) {
+        columns = pickColumns(QUEUE_COLUMNS, [], ['name', 'messages', 'leader', 'members']);
+      }
       printList(ctx, `Listing queues for vhost ${ctx.vhost} ...`, rows, columns);
     },
   },
@@ -570,6 +492,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       await ctx.request('DELETE', ['cluster', 'nodes', arg(args, 0)]);
     },
   },
+  ...QUEUE_REPLICA_COMMANDS,
 };
 
 export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]
@@ -585,12 +508,16 @@ ${GLOBAL_OPTIONS}
 
 Exit codes: 0 done, 1 refused by the node, 2 bad usage, 69 node not reachable, 75 timed out.`;
 
+/** How many arguments a command takes: '1 argument', '0 or more arguments', 'at most 1 argument'. */
+function arity(spec: CommandSpec): string {
+  const plural = (n: number): string => `${n} argument${n === 1 ? '' : 's'}`;
+  if (spec.min === spec.max) return plural(spec.min);
+  if (spec.max === Number.POSITIVE_INFINITY) return `${spec.min} or more arguments`;
+  return spec.min === 0 ? `at most ${plural(spec.max)}` : `${spec.min} to ${spec.max} arguments`;
+}
+
 function commandUsage(name: string, spec: CommandSpec): string {
-  const extra =
-    spec.options === undefined
-      ? ''
-      : '\n  --priority N            policy priority, an integer; the highest matching policy applies (default: 0)' +
-        '\n  --apply-to KIND         queues, exchanges or all (default: all)';
+  const extra = (spec.options ?? []).map((option) => `\n${COMMAND_OPTIONS[option]}`).join('');
   return `${`Usage: styx ctl ${name} ${spec.usage}`.trimEnd()}\n\n${spec.summary}\n\n${GLOBAL_OPTIONS}${extra}`;
 }
 
@@ -667,6 +594,8 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   priority: { type: 'string' },
   'apply-to': { type: 'string' },
+  'vhost-pattern': { type: 'string' },
+  'queue-pattern': { type: 'string' },
 } as const;
 
 function parseNode(value: string): string {
@@ -700,15 +629,15 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       io.stdout(`${commandUsage(command, spec)}\n`);
       return 0;
     }
-    for (const option of ['priority', 'apply-to'] as const) {
-      if (values[option] !== undefined && !spec.options?.includes(option)) {
-        throw new UsageError(`${command} does not take --${option}`);
-      }
+    const options: Partial<Record<CommandOption, string>> = {};
+    for (const option of Object.keys(COMMAND_OPTIONS) as CommandOption[]) {
+      const value = values[option];
+      if (value === undefined) continue;
+      if (!spec.options?.includes(option)) throw new UsageError(`${command} does not take --${option}`);
+      options[option] = value;
     }
     if (args.length < spec.min || args.length > spec.max) {
-      throw new UsageError(
-        `${command} takes ${spec.min === spec.max ? spec.min : `${spec.min} or more`} argument${spec.max === 1 ? '' : 's'}, got ${args.length}`,
-      );
+      throw new UsageError(`${command} takes ${arity(spec)}, got ${args.length}`);
     }
     const formatter = values.formatter ?? 'table';
     if (formatter !== 'table' && formatter !== 'json') {
@@ -729,8 +658,7 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       json: formatter === 'json',
       quiet: values.quiet ?? false,
       silent: values.silent ?? false,
-      priority: values.priority,
-      applyTo: values['apply-to'],
+      options,
       io,
       request: makeRequest(node, credentials, Number(timeoutText) * 1000),
     };

@@ -5,6 +5,8 @@
  */
 import { ReplyCode } from '@styx/client/wire';
 import { ClusterError } from '../cluster/errors.ts';
+import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
+import { ChannelError } from '../errors/amqp-error.ts';
 import type { MetadataError } from '../metadata/types.ts';
 
 /** The `error` field of an error reply, one per failure mode. */
@@ -72,14 +74,23 @@ export function payloadTooLarge(limitBytes: number): ApiError {
   return new ApiError(413, 'payload_too_large', `request body is larger than ${limitBytes} bytes`);
 }
 
+export function serviceUnavailable(reason: string): ApiError {
+  return new ApiError(503, 'service_unavailable', reason);
+}
+
 /**
- * A refused metadata command as an HTTP error: 404 stays 404, 403 (reserved names, the default
- * exchange) is 403, and every validation failure (406, 405, 502, 503) is 400 with the machine's text.
+ * An AMQP refusal as an HTTP error: 404 stays 404, 403 (reserved names, the default exchange) is
+ * 403, and every validation failure (406, 405, 502, 503) is 400 with the refusal's text.
  */
+function fromReplyCode(code: number, text: string): ApiError {
+  if (code === ReplyCode.NOT_FOUND) return notFound(text);
+  if (code === ReplyCode.ACCESS_REFUSED) return forbidden(text);
+  return badRequest(text);
+}
+
+/** A refused metadata command as an HTTP error (`fromReplyCode`). */
 export function fromMetadataError(error: MetadataError): ApiError {
-  if (error.code === ReplyCode.NOT_FOUND) return notFound(error.text);
-  if (error.code === ReplyCode.ACCESS_REFUSED) return forbidden(error.text);
-  return badRequest(error.text);
+  return fromReplyCode(error.code, error.text);
 }
 
 /**
@@ -96,8 +107,28 @@ export function fromClusterError(error: unknown): unknown {
     case 'CLUSTER_CHANGE_REFUSED':
       return badRequest(error.message);
     case 'CLUSTER_UNAVAILABLE':
-      return new ApiError(503, 'service_unavailable', error.message);
+      return serviceUnavailable(error.message);
     default:
       return error;
   }
+}
+
+/**
+ * A refused broker operation on queue replicas as an HTTP error: a ChannelError by its AMQP code
+ * (`fromReplyCode`: an unknown queue or member 404, a refused change 400); a queue link call that
+ * failed (the replica asked did not answer in time, its stream broke, or it refused: it no longer
+ * leads, or holds no replica) 503, as the same request may succeed once the group has a reachable
+ * leader; other cluster refusals as `fromClusterError`. Anything else is returned as it is (a 500
+ * when thrown).
+ */
+export function fromQueueReplicaError(error: unknown): unknown {
+  if (error instanceof ChannelError) return fromReplyCode(error.code, error.message);
+  if (
+    error instanceof QueueLinkLostError ||
+    error instanceof QueueLinkTimeoutError ||
+    error instanceof QueueLinkRemoteError
+  ) {
+    return serviceUnavailable(`no replica of the queue answered: ${error.message}`);
+  }
+  return fromClusterError(error);
 }

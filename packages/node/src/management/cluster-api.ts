@@ -12,20 +12,14 @@
  */
 import type { ClusterMemberStatus, ClusterView } from '../cluster/cluster-view.ts';
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
-import type { UserRecord } from '../metadata/types.ts';
-import { badRequest, forbidden, fromClusterError, notFound } from './api-error.ts';
+import { requireTag } from './access.ts';
+import { badRequest, fromClusterError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
 import { objectBody, requiredString } from './request-body.ts';
 import type { Json } from './views.ts';
 import { nodeJson } from './views.ts';
 
 const NO_CONTENT: ApiResponse = { status: 204 };
-
-function requireTag(user: UserRecord, tags: readonly string[]): void {
-  if (!tags.some((tag) => user.tags.includes(tag))) {
-    throw forbidden(`Not ${tags.join(' or ')} user`);
-  }
-}
 
 const readers = ['administrator', 'monitoring'];
 const writers = ['administrator'];

@@ -8,5 +8,6 @@ export type { ApiRequest, ApiResponse } from './management-api.ts';
 export { ManagementApi } from './management-api.ts';
 export type { ManagementServerOptions } from './management-server.ts';
 export { DEFAULT_MANAGEMENT_PORT, ManagementListenError, ManagementServer } from './management-server.ts';
+export type { QueueReplicaOps } from './queue-replicas-api.ts';
 export { MAX_BODY_BYTES } from './request-body.ts';
-export type { Json, QueueLiveState } from './views.ts';
+export type { Json, QueueLiveState, QueueReplicaNames } from './views.ts';

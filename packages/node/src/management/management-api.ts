@@ -13,6 +13,11 @@
  *   GET                 /api/nodes[/{node}], /api/cluster
  *   POST                /api/cluster/join                 DELETE         /api/cluster/nodes/{node}
  *                       (the cluster endpoints: cluster-api.ts)
+ *   GET                 /api/queues/{vhost}/{name}/quorum_status
+ *   POST                /api/queues/{vhost}/{name}/members
+ *   DELETE              /api/queues/{vhost}/{name}/members/{node}
+ *   POST                /api/queues/grow, /api/queues/shrink, /api/rebalance/queues
+ *                       (the queue replica endpoints: queue-replicas-api.ts)
  *
  * Authorization (the user is already authenticated):
  * - tag `administrator`: everything, every vhost;
@@ -24,7 +29,8 @@
  * Writes go through `Broker.manage`, so their consequences (queues reconfigured by a policy, actors
  * of a deleted vhost stopped) have happened when the reply is sent. PUT answers 201 when it
  * created something and 204 when it replaced it; DELETE answers 204, or 404 when nothing was there.
- * Lists are sorted by vhost, then name, so output is stable.
+ * Lists are sorted by vhost, then name, so output is stable. In a cluster, queue objects carry
+ * RabbitMQ's `leader`, `members` and `online` (node names).
  */
 import { tableGet } from '@styx/client/wire';
 import type { Broker } from '../broker/broker.ts';
@@ -33,8 +39,11 @@ import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
+import { ADMINISTRATOR } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import { clusterRoutes } from './cluster-api.ts';
+import type { QueueReplicaOps } from './queue-replicas-api.ts';
+import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
 import type { Json } from './views.ts';
@@ -78,7 +87,6 @@ export interface Route {
 /** The path segment naming the default exchange '' (as RabbitMQ's API does). */
 const DEFAULT_EXCHANGE_ALIAS = 'amq.default';
 
-const ADMINISTRATOR = 'administrator';
 const POLICYMAKER = 'policymaker';
 
 const CREATED: ApiResponse = { status: 201 };
@@ -104,13 +112,29 @@ function parseTags(value: unknown): string[] | undefined {
 
 export class ManagementApi {
   private readonly broker: Broker;
+  private readonly replicas: QueueReplicaOps;
   private readonly routes: readonly Route[];
 
-  /** `cluster` defaults to the node alone (`singleNodeClusterView`). */
-  constructor(broker: Broker, cluster: ClusterView = singleNodeClusterView({ nodeName: broker.nodeName })) {
+  /**
+   * `cluster` defaults to the node alone (`singleNodeClusterView`); `replicas`, the operations on
+   * queue replicas, to the broker's own.
+   */
+  constructor(
+    broker: Broker,
+    cluster: ClusterView = singleNodeClusterView({ nodeName: broker.nodeName }),
+    replicas: QueueReplicaOps = broker,
+  ) {
     this.broker = broker;
+    this.replicas = replicas;
     this.routes = [
       ...clusterRoutes(cluster),
+      // Before the queue routes: '/api/queues/grow' is also the shape of '/api/queues/{vhost}'.
+      ...queueReplicaRoutes({
+        ops: replicas,
+        metadata: broker.metadataView,
+        cluster,
+        requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
+      }),
       { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
       { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
       { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },
@@ -165,27 +189,20 @@ export class ManagementApi {
 
   /**
    * The route for `segments` (the decoded path after '/api/') and `method`: the handler with its
-   * parameters, or a 404 / 405 ApiError.
+   * parameters, or a 404 / 405 ApiError. The first route whose path matches and that has the method
+   * wins, so a literal path shadows a parameter only for its own methods: `POST /api/queues/grow`
+   * grows queues while `GET /api/queues/grow` still lists the queues of a vhost named 'grow'.
    */
   resolve(method: string, segments: readonly string[]): { handler: Handler; params: string[] } {
+    const allowed = new Set<string>();
     for (const route of this.routes) {
-      if (route.path.length !== segments.length) continue;
-      const params: string[] = [];
-      let matched = true;
-      for (let i = 0; i < segments.length; i++) {
-        const part = route.path[i] as string;
-        const segment = segments[i] as string;
-        if (part.startsWith(':')) params.push(segment);
-        else if (part !== segment) {
-          matched = false;
-          break;
-        }
-      }
-      if (!matched) continue;
+      const params = matchPath(route.path, segments);
+      if (params === undefined) continue;
       const handler = route.methods[method as Method];
-      if (handler === undefined) throw methodNotAllowed(method, Object.keys(route.methods));
-      return { handler, params };
+      if (handler !== undefined) return { handler, params };
+      for (const other of Object.keys(route.methods)) allowed.add(other);
     }
+    if (allowed.size > 0) throw methodNotAllowed(method, [...allowed]);
     throw notFound('no such API endpoint');
   }
 
@@ -482,7 +499,15 @@ export class ManagementApi {
 
   // ------------------------------------------------------------------------------ queues
 
-  private queueJson(q: QueueRecord): Json {
+  /** The queue `user` asks for; 404 if it does not exist, or its vhost is missing or hidden (same text). */
+  private requireQueue(user: UserRecord, vhost: string, name: string): QueueRecord {
+    const q = this.metadata.queue(this.requireVhost(user, vhost), name);
+    if (q === undefined) throw notFound(`no queue '${name}' in vhost '${vhost}'`);
+    return q;
+  }
+
+  /** `nameOf` maps node ids to names (`nodeNames`, made once per request). */
+  private queueJson(q: QueueRecord, nameOf: (id: string) => string): Json {
     const actor = this.broker.queueActor(q.vhost, q.name);
     const running = actor !== undefined && actor.groupId === q.groupId ? actor : undefined;
     return queueJson(
@@ -493,25 +518,24 @@ export class ManagementApi {
         policy: this.metadata.policyFor(q.vhost, 'queue', q.name),
         removalTotals: running?.removalTotals(),
         deadLetterTotals: running?.deadLetterTotals(),
+        replicas: replicaNames(this.replicas, q, nameOf),
       },
       this.broker.nodeName,
     );
   }
 
   private listQueues(request: ApiRequest): ApiResponse {
+    const nameOf = nodeNames(this.metadata);
     const out: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
-      for (const q of this.metadata.queues(vhost).sort(byName)) out.push(this.queueJson(q));
+      for (const q of this.metadata.queues(vhost).sort(byName)) out.push(this.queueJson(q, nameOf));
     }
     return ok(out);
   }
 
   private getQueue(request: ApiRequest): ApiResponse {
-    const vhost = this.requireVhost(request.user, request.params[0] as string);
-    const name = request.params[1] as string;
-    const q = this.metadata.queue(vhost, name);
-    if (q === undefined) throw notFound(`no queue '${name}' in vhost '${vhost}'`);
-    return ok(this.queueJson(q));
+    const q = this.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
+    return ok(this.queueJson(q, nodeNames(this.metadata)));
   }
 
   // ------------------------------------------------------------------------------ exchanges & bindings
@@ -544,4 +568,17 @@ export class ManagementApi {
     }
     return ok(out);
   }
+}
+
+/** The parameters of `segments` if they follow `path` (literals and ':param' placeholders). */
+function matchPath(path: readonly string[], segments: readonly string[]): string[] | undefined {
+  if (path.length !== segments.length) return undefined;
+  const params: string[] = [];
+  for (let i = 0; i < segments.length; i++) {
+    const part = path[i] as string;
+    const segment = segments[i] as string;
+    if (part.startsWith(':')) params.push(segment);
+    else if (part !== segment) return undefined;
+  }
+  return params;
 }

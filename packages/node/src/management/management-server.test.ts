@@ -3,10 +3,13 @@ import type { FieldTable, FieldValue } from '@styx/client/wire';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Session } from '../broker/broker.ts';
 import { Broker } from '../broker/broker.ts';
+import { QueueLinkTimeoutError } from '../cluster/queue-link.ts';
 import { silentLogger } from '../logging/logger.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { ManagementServer } from './management-server.ts';
 import { FakeClusterView } from './test-support/fake-cluster-view.ts';
+import type { FakeQueueReplicas } from './test-support/fake-queue-replicas.ts';
+import { startClusteredManagement } from './test-support/fake-queue-replicas.ts';
 
 const GUEST = { user: 'guest', password: 'guest' };
 
@@ -786,6 +789,242 @@ describe('the cluster', () => {
     const reply = await api('GET', '/api/cluster/join');
     expect(reply.status).toBe(405);
     expect(reply.headers.get('allow')).toBe('POST');
+  });
+});
+
+describe('queue replicas on a node without clustering', () => {
+  it('answers every replica verb 400, saying the node is not in a cluster', async () => {
+    await declare('q');
+    for (const [method, path, body] of [
+      ['GET', '/api/queues/%2F/q/quorum_status', undefined],
+      ['POST', '/api/queues/%2F/q/members', { node: 'other' }],
+      ['DELETE', '/api/queues/%2F/q/members/other', undefined],
+      ['POST', '/api/queues/grow', { node: 'other', strategy: 'all' }],
+      ['POST', '/api/queues/shrink', { node: 'other' }],
+      ['POST', '/api/rebalance/queues', undefined],
+    ] as const) {
+      const reply = await api(method, path, body);
+      expect(reply, `${method} ${path}`).toMatchObject({ status: 400, body: { error: 'bad_request' } });
+      expect((reply.body as { reason: string }).reason).toMatch(/^this node is not in a cluster: /);
+    }
+  });
+
+  it('keeps them to administrators (403 before anything else)', async () => {
+    const monitor = await makeUser('monitor', ['monitoring']);
+    expect(await api('POST', '/api/rebalance/queues', undefined, monitor)).toMatchObject({
+      status: 403,
+      body: { reason: 'Not administrator user' },
+    });
+  });
+
+  it('still lists the queues of vhosts named like the verbs: grow and shrink are POST only', async () => {
+    await api('PUT', '/api/vhosts/grow');
+    await api('PUT', '/api/permissions/grow/guest', { configure: '.*', write: '.*', read: '.*' });
+    await declare('q', { entries: [] }, 'grow');
+    const list = await api('GET', '/api/queues/grow');
+    expect(list.status).toBe(200);
+    expect((list.body as { name: string }[]).map((q) => q.name)).toEqual(['q']);
+    const put = await api('PUT', '/api/queues/grow');
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('POST, GET');
+  });
+});
+
+describe('queue replicas in a cluster', () => {
+  let replicas: FakeQueueReplicas;
+  let clustered: ManagementServer;
+
+  beforeEach(async () => {
+    ({ server: clustered, replicas } = await startClusteredManagement(broker));
+    base = clustered.url as string;
+    await declare('orders');
+    await declare('events');
+    replicas.place('/', 'orders', ['id-1', 'id-2']);
+    replicas.place('/', 'events', ['id-2', 'id-3'], 'id-3');
+  });
+
+  afterEach(async () => {
+    await clustered.close();
+  });
+
+  it("shows each queue's leader, members and online members by node name, as RabbitMQ does", async () => {
+    expect((await api('GET', '/api/queues/%2F/orders')).body).toMatchObject({
+      node: 'mgmt-test',
+      leader: 'styx-1',
+      members: ['styx-1', 'styx-2'],
+      online: ['styx-1'],
+    });
+    replicas.place('/', 'orders', ['id-1', 'id-9'], null);
+    const list = (await api('GET', '/api/queues')).body as Record<string, unknown>[];
+    expect(list.map((q) => [q.name, q.leader, q.members, q.online])).toEqual([
+      ['events', 'styx-3', ['styx-2', 'styx-3'], ['styx-3']],
+      // No leader known: null; a member id no cluster node has (forgotten) shows as itself.
+      ['orders', null, ['styx-1', 'id-9'], ['styx-1']],
+    ]);
+  });
+
+  it("answers quorum_status with the leader's view of each replica", async () => {
+    expect(await api('GET', '/api/queues/%2F/events/quorum_status')).toEqual({
+      status: 200,
+      headers: expect.anything(),
+      body: {
+        name: 'events',
+        vhost: '/',
+        leader: 'styx-3',
+        term: 4,
+        commit_index: 42,
+        members: [
+          { node: 'styx-2', node_id: 'id-2', role: 'follower', match_index: 40, online: false },
+          { node: 'styx-3', node_id: 'id-3', role: 'leader', match_index: 42, online: true },
+        ],
+      },
+    });
+  });
+
+  it('maps quorum_status failures: unknown vhost or queue 404, a leader that does not answer 503', async () => {
+    expect(await api('GET', '/api/queues/nope/events/quorum_status')).toMatchObject({
+      status: 404,
+      body: { reason: "no vhost 'nope'" },
+    });
+    expect(await api('GET', '/api/queues/%2F/nope/quorum_status')).toMatchObject({
+      status: 404,
+      body: { reason: "no queue 'nope' in vhost '/'" },
+    });
+    replicas.statusError = new QueueLinkTimeoutError('id-3', 5000);
+    expect(await api('GET', '/api/queues/%2F/events/quorum_status')).toMatchObject({
+      status: 503,
+      body: {
+        error: 'service_unavailable',
+        reason: 'no replica of the queue answered: no answer from id-3 within 5000 ms',
+      },
+    });
+  });
+
+  it('adds and deletes a member by node name or id, answering the members', async () => {
+    expect(await api('POST', '/api/queues/%2F/orders/members', { node: 'styx-3' })).toMatchObject({
+      status: 200,
+      body: { name: 'orders', vhost: '/', members: ['styx-1', 'styx-2', 'styx-3'] },
+    });
+    expect(await api('DELETE', '/api/queues/%2F/orders/members/id-2')).toMatchObject({
+      status: 200,
+      body: { members: ['styx-1', 'styx-3'] },
+    });
+    expect(replicas.queueReplicas({ vhost: '/', name: 'orders' } as never)?.members).toEqual([
+      'id-1',
+      'id-3',
+    ]);
+  });
+
+  it('maps member refusals: unknown node or no replica 404, a replica already there or the last one 400', async () => {
+    for (const [method, path, body, status, reason] of [
+      ['POST', '/api/queues/%2F/orders/members', { node: 'styx-9' }, 404, "no node 'styx-9' in the cluster"],
+      [
+        'POST',
+        '/api/queues/%2F/orders/members',
+        { node: 'styx-2' },
+        400,
+        "node styx-2 already holds a replica of 'orders'",
+      ],
+      ['POST', '/api/queues/%2F/orders/members', {}, 400, "'node' must be a string"],
+      ['POST', '/api/queues/%2F/nope/members', { node: 'styx-2' }, 404, "no queue 'nope' in vhost '/'"],
+      [
+        'DELETE',
+        '/api/queues/%2F/orders/members/styx-3',
+        undefined,
+        404,
+        "node styx-3 holds no replica of 'orders'",
+      ],
+      ['DELETE', '/api/queues/%2F/orders/members/styx-9', undefined, 404, "no node 'styx-9' in the cluster"],
+    ] as const) {
+      expect(await api(method, path, body), `${method} ${path}`).toMatchObject({ status, body: { reason } });
+    }
+    await api('DELETE', '/api/queues/%2F/orders/members/styx-2');
+    expect(await api('DELETE', '/api/queues/%2F/orders/members/styx-1')).toMatchObject({
+      status: 400,
+      body: { reason: "node styx-1 holds the last replica of 'orders'" },
+    });
+  });
+
+  it('grows the selected queues onto a node, all or only the even-sized ones', async () => {
+    await declare('solo');
+    replicas.place('/', 'solo', ['id-2']);
+    // Even: orders (2 replicas) grows onto styx-3; solo (1) does not; events has one there already.
+    expect(await api('POST', '/api/queues/grow', { node: 'styx-3', strategy: 'even' })).toMatchObject({
+      status: 200,
+      body: { node: 'styx-3', strategy: 'even', added: 1 },
+    });
+    const grown = await api('POST', '/api/queues/grow', {
+      node: 'id-1',
+      strategy: 'all',
+      vhost_pattern: '^/$',
+      queue_pattern: '^(events|solo)$',
+    });
+    expect(grown.body).toEqual({ node: 'styx-1', strategy: 'all', added: 2 });
+    expect([...replicas.placements.values()].map((p) => p.members)).toEqual([
+      ['id-1', 'id-2', 'id-3'],
+      ['id-2', 'id-3', 'id-1'],
+      ['id-2', 'id-1'],
+    ]);
+  });
+
+  it('refuses a grow without a node, with an unknown strategy or a broken pattern (400)', async () => {
+    for (const [body, reason] of [
+      [{ strategy: 'all' }, "'node' must be a string"],
+      [{ node: 'styx-3' }, "'strategy' must be a string"],
+      [{ node: 'styx-3', strategy: 'odd' }, "'strategy' must be 'all' or 'even', got 'odd'"],
+      [
+        { node: 'styx-3', strategy: 'all', queue_pattern: '(' },
+        "'queue_pattern' is not a valid regular expression",
+      ],
+      [{ node: 'styx-3', strategy: 'all', vhost_pattern: 7 }, "'vhost_pattern' must be a string"],
+    ] as const) {
+      const reply = await api('POST', '/api/queues/grow', body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect((reply.body as { reason: string }).reason).toContain(reason);
+    }
+    expect(await api('POST', '/api/queues/grow', { node: 'styx-9', strategy: 'all' })).toMatchObject({
+      status: 404,
+    });
+  });
+
+  it("shrinks a node's replicas away, keeping the queues whose last replica it holds", async () => {
+    await declare('solo');
+    replicas.place('/', 'solo', ['id-2']);
+    expect(await api('POST', '/api/queues/shrink', { node: 'styx-2' })).toMatchObject({
+      status: 200,
+      body: { node: 'styx-2', removed: 2, skipped: [{ vhost: '/', name: 'solo' }] },
+    });
+    expect(replicas.queueReplicas({ vhost: '/', name: 'events' } as never)?.members).toEqual(['id-3']);
+  });
+
+  it('rebalances queue leaders over the online members, answering the transfers by node name', async () => {
+    replicas.online = new Set(['id-1', 'id-2', 'id-3']);
+    replicas.place('/', 'events', ['id-1', 'id-2'], 'id-1');
+    const reply = await api('POST', '/api/rebalance/queues');
+    expect(reply).toMatchObject({
+      status: 200,
+      body: { transfers: [{ vhost: '/', name: 'events', from: 'styx-1', to: 'styx-2' }] },
+    });
+    expect(replicas.transferred).toHaveLength(1);
+  });
+
+  it('keeps every verb to administrators', async () => {
+    const monitor = await makeUser('monitor', ['monitoring']);
+    for (const [method, path] of [
+      ['GET', '/api/queues/%2F/orders/quorum_status'],
+      ['POST', '/api/queues/%2F/orders/members'],
+      ['DELETE', '/api/queues/%2F/orders/members/styx-2'],
+      ['POST', '/api/queues/grow'],
+      ['POST', '/api/queues/shrink'],
+      ['POST', '/api/rebalance/queues'],
+    ] as const) {
+      const body = method === 'GET' ? undefined : { node: 'styx-3', strategy: 'all' };
+      expect((await api(method, path, body, monitor)).status).toBe(403);
+    }
+    expect(replicas.queueReplicas({ vhost: '/', name: 'orders' } as never)?.members).toEqual([
+      'id-1',
+      'id-2',
+    ]);
   });
 });
 

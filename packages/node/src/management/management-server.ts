@@ -17,6 +17,7 @@ import type { Logger } from '../logging/logger.ts';
 import { ApiError, badRequest, notFound } from './api-error.ts';
 import { BasicAuthenticator } from './basic-auth.ts';
 import { ManagementApi } from './management-api.ts';
+import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { readJsonBody } from './request-body.ts';
 import type { Json } from './views.ts';
 
@@ -36,6 +37,11 @@ export interface ManagementServerOptions {
    * `singleNodeClusterView`, which refuses to join or forget).
    */
   readonly cluster?: ClusterView | undefined;
+  /**
+   * The operations on queue replicas behind the quorum_status, member, grow, shrink and rebalance
+   * endpoints (default: the broker's own; tests of a node alone give a fake cluster's).
+   */
+  readonly queueReplicas?: QueueReplicaOps | undefined;
 }
 
 /** The management server could not listen (port in use, address not available, ...). */
@@ -57,7 +63,7 @@ export class ManagementServer {
   constructor(options: ManagementServerOptions) {
     const { broker } = options;
     this.logger = options.logger.child({ component: 'management' });
-    this.api = new ManagementApi(broker, options.cluster);
+    this.api = new ManagementApi(broker, options.cluster, options.queueReplicas);
     this.auth = new BasicAuthenticator({
       lookup: (name) => broker.metadataView.user(name),
       loopbackOnly: (name) => broker.isLoopbackOnly(name),

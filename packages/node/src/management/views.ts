@@ -10,6 +10,7 @@
 import type { FieldTable, JsFieldValue } from '@styx/client/wire';
 import { fieldTableToJs } from '@styx/client/wire';
 import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
+import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
 import type {
   BindingRecord,
   ExchangeRecord,
@@ -106,6 +107,18 @@ export interface QueueLiveState {
   readonly removalTotals: RemovalTotals | undefined;
   /** Dead-letter outcomes per reason; undefined when the actor is not running here. */
   readonly deadLetterTotals: DeadLetterTotals | undefined;
+  /** Where its replicas are, by node name; absent on a node without clustering. */
+  readonly replicas?: QueueReplicaNames | undefined;
+}
+
+/** A queue's replicas by node name (`Broker.queueReplicas` with ids mapped to names). */
+export interface QueueReplicaNames {
+  /** The leader as the answering node knows it; undefined while none is known. */
+  readonly leader: string | undefined;
+  /** Every replica, the preferred leader first. */
+  readonly members: readonly string[];
+  /** The members the answering node reaches now. */
+  readonly online: readonly string[];
 }
 
 function totalsJson(t: RemovalTotals | undefined): Json {
@@ -131,6 +144,12 @@ function configJson(c: QueueConfig): Json {
   };
 }
 
+/** RabbitMQ's fields of a quorum queue's replicas: `leader` (null while unknown), `members`, `online`. */
+function replicasJson(replicas: QueueReplicaNames | undefined): { [key: string]: Json } {
+  if (replicas === undefined) return {};
+  return { leader: replicas.leader ?? null, members: [...replicas.members], online: [...replicas.online] };
+}
+
 export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): Json {
   const counts = live.counts;
   const dl = live.deadLetterTotals;
@@ -142,6 +161,7 @@ export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): J
     exclusive: q.exclusiveOwner !== undefined,
     arguments: argumentsJson(q.arguments),
     node,
+    ...replicasJson(live.replicas),
     type: 'quorum',
     state: counts === undefined ? 'stopped' : 'running',
     messages: counts === undefined ? 0 : counts.ready + counts.unacked,
@@ -186,5 +206,31 @@ export function nodeJson(member: ClusterMemberStatus, metadataLeader: string | u
     metadata_role: member.voter,
     is_metadata_leader: member.id === metadataLeader,
     is_self: member.isSelf,
+  };
+}
+
+/**
+ * `GET /api/queues/{vhost}/{name}/quorum_status`: the queue group as its leader reports it, nodes by
+ * name (`nameOf`). Per replica: its Raft role, the highest log index known to be on its disk
+ * (`match_index`), and `online`: whether the leader heard from it within the last election timeout.
+ */
+export function quorumStatusJson(
+  queue: QueueRecord,
+  status: GroupStatus,
+  nameOf: (id: string) => string,
+): Json {
+  return {
+    name: queue.name,
+    vhost: queue.vhost,
+    leader: nameOf(status.leader),
+    term: status.term ?? null,
+    commit_index: status.commitIndex,
+    members: status.replicas.map((r) => ({
+      node: nameOf(r.node),
+      node_id: r.node,
+      role: r.role,
+      match_index: r.match,
+      online: r.active,
+    })),
   };
 }

@@ -1,0 +1,131 @@
+/**
+ * What every `styx ctl` command is made of: its spec (usage, arguments, options), the context it
+ * runs in (the node's API, output mode), and rabbitmqctl's output (an informational line, then a
+ * tab-separated table with a header, or JSON with `--formatter json`). The commands themselves are
+ * in ctl-command.ts and, for the replicas of queues, ctl-queue-commands.ts.
+ */
+import { UsageError } from './args.ts';
+
+/** Where output goes and what the command reads from its environment (tests substitute these). */
+export interface CtlIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** One object of the management API's JSON. */
+export type Row = Readonly<Record<string, unknown>>;
+
+/** Options only some commands take (a command lists them in its spec), with their help lines. */
+export const COMMAND_OPTIONS = {
+  priority:
+    '  --priority N            policy priority, an integer; the highest matching policy applies (default: 0)',
+  'apply-to': '  --apply-to KIND         queues, exchanges or all (default: all)',
+  'vhost-pattern':
+    '  --vhost-pattern REGEX   only queues in vhosts whose name matches it (default: every vhost)',
+  'queue-pattern': '  --queue-pattern REGEX   only queues whose name matches it (default: every queue)',
+} as const;
+
+export type CommandOption = keyof typeof COMMAND_OPTIONS;
+
+export interface Context {
+  readonly vhost: string;
+  readonly node: string;
+  readonly json: boolean;
+  readonly quiet: boolean;
+  readonly silent: boolean;
+  /** The command-specific options given (only those its spec lists get this far). */
+  readonly options: Readonly<Partial<Record<CommandOption, string>>>;
+  readonly io: CtlIo;
+  request(
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    path: readonly string[],
+    body?: unknown,
+  ): Promise<unknown>;
+}
+
+export interface CommandSpec {
+  /** Arguments after the command name, rabbitmqctl's order. */
+  readonly usage: string;
+  readonly summary: string;
+  /** Positional arguments: exactly `min` to `max`. */
+  readonly min: number;
+  readonly max: number;
+  /** Command-specific options it accepts (beyond the global ones). */
+  readonly options?: readonly CommandOption[];
+  run(ctx: Context, args: readonly string[]): Promise<void>;
+}
+
+export function arg(args: readonly string[], i: number): string {
+  return args[i] as string;
+}
+
+export async function list(ctx: Context, path: readonly string[]): Promise<Row[]> {
+  return (await ctx.request('GET', path)) as Row[];
+}
+
+// ---------------------------------------------------------------------------------- output
+
+/** A list column: its name (rabbitmqctl's) and how to read it from the API's JSON. */
+export type Column = readonly [name: string, read: (row: Row) => unknown];
+
+export function field(name: string, key = name): Column {
+  return [name, (row) => row[key]];
+}
+
+export function nested(name: string, key: string, inner: string): Column {
+  return [name, (row) => (row[key] as Row | undefined)?.[inner]];
+}
+
+/** The columns named in `requested` (or `defaults`), in that order; UsageError for an unknown one. */
+export function pickColumns(
+  all: readonly Column[],
+  requested: readonly string[],
+  defaults: readonly string[],
+): Column[] {
+  const names = requested.length > 0 ? requested : defaults;
+  return names.map((name) => {
+    const column = all.find(([n]) => n === name);
+    if (column === undefined) {
+      throw new UsageError(`invalid column '${name}'; valid columns are: ${all.map(([n]) => n).join(', ')}`);
+    }
+    return column;
+  });
+}
+
+/**
+ * A table cell as rabbitmqctl prints it: strings bare, null/absent empty, lists as [a, b], objects
+ * as JSON. (`--formatter json` keeps null and "" apart, e.g. no DLX vs the default exchange.)
+ */
+export function cell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return `[${value.join(', ')}]`;
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+export function printList(
+  ctx: Context,
+  info: string,
+  rows: readonly Row[],
+  columns: readonly Column[],
+): void {
+  if (ctx.json) {
+    const out = rows.map((row) =>
+      Object.fromEntries(columns.map(([name, read]) => [name, read(row) ?? null])),
+    );
+    ctx.io.stdout(`${JSON.stringify(out, null, 2)}\n`);
+    return;
+  }
+  const lines: string[] = [];
+  if (!ctx.quiet && !ctx.silent) lines.push(info);
+  if (!ctx.silent) lines.push(columns.map(([name]) => name).join('\t'));
+  for (const row of rows) lines.push(columns.map(([, read]) => cell(read(row))).join('\t'));
+  ctx.io.stdout(lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+}
+
+/** The informational line of an action command (not in json mode, nor with -q / -s). */
+export function announce(ctx: Context, info: string): void {
+  if (!ctx.json && !ctx.quiet && !ctx.silent) ctx.io.stdout(`${info}\n`);
+}

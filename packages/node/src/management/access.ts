@@ -1,0 +1,12 @@
+/** Who may call an endpoint: checked on the user's tags before any lookup, so a 403 reveals nothing. */
+import type { UserRecord } from '../metadata/types.ts';
+import { forbidden } from './api-error.ts';
+
+export const ADMINISTRATOR = 'administrator';
+
+/** 403 unless `user` has one of `tags` ("Not administrator or monitoring user", as RabbitMQ words it). */
+export function requireTag(user: UserRecord, tags: readonly string[]): void {
+  if (!tags.some((tag) => user.tags.includes(tag))) {
+    throw forbidden(`Not ${tags.join(' or ')} user`);
+  }
+}
