@@ -1057,6 +1057,8 @@ export class Broker {
   private async reconcileConfig(actor: QueueActor): Promise<void> {
     const record = this.metadata.queue(actor.vhost, actor.name);
     if (record === undefined || record.groupId !== actor.groupId) return;
+    // In a cluster only the leader proposes; a replica that becomes leader reconciles then.
+    if (this.clusterQueues !== undefined && !actor.isLeader) return;
     const { config } = this.effectiveConfig(record);
     if (sameQueueConfig(this.proposedConfigs.get(actor) ?? actor.config(), config)) return;
     this.proposedConfigs.set(actor, config);

@@ -480,12 +480,22 @@ export class ClusterQueues {
   /** Every second: each group led here moves one step toward its record's members. */
   #checkMemberships(): void {
     if (this.#stopped) return;
+    this.#pruneRemoteSinks();
     let stray = false;
     for (const [groupId, group] of this.#groups) {
       if (group.role === 'leader') this.#driveMembership(groupId);
       else if (group.role === 'removed') stray = true;
     }
     if (stray) void this.reconcileReplicas();
+  }
+
+  /** Forget the sinks of remote owners no queue led here still has (closed channels). */
+  #pruneRemoteSinks(): void {
+    if (this.#remoteSinks.size === 0) return;
+    const live = new Set<string>();
+    for (const actor of this.#host.replicas())
+      if (actor.isLeader) for (const owner of actor.ownerIds()) live.add(owner);
+    for (const owner of this.#remoteSinks.keys()) if (!live.has(owner)) this.#remoteSinks.delete(owner);
   }
 
   /** A record's members changed (or its group got a leader here): move toward them now. */

@@ -529,7 +529,12 @@ export class GroupReplica<C, R> implements HostedReplica {
       this.#settleLost(entry.index);
       return;
     }
-    this.#settleConfChange(entry.index, new NotLeaderError(this.groupId, this.core.lead));
+    // A command applied where a change was pending: that change was lost. (Checked before the error
+    // is made: an Error's stack capture on every applied entry cost the hot path dearly.)
+    const pendingConf = this.#pendingConf;
+    if (pendingConf !== undefined && pendingConf.raftIndex <= entry.index) {
+      this.#settleConfChange(entry.index, new NotLeaderError(this.groupId, this.core.lead));
+    }
     const data = entry.data;
     if (!isCommandEntry(data)) {
       this.#settleLost(entry.index);

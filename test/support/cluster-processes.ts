@@ -1,0 +1,187 @@
+/**
+ * A Styx cluster of real `styx server` processes on loopback for multi-process tests: the first
+ * node forms it, the others join through it. Nodes can be SIGKILLed, paused (SIGSTOP) and resumed,
+ * and restarted with their data dir. Every process and the temp dir are removed by `stop()`.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BrokerProcess } from './broker-process.ts';
+import { freePort, startBroker } from './broker-process.ts';
+import { eventually } from './eventually.ts';
+
+const AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
+
+export interface ClusterNode {
+  readonly name: string;
+  readonly clusterPort: number;
+  readonly dataDir: string;
+  broker: BrokerProcess;
+  /** Client port, kept across restarts (clients keep their URL lists). */
+  readonly port: number;
+}
+
+export interface QueueJson {
+  readonly name: string;
+  readonly messages_ready?: number;
+  readonly messages?: number;
+  readonly consumers?: number;
+  readonly leader?: string;
+  readonly members?: string[];
+  readonly online?: string[];
+}
+
+export class TestCluster {
+  readonly nodes: ClusterNode[] = [];
+  readonly root: string;
+  readonly #secretFile: string;
+
+  private constructor(root: string) {
+    this.root = root;
+    this.#secretFile = join(root, 'secret');
+  }
+
+  /** Start `size` nodes named n1..nN; resolves once every node sees every member online. */
+  static async start(size: number): Promise<TestCluster> {
+    const cluster = new TestCluster(await mkdtemp(join(tmpdir(), 'styx-cq-')));
+    await writeFile(cluster.#secretFile, 'a cluster secret for this test only\n', { mode: 0o600 });
+    try {
+      const specs = [];
+      for (let i = 1; i <= size; i++) {
+        specs.push({
+          name: `n${i}`,
+          clusterPort: await freePort(),
+          port: await freePort(),
+          dataDir: join(cluster.root, `n${i}`),
+        });
+      }
+      const [first, ...rest] = specs as [(typeof specs)[number], ...typeof specs];
+      cluster.nodes.push({ ...first, broker: await cluster.#launch(first, false) });
+      const others = await Promise.all(
+        rest.map(async (spec) => ({ ...spec, broker: await cluster.#launch(spec, true) })),
+      );
+      cluster.nodes.push(...others);
+      await cluster.waitFormed();
+      return cluster;
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+  }
+
+  node(name: string): ClusterNode {
+    const node = this.nodes.find((n) => n.name === name);
+    if (node === undefined) throw new Error(`no node ${name}`);
+    return node;
+  }
+
+  /** ws URL of a node (guest:guest). */
+  url(name: string): string {
+    return `ws://guest:guest@127.0.0.1:${this.node(name).port}`;
+  }
+
+  /** Every node sees every member running. */
+  async waitFormed(): Promise<void> {
+    for (const node of this.nodes) {
+      if (node.broker.child.exitCode !== null || node.broker.child.signalCode !== null) continue;
+      await eventually(
+        `${node.name} to see ${this.nodes.length} members online`,
+        async () => {
+          const members = await this.api<{ running: boolean }[]>(node.name, '/api/nodes');
+          return members.length === this.nodes.length && members.every((m) => m.running);
+        },
+        60_000,
+      );
+    }
+  }
+
+  async api<T>(name: string, path: string, init: RequestInit = {}): Promise<T> {
+    const base = this.node(name).broker.managementUrl;
+    const response = await fetch(`${base}${path}`, {
+      ...init,
+      headers: { authorization: AUTH, 'content-type': 'application/json', ...init.headers },
+      signal: AbortSignal.timeout(15_000),
+    });
+    if (!response.ok)
+      throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${await response.text()}`);
+    const text = await response.text();
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+
+  /** A queue as the management API of `via` shows it. */
+  queue(via: string, queue: string): Promise<QueueJson> {
+    return this.api<QueueJson>(via, `/api/queues/%2F/${encodeURIComponent(queue)}`);
+  }
+
+  /** The name of the node leading `queue`, as a running node other than `except` sees it. */
+  async leaderOf(queue: string, except: readonly string[] = []): Promise<string> {
+    let leader: string | undefined;
+    await eventually(
+      `a leader for ${queue}`,
+      async () => {
+        for (const node of this.nodes) {
+          if (except.includes(node.name) || !this.isRunning(node.name)) continue;
+          const json = await this.queue(node.name, queue).catch(() => undefined);
+          if (json?.leader !== undefined && !except.includes(json.leader)) {
+            leader = json.leader;
+            return true;
+          }
+        }
+        return false;
+      },
+      30_000,
+    );
+    return leader as string;
+  }
+
+  isRunning(name: string): boolean {
+    const child = this.node(name).broker.child;
+    return child.exitCode === null && child.signalCode === null;
+  }
+
+  async kill(name: string): Promise<void> {
+    await this.node(name).broker.kill();
+  }
+
+  pause(name: string): void {
+    this.node(name).broker.child.kill('SIGSTOP');
+  }
+
+  resume(name: string): void {
+    this.node(name).broker.child.kill('SIGCONT');
+  }
+
+  /** Start a stopped node again with its data dir and ports. */
+  async restart(name: string): Promise<void> {
+    const node = this.node(name);
+    if (this.isRunning(name)) await node.broker.kill();
+    node.broker = await this.#launch(node, node !== this.nodes[0]);
+  }
+
+  async stop(): Promise<void> {
+    for (const node of this.nodes) {
+      if (node.broker.child.signalCode === 'SIGSTOP') this.resume(node.name);
+      await node.broker.kill().catch(() => undefined);
+    }
+    await rm(this.root, { recursive: true, force: true });
+  }
+
+  #launch(spec: Omit<ClusterNode, 'broker'>, join: boolean): Promise<BrokerProcess> {
+    const first = this.nodes[0];
+    return startBroker({
+      dataDir: spec.dataDir,
+      port: spec.port,
+      management: true,
+      startTimeoutMs: 60_000,
+      extraArgs: [
+        '--cluster-listen',
+        `127.0.0.1:${spec.clusterPort}`,
+        '--node-name',
+        spec.name,
+        '--cluster-secret-file',
+        this.#secretFile,
+        ...(join && first !== undefined ? ['--join', `127.0.0.1:${first.clusterPort}`] : []),
+      ],
+    });
+  }
+}
