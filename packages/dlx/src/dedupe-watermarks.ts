@@ -128,6 +128,16 @@ export class DedupeWatermarks {
     return 'new';
   }
 
+  /**
+   * Whether `accept` would answer `duplicate` for this id now, without recording anything (nor
+   * refreshing the source's recency): for callers that must refuse an id for another reason first
+   * yet recognise one they already took.
+   */
+  hasSeen(source: string, messageId: number): boolean {
+    const state = this.sources.get(source);
+    return state !== undefined && (messageId <= state.watermark || state.above.has(messageId));
+  }
+
   /** The source's watermark (-1: none yet), or undefined when the source is not remembered. */
   watermark(source: string): number | undefined {
     return this.sources.get(source)?.watermark;

@@ -36,6 +36,8 @@ const CALL_TIMEOUT_MS = 5_000;
 /** Pause between attempts while no leader is known, ms (doubling up to `MAX_RETRY_DELAY_MS`). */
 const FIRST_RETRY_DELAY_MS = 25;
 const MAX_RETRY_DELAY_MS = 500;
+/** NOT_LEADER hints followed in a row before pausing. */
+const MAX_HOPS = 3;
 
 const ZERO_COUNTS: QueueCounts = Object.freeze({
   ready: 0,
@@ -102,8 +104,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
 
   /** The leader as this node knows it (its replica's view, else the last answer's). */
   get leader(): string | undefined {
-    const replica = this.#port.replica(this.groupId);
-    return replica?.leaderId ?? this.#leaderHint;
+    return this.#port.replica(this.groupId)?.leaderId ?? this.#leaderHint;
   }
 
   // ------------------------------------------------------------------------------ QueueHandle
@@ -242,8 +243,11 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     const deadline = Date.now() + FORWARD_DEADLINE_MS;
     let delay = FIRST_RETRY_DELAY_MS;
     let tried = 0;
+    /** Hints followed in a row without a pause (replicas may name each other while electing). */
+    let hops = 0;
     let lastError: unknown;
     for (;;) {
+      let pause = true;
       const replica = this.#port.replica(this.groupId);
       if (replica?.isLeader) {
         // Became leader while the command was being forwarded (rare: the extra coding is fine).
@@ -258,7 +262,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       } else {
         const peer = this.#nextPeer(tried);
         tried++;
-        if (peer !== undefined && peer !== this.#port.selfId) {
+        if (peer !== undefined) {
           try {
             const answer = await this.#port.call(peer, op, this.groupId, body, CALL_TIMEOUT_MS);
             this.#leaderHint = peer;
@@ -267,13 +271,16 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
             lastError = error;
             if (error instanceof QueueLinkRemoteError) {
               if (error.code === QueueLinkCode.notLeader) {
-                this.#leaderHint = error.message === '' || error.message === peer ? undefined : error.message;
-                if (this.#leaderHint !== undefined) continue; // straight to the hinted leader
+                const hint = error.message;
+                this.#leaderHint =
+                  hint === '' || hint === peer || hint === this.#port.selfId ? undefined : hint;
+                // Straight to the hinted leader, a few times in a row at most.
+                if (this.#leaderHint !== undefined && hops < MAX_HOPS) pause = false;
               } else if (error.code !== QueueLinkCode.unknownGroup && error.code !== 'UNAVAILABLE') {
                 throw remoteFailure(error);
               }
             } else if (error instanceof QueueLinkLostError || error instanceof QueueLinkTimeoutError) {
-              this.#leaderHint = undefined;
+              if (this.#leaderHint === peer) this.#leaderHint = undefined;
               if (!retryable) throw new ChannelError(Code.INTERNAL_ERROR, error.message);
             } else {
               throw error;
@@ -281,17 +288,28 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
           }
         }
       }
+      if (!pause) {
+        hops++;
+        if (Date.now() < deadline) continue;
+      }
+      hops = 0;
       if (Date.now() + delay > deadline) throw new QueueUnavailableError(this.record, lastError);
       await sleep(delay);
       delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
   }
 
-  /** The hinted leader, else the replicas in turn (the local replica's view of the leader first). */
+  /**
+   * Where to send next: the leader last named by an answer, else the one the local replica knows,
+   * else the replicas in turn.
+   */
   #nextPeer(tried: number): string | undefined {
-    const known = this.leader;
-    if (known !== undefined && known !== this.#port.selfId) return known;
-    const members = this.members.filter((m) => m !== this.#port.selfId);
+    const self = this.#port.selfId;
+    const hinted = this.#leaderHint;
+    if (hinted !== undefined && hinted !== self) return hinted;
+    const known = this.#port.replica(this.groupId)?.leaderId;
+    if (known !== undefined && known !== self && tried % 2 === 0) return known;
+    const members = this.members.filter((m) => m !== self);
     if (members.length === 0) return undefined;
     return members[tried % members.length];
   }

@@ -14,8 +14,9 @@
  *   ok        [2][u32 call id][body]
  *   error     [3][u32 call id][u8 code length][code][u16 text length][text]
  *
- * A frame that does not parse, or an answer to a call this side never made, closes that stream
- * only (and is logged): the connection and every other stream go on. A call whose stream breaks or
+ * A frame that does not parse, or a request whose body the handler cannot decode, closes that
+ * stream only (and is logged): the connection and every other stream go on. An answer to no call
+ * waiting is dropped (it cannot be told from one that came after its call timed out). A call whose stream breaks or
  * that gets no answer in time rejects with `QueueLinkLostError` / `QueueLinkTimeoutError`: its
  * outcome is unknown (the caller retries with an idempotency id, or reports the loss).
  */
@@ -238,6 +239,7 @@ export class QueueLink {
   /** Open the stream and write what queued meanwhile; a failure fails the calls waiting (never throws). */
   async #open(peer: string, link: OutboundLink): Promise<void> {
     try {
+      await undefined; // never settle synchronously: `finally` must run after `#write` stored `opening`
       const address = this.#addresses.get(peer);
       if (address === undefined) throw new Error('no known address');
       const signal = AbortSignal.any([AbortSignal.timeout(DIAL_TIMEOUT_MS), this.#closing.signal]);
@@ -296,15 +298,27 @@ export class QueueLink {
     const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
     const id = view.getUint32(1);
     const call = link.pending.get(id);
-    if (call === undefined) return; // timed out meanwhile
+    // An answer to no call waiting: one that timed out meanwhile (a stranger's id cannot be told
+    // apart from it), dropped.
+    if (call === undefined) return;
     link.pending.delete(id);
     clearTimeout(call.timer);
     if (payload[0] === ANSWER_OK) {
       call.resolve(payload.subarray(5));
       return;
     }
-    if (payload[0] !== ANSWER_ERROR) throw new QueueLinkFrameError(`unknown frame kind ${payload[0]}`);
+    // The call named fails with the frame's fault before the stream is closed for it.
     const codeLength = payload[5] ?? 0;
+    const failure =
+      payload[0] !== ANSWER_ERROR
+        ? new QueueLinkFrameError(`unknown frame kind ${payload[0]}`)
+        : payload.byteLength < 8 + codeLength
+          ? new QueueLinkFrameError('error answer shorter than its header')
+          : undefined;
+    if (failure !== undefined) {
+      call.reject(failure);
+      throw failure;
+    }
     const code = lenientDecoder.decode(payload.subarray(6, 6 + codeLength));
     const textLength = view.getUint16(6 + codeLength);
     const text = lenientDecoder.decode(payload.subarray(8 + codeLength, 8 + codeLength + textLength));
@@ -360,6 +374,9 @@ export class QueueLink {
       answer = handler(op, group, body, peer);
     } catch (error) {
       this.#reply(stream, errorFrame(id, error, this.#log));
+      // A body that does not decode is a broken or hostile sender: once the call is answered with
+      // the reason, its stream is closed (by the caller of this method).
+      if (error instanceof QueueLinkFrameError) throw error;
       return;
     }
     if (answer instanceof Uint8Array) {

@@ -97,8 +97,9 @@ const EMPTY_TABLE: FieldTable = Object.freeze({ entries: [] }) as unknown as Fie
  * cluster's members (`clusterNodes`, `forgottenNodes`); restore also reads versions 1 and 2 (no
  * policies, no members) and refuses others.
  */
-const SNAPSHOT_VERSION = 3;
-const READABLE_SNAPSHOT_VERSIONS: readonly number[] = [1, 2, 3];
+/** 4: queue rows may carry their replicas (`members`). */
+const SNAPSHOT_VERSION = 4;
+const READABLE_SNAPSHOT_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 /** A snapshot that cannot be restored: corrupt storage or a newer format. Never expected. */
 export class SnapshotFormatError extends Error {

@@ -264,6 +264,13 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
    * (back-pressure along the chain instead of a copy per attempt).
    */
   private enqueue(command: EnqueueCommand, index: number): QueueReply {
+    // A publish re-sent after a lost answer, already taken: a duplicate even if the queue is full
+    // now (it may be full of that very message). (A hand-off keeps the order below: see above.)
+    const { publishId } = command;
+    if (publishId !== undefined && this.dedupe.hasSeen(publishId.source, publishId.messageId)) {
+      this.duplicatesDropped++;
+      return REPLY_DUPLICATE;
+    }
     if (this.pending.isFull()) return REPLY_BACKLOG;
     const { overflow } = this.config;
     const { handOff } = command;

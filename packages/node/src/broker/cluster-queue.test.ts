@@ -1,0 +1,557 @@
+import type { HandOffId } from '@styx/dlx';
+import { InMemoryLog, NotLeaderError } from '@styx/raft';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
+import { encodeCommandAnswer, encodeCounts, QueueLinkCode, QueueOp } from '../cluster/queue-rpc-codec.ts';
+import { ChannelError, Code } from '../errors/amqp-error.ts';
+import type { QueueRecord } from '../metadata/metadata-machine.ts';
+import type { QueueActor } from '../queue/queue-actor.ts';
+import { GROUP, makeActor } from '../queue/queue-actor-test-support.ts';
+import { MachineHarness, storedMessage } from '../queue/queue-test-harness.ts';
+import type {
+  QueueApplyResult,
+  QueueCommand,
+  QueueConfig,
+  QueueCounts,
+  StoredMessage,
+} from '../queue/types.ts';
+import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import type { QueueNodePort } from './cluster-queue.ts';
+import { ClusterQueue, FORWARD_DEADLINE_MS, QueueUnavailableError } from './cluster-queue.ts';
+
+const SELF = 'id-self';
+const SOURCE = 'p.this-run';
+
+function record(members: readonly string[] | undefined, over: Partial<QueueRecord> = {}): QueueRecord {
+  return {
+    vhost: '/',
+    name: 'q',
+    durable: true,
+    exclusiveOwner: undefined,
+    autoDelete: false,
+    arguments: { entries: [] },
+    groupId: GROUP,
+    ...(members === undefined ? {} : { members }),
+    ...over,
+  };
+}
+
+interface Call {
+  readonly peer: string;
+  readonly op: number;
+  readonly group: string;
+  readonly command: QueueCommand | undefined;
+  readonly timeoutMs: number;
+}
+
+type Responder = (call: Call, body: Uint8Array) => Promise<Uint8Array> | Uint8Array;
+
+/** A node without network: calls go to `respond`; the local replica is whatever the test sets. */
+class FakePort implements QueueNodePort {
+  readonly selfId = SELF;
+  readonly publishSource = SOURCE;
+  readonly calls: Call[] = [];
+  local: QueueActor | undefined = undefined;
+  respond: Responder = () => {
+    throw new Error('no responder');
+  };
+  /** Calls past this many fail the test (a loop that never ends). */
+  maxCalls = 500;
+
+  replica(groupId: string): QueueActor | undefined {
+    return groupId === GROUP ? this.local : undefined;
+  }
+
+  async call(
+    peer: string,
+    op: number,
+    group: string,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<Uint8Array> {
+    const command = op === QueueOp.command ? queueCommandCodec.decode(body) : undefined;
+    const call: Call = { peer, op, group, command, timeoutMs };
+    this.calls.push(call);
+    if (this.calls.length > this.maxCalls) throw new RunawayError(this.calls);
+    return this.respond(call, body);
+  }
+
+  peers(): string[] {
+    return this.calls.map((c) => c.peer);
+  }
+
+  publishIds(): (HandOffId | undefined)[] {
+    return this.calls.map((c) => (c.command?.type === 'enqueue' ? c.command.publishId : undefined));
+  }
+}
+
+/** Thrown by the fake port when a command keeps calling without end. */
+class RunawayError extends Error {
+  constructor(calls: readonly Call[]) {
+    super(
+      `${calls.length} calls and counting: ${calls
+        .slice(0, 8)
+        .map((c) => c.peer)
+        .join(', ')}, …`,
+    );
+  }
+}
+
+/** A leader's queue machine behind the link: applies each command as the leader would and answers. */
+class RemoteLeader {
+  readonly harness: MachineHarness;
+  constructor(config: Partial<QueueConfig> = {}) {
+    this.harness = new MachineHarness({ deadLetterExchange: undefined, ...config });
+  }
+  apply(body: Uint8Array): Uint8Array {
+    const result = this.harness.apply(queueCommandCodec.decode(body));
+    return encodeCommandAnswer(result.reply, undefined);
+  }
+  get ready(): number {
+    return this.harness.machine.counts().ready;
+  }
+}
+
+const notLeader = (peer: string, hint: string): QueueLinkRemoteError =>
+  new QueueLinkRemoteError(QueueLinkCode.notLeader, hint, peer);
+
+const lost = (peer: string): QueueLinkLostError => new QueueLinkLostError(peer, 'stream closed');
+
+const message = (size = 3): StoredMessage => storedMessage(size);
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('ClusterQueue: finding the leader', () => {
+  it('follows NOT_LEADER hints to the leader, then goes straight to it', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    port.respond = (call, body) => {
+      if (call.peer !== 'id-d') throw notLeader(call.peer, 'id-d');
+      return leader.apply(body);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c', 'id-d']), false, port);
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    expect(port.peers()).toEqual(['id-b', 'id-d']);
+    expect(queue.leader).toBe('id-d');
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    expect(port.peers()).toEqual(['id-b', 'id-d', 'id-d']);
+    expect(leader.ready).toBe(2);
+    // Every forwarded command names the queue's group.
+    expect(new Set(port.calls.map((c) => c.group))).toEqual(new Set([GROUP]));
+  });
+
+  it('a NOT_LEADER without a hint (or naming the answering node) moves on to the next replica', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    port.respond = (call, body) => {
+      if (call.peer === 'id-b') throw notLeader(call.peer, '');
+      if (call.peer === 'id-c') throw notLeader(call.peer, 'id-c');
+      return leader.apply(body);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c', 'id-d']), false, port);
+    await queue.purge();
+    expect(port.peers()).toEqual(['id-b', 'id-c', 'id-d']);
+    expect(queue.leader).toBe('id-d');
+  });
+
+  it('follows a hint even when the local replica’s own view of the leader is stale', async () => {
+    const port = new FakePort();
+    port.maxCalls = 50;
+    // A follower here still believes id-b leads; id-b stepped down and knows id-c does.
+    port.local = { isLeader: false, leaderId: 'id-b' } as unknown as QueueActor;
+    const leader = new RemoteLeader();
+    port.respond = (call, body) => {
+      if (call.peer === 'id-b') throw notLeader('id-b', 'id-c');
+      return leader.apply(body);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const outcome = await queue.enqueue(message(), undefined).catch((e: unknown) => e);
+    expect(outcome).toEqual({ type: 'ok' });
+    expect(port.peers().slice(0, 2)).toEqual(['id-b', 'id-c']);
+  });
+
+  it('gives up with QueueUnavailableError at the deadline even while replicas keep hinting at each other', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const port = new FakePort();
+    port.maxCalls = 1_000;
+    // Two replicas with stale views, each naming the other; every call takes 100 ms.
+    port.respond = (call) => {
+      vi.setSystemTime(Date.now() + 100);
+      throw notLeader(call.peer, call.peer === 'id-b' ? 'id-c' : 'id-b');
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const outcome = await queue.purge().catch((e: unknown) => e);
+    expect(outcome).toBeInstanceOf(QueueUnavailableError);
+    // About FORWARD_DEADLINE_MS of 100 ms calls, not the fake port's runaway bound.
+    expect(port.calls.length).toBeLessThanOrEqual(FORWARD_DEADLINE_MS / 100 + 2);
+  });
+
+  it('no leader within the deadline: QueueUnavailableError (406) naming the queue and its replicas', async () => {
+    vi.useFakeTimers();
+    const port = new FakePort();
+    port.respond = (call) => {
+      throw call.peer === 'id-b' ? lost(call.peer) : notLeader(call.peer, '');
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    let outcome: unknown;
+    const done = queue.enqueue(message(), undefined).then(
+      (value) => {
+        outcome = value;
+      },
+      (error: unknown) => {
+        outcome = error;
+      },
+    );
+    await vi.advanceTimersByTimeAsync(FORWARD_DEADLINE_MS - 1_000);
+    expect(outcome).toBeUndefined();
+    const before = port.calls.length;
+    expect(before).toBeGreaterThan(10);
+    await vi.advanceTimersByTimeAsync(2_000);
+    await done;
+    expect(outcome).toBeInstanceOf(QueueUnavailableError);
+    expect(outcome).toBeInstanceOf(ChannelError);
+    const error = outcome as QueueUnavailableError;
+    expect(error.code).toBe(Code.PRECONDITION_FAILED);
+    expect(error.message).toContain("queue 'q' in vhost '/'");
+    expect(error.message).toContain(`${SELF}, id-b, id-c`);
+    // Both replicas were tried in turn, and every attempt of the enqueue carried the same id.
+    expect(new Set(port.peers())).toEqual(new Set(['id-b', 'id-c']));
+    expect(new Set(port.publishIds().map((id) => JSON.stringify(id))).size).toBe(1);
+    // The pause between attempts grows: far fewer calls than 15 s / 25 ms.
+    expect(port.calls.length).toBeLessThan(FORWARD_DEADLINE_MS / 25 / 4);
+  });
+
+  it('UNKNOWN_GROUP and UNAVAILABLE answers are retried (a replica not started yet)', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    const answers = [QueueLinkCode.unknownGroup, 'UNAVAILABLE'];
+    port.respond = (call, body) => {
+      const code = answers.shift();
+      if (code !== undefined) throw new QueueLinkRemoteError(code, 'not yet', call.peer);
+      return leader.apply(body);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    expect(port.peers()).toEqual(['id-b', 'id-b', 'id-b']);
+  });
+
+  it('a queue without members is served by its home node', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    port.respond = (_call, body) => leader.apply(body);
+    const queue = new ClusterQueue(record(undefined, { node: 'id-home' }), false, port);
+    expect(queue.members).toEqual(['id-home']);
+    await queue.touch();
+    expect(port.peers()).toEqual(['id-home']);
+  });
+});
+
+describe('ClusterQueue: retries and publish ids', () => {
+  it.each([
+    ['lost', (peer: string) => lost(peer)],
+    ['timed out', (peer: string) => new QueueLinkTimeoutError(peer, 5_000)],
+  ])('an enqueue whose answer was %s is sent again with the same publish id and lands once', async (_name, failure) => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    let answersLost = 1;
+    port.respond = (call, body) => {
+      const answer = leader.apply(body); // applied on the leader...
+      if (answersLost-- > 0) throw failure(call.peer); // ...but the answer is lost
+      return answer;
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const reply = await queue.enqueue(message(5), undefined);
+    // The re-sent copy is recognised: the channel confirms it (a duplicate is not a nack).
+    expect(reply).toEqual({ type: 'duplicate' });
+    expect(leader.ready).toBe(1);
+    expect(port.calls).toHaveLength(2);
+    const [first, second] = port.publishIds();
+    expect(first).toBeDefined();
+    expect(second).toEqual(first);
+    expect(first?.source).toBe(SOURCE);
+    expect(leader.harness.machine.deadLetterTotals().duplicatesDropped).toBe(1);
+  });
+
+  it('an enqueue lost before it reached the leader lands on the retry', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    let failures = 2;
+    port.respond = (call, body) => {
+      if (failures-- > 0) throw lost(call.peer);
+      return leader.apply(body);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    expect(leader.ready).toBe(1);
+    expect(port.calls).toHaveLength(3);
+  });
+
+  it('a hand-off enqueue keeps its hand-off id and gets no publish id', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    port.respond = (_call, body) => leader.apply(body);
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const handOff = { source: 'other-q#inc', messageId: 9, horizon: 4 };
+    await queue.enqueue(message(), undefined, handOff);
+    const command = port.calls[0]?.command;
+    expect(command?.type === 'enqueue' ? [command.handOff, command.publishId] : undefined).toEqual([
+      handOff,
+      undefined,
+    ]);
+  });
+
+  it('`get` is not retried after a lost or timed-out answer: it fails with a channel error', async () => {
+    for (const failure of [lost('id-b'), new QueueLinkTimeoutError('id-b', 5_000)]) {
+      const port = new FakePort();
+      port.respond = () => {
+        throw failure;
+      };
+      const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+      const error = await queue.get('conn/1', false).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ChannelError);
+      expect((error as ChannelError).code).toBe(Code.INTERNAL_ERROR);
+      expect(port.calls).toHaveLength(1);
+      expect(port.calls[0]?.command).toEqual({ type: 'get', owner: 'conn/1', noAck: false });
+    }
+  });
+
+  it('`get` does follow a NOT_LEADER hint (the refused get took nothing) and returns the message', async () => {
+    const port = new FakePort();
+    const body = storedMessage(4, 'rk-got');
+    port.respond = (call) => {
+      if (call.peer === 'id-b') throw notLeader('id-b', 'id-c');
+      return encodeCommandAnswer(
+        { type: 'got', id: 7, redelivered: true, deliveryCount: 2, messageCount: 5 },
+        body,
+      );
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const got = await queue.get('conn/1', true);
+    expect(port.peers()).toEqual(['id-b', 'id-c']);
+    expect(got).toMatchObject({ id: 7, redelivered: true, deliveryCount: 2, messageCount: 5 });
+    expect(got?.message.routingKey).toBe('rk-got');
+    expect(got?.message.body.byteLength).toBe(4);
+  });
+
+  it('`get` on an empty queue returns undefined', async () => {
+    const port = new FakePort();
+    port.respond = () => encodeCommandAnswer({ type: 'empty' }, undefined);
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    expect(await queue.get('conn/1', false)).toBeUndefined();
+  });
+
+  it('other commands are retried after a lost answer (settle, cancel, consume)', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    let lose = true;
+    port.respond = (call, body) => {
+      const answer = leader.apply(body);
+      if (lose) {
+        lose = false;
+        throw lost(call.peer);
+      }
+      return answer;
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    expect(await queue.consume('conn/1', 'ctag', 10, false, false)).toEqual({ type: 'ok' });
+    expect(port.calls.map((c) => c.command?.type)).toEqual(['consume', 'consume']);
+    expect(leader.harness.machine.counts().consumers).toBe(1);
+  });
+});
+
+describe('ClusterQueue: the publish horizon', () => {
+  /** A leader whose answers the test releases one by one. */
+  function heldAnswers(port: FakePort): Map<number, () => void> {
+    const release = new Map<number, () => void>();
+    port.respond = (call) =>
+      new Promise<Uint8Array>((resolve) => {
+        const id = call.command?.type === 'enqueue' ? call.command.publishId?.messageId : undefined;
+        if (id === undefined) throw new Error('not a publish');
+        release.set(id, () => resolve(encodeCommandAnswer({ type: 'ok' }, undefined)));
+      });
+    return release;
+  }
+
+  async function settle(): Promise<void> {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  }
+
+  it('is the lowest publish id still in flight to the queue', async () => {
+    const port = new FakePort();
+    const release = heldAnswers(port);
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const replies: Promise<unknown>[] = [];
+    const publish = async (): Promise<HandOffId> => {
+      replies.push(queue.enqueue(message(), undefined));
+      await settle();
+      const id = port.publishIds().at(-1);
+      if (id === undefined) throw new Error('no publish id');
+      return id;
+    };
+    const p1 = await publish();
+    expect(p1.horizon).toBe(p1.messageId);
+    const p2 = await publish();
+    const p3 = await publish();
+    expect([p2.messageId, p3.messageId]).toEqual([p1.messageId + 1, p1.messageId + 2]);
+    expect([p2.horizon, p3.horizon]).toEqual([p1.messageId, p1.messageId]);
+
+    // Answered out of order: the horizon stays at the oldest unanswered.
+    release.get(p2.messageId)?.();
+    await replies[1];
+    expect((await publish()).horizon).toBe(p1.messageId); // p4
+    release.get(p1.messageId)?.();
+    await replies[0];
+    const p5 = await publish();
+    expect(p5.horizon).toBe(p3.messageId);
+    release.get(p3.messageId)?.();
+    release.get(p3.messageId + 1)?.();
+    await Promise.all(replies.slice(2, 4));
+    expect((await publish()).horizon).toBe(p5.messageId); // p6
+    for (const resolve of release.values()) resolve();
+    await Promise.all(replies);
+    // Nothing in flight: the next publish is its own horizon.
+    const p7 = await publish();
+    expect(p7.horizon).toBe(p7.messageId);
+    release.get(p7.messageId)?.();
+    await Promise.all(replies);
+  });
+
+  it('a publish that failed leaves the in-flight set too', async () => {
+    const port = new FakePort();
+    const answers: (() => Uint8Array)[] = [
+      () => {
+        throw new QueueLinkRemoteError('406', 'PRECONDITION_FAILED - nope', 'id-b');
+      },
+      () => encodeCommandAnswer({ type: 'ok' }, undefined),
+    ];
+    port.respond = () => (answers.shift() as () => Uint8Array)();
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    await expect(queue.enqueue(message(), undefined)).rejects.toMatchObject({ code: 406 });
+    await queue.enqueue(message(), undefined);
+    const [, second] = port.publishIds();
+    expect(second?.horizon).toBe(second?.messageId);
+  });
+
+  it('is kept per queue: another queue’s publishes in flight do not hold it back', async () => {
+    const port = new FakePort();
+    const release = heldAnswers(port);
+    const q1 = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const q2 = new ClusterQueue(record([SELF, 'id-b'], { name: 'q2' }), false, port);
+    const r1 = q1.enqueue(message(), undefined);
+    await settle();
+    const r2 = q2.enqueue(message(), undefined);
+    await settle();
+    const [a, b] = port.publishIds();
+    expect(b?.messageId).toBeGreaterThan(a?.messageId ?? Number.POSITIVE_INFINITY);
+    expect(b?.horizon).toBe(b?.messageId);
+    for (const resolve of release.values()) resolve();
+    await Promise.all([r1, r2]);
+  });
+});
+
+describe('ClusterQueue: errors answered by the leader', () => {
+  it('an AMQP reply code becomes a ChannelError with that code, not retried', async () => {
+    const port = new FakePort();
+    port.respond = (call) => {
+      throw new QueueLinkRemoteError(
+        '405',
+        "RESOURCE_LOCKED - cannot obtain exclusive access to queue 'q'",
+        call.peer,
+      );
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const error = await queue.consume('conn/1', 'ctag', 0, false, true).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelError);
+    expect(error).toMatchObject({
+      code: 405,
+      message: "RESOURCE_LOCKED - cannot obtain exclusive access to queue 'q'",
+    });
+    expect(port.calls).toHaveLength(1);
+  });
+
+  it('any other error code becomes a 541 channel error, not retried', async () => {
+    const port = new FakePort();
+    port.respond = (call) => {
+      throw new QueueLinkRemoteError('INTERNAL', 'internal error', call.peer);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const error = await queue.settle('conn/1', [1]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelError);
+    expect((error as ChannelError).code).toBe(Code.INTERNAL_ERROR);
+    expect((error as ChannelError).message).toContain('INTERNAL');
+    expect(port.calls).toHaveLength(1);
+  });
+
+  it('an unexpected error from the port is passed through unchanged', async () => {
+    const port = new FakePort();
+    const oops = new TypeError('oops');
+    port.respond = () => {
+      throw oops;
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    await expect(queue.touch()).rejects.toBe(oops);
+  });
+});
+
+describe('ClusterQueue: the local replica', () => {
+  it('runs commands on the local replica when it leads, with the publish id, without any call', async () => {
+    const port = new FakePort();
+    const log = new InMemoryLog<QueueCommand, QueueApplyResult>(GROUP);
+    const proposed: QueueCommand[] = [];
+    const propose = log.propose.bind(log);
+    log.propose = (command: QueueCommand) => {
+      proposed.push(command);
+      return propose(command);
+    };
+    const { actor } = makeActor(log);
+    await actor.open();
+    port.local = actor;
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    expect(await queue.enqueue(storedMessage(6, 'local-rk'), undefined)).toEqual({ type: 'ok' });
+    const enqueue = proposed.find((c) => c.type === 'enqueue');
+    expect(enqueue?.type === 'enqueue' ? enqueue.publishId?.source : undefined).toBe(SOURCE);
+    expect(queue.counts().ready).toBe(1);
+    expect(await queue.fetchCounts()).toMatchObject({ ready: 1 });
+    const got = await queue.get('conn/1', true);
+    expect(got?.message.routingKey).toBe('local-rk');
+    expect(got?.message.body.byteLength).toBe(6);
+    expect(port.calls).toEqual([]);
+  });
+
+  it('a local leader that loses the leadership mid-command forwards it to the new leader', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    // The replica steps down as the command is proposed; it has not heard from the new leader yet.
+    const replica = {
+      isLeader: true,
+      leaderId: SELF as string | undefined,
+      run(): Promise<never> {
+        replica.isLeader = false;
+        replica.leaderId = undefined;
+        return Promise.reject(new NotLeaderError(GROUP, 'id-c'));
+      },
+      counts: () => ({ ready: 0 }),
+    };
+    port.local = replica as unknown as QueueActor;
+    port.respond = (_call, body) => leader.apply(body);
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    expect(port.peers()).toEqual(['id-c']);
+  });
+
+  it('counts are the local replica’s, or zero without one; fetchCounts asks the leader', async () => {
+    const port = new FakePort();
+    const counts = { ready: 4, unacked: 1, consumers: 2, deadLetterPending: 0 } as QueueCounts;
+    port.respond = (call) => {
+      expect(call.op).toBe(QueueOp.counts);
+      return encodeCounts(counts);
+    };
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    expect(queue.counts()).toMatchObject({ ready: 0, unacked: 0, consumers: 0 });
+    expect(await queue.fetchCounts()).toEqual(counts);
+    expect(port.calls).toHaveLength(1);
+    expect(port.calls[0]?.command).toBeUndefined();
+  });
+});
