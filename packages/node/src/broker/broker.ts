@@ -110,6 +110,8 @@ export interface BrokerCluster {
   isDown(nodeId: string): boolean;
   /** Called each time a member is counted down. */
   onNodeDown(listener: (nodeId: string) => void): () => void;
+  /** Called each time a member is reachable again. */
+  onNodeUp(listener: (nodeId: string) => void): () => void;
 }
 
 /** The metadata group as the cluster layer sees it: its Raft replica and the applied state. */
@@ -145,6 +147,9 @@ function notClustered(): ChannelError {
     'this node is not in a cluster: its queues have one replica',
   );
 }
+
+/** How long after a member joins or returns the queue leaders are rebalanced, ms. */
+const REBALANCE_DELAY_MS = 10_000;
 
 /** How long a declare waits for a new queue's replicas to join its group, ms. */
 const QUEUE_MEMBERS_WAIT_MS = 5_000;
@@ -192,6 +197,7 @@ export class Broker {
    */
   private readonly proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   private memoryTimer: NodeJS.Timeout | undefined;
+  private rebalanceTimer: NodeJS.Timeout | undefined;
   private memoryBlocked = false;
 
   /** Whether the node is over its memory budget (publishers are blocked). */
@@ -241,6 +247,13 @@ export class Broker {
             },
             this.cluster,
           );
+    // A member back from a partition may have given up this node's consumers: register them again.
+    // And a member back (or new) should lead its share of the queues again.
+    this.cluster?.onNodeUp(() => {
+      for (const connection of this.connections.values())
+        for (const channel of connection.openChannels()) channel.reassertConsumers();
+      this.scheduleRebalance();
+    });
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
@@ -427,6 +440,7 @@ export class Broker {
       case 'setQueueMembers':
       case 'addClusterNode':
       case 'forgetClusterNode':
+        if (command.type === 'addClusterNode') this.scheduleRebalance();
         // After this apply: starting a replica opens a log, never from inside another's apply.
         queueMicrotask(() => void clusterQueues.reconcileReplicas());
         if (command.type === 'setQueueMembers') {
@@ -1174,6 +1188,26 @@ export class Broker {
     return transfers;
   }
 
+  /**
+   * After a member joins or comes back, the metadata leader evens out queue leaders (once things
+   * settle: a restarted node first catches its replicas up, and a flapping one moves nothing).
+   */
+  private scheduleRebalance(): void {
+    if (this.rebalanceTimer !== undefined || this.metaGroup?.role !== 'leader') return;
+    this.rebalanceTimer = setTimeout(() => {
+      this.rebalanceTimer = undefined;
+      if (this.metaGroup?.role !== 'leader') return;
+      this.rebalanceQueues().then(
+        (transfers) => {
+          if (transfers.length > 0)
+            this.logger.info({ transfers: transfers.length }, 'queue leaders rebalanced');
+        },
+        (err: unknown) => this.logger.warn({ err }, 'queue leader rebalance failed'),
+      );
+    }, REBALANCE_DELAY_MS);
+    this.rebalanceTimer.unref();
+  }
+
   /** The placement of every replicated queue, leaders as this node knows them. */
   private assignment(): Assignment {
     const assignment = new Map<string, { replicas: readonly string[]; leader?: string }>();
@@ -1227,6 +1261,7 @@ export class Broker {
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
   async shutdown(): Promise<void> {
     if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
+    if (this.rebalanceTimer !== undefined) clearTimeout(this.rebalanceTimer);
     this.clusterQueues?.stop();
     for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
     const closing: Promise<void>[] = [];

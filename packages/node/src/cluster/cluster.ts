@@ -133,6 +133,7 @@ export class Cluster implements BrokerCluster {
   readonly queueLink: QueueLink;
   readonly #gossip: ClusterGossip;
   readonly #downListeners = new Set<(nodeId: string) => void>();
+  readonly #upListeners = new Set<(nodeId: string) => void>();
   #group: MetadataGroup | undefined;
   #reconciler: MembershipReconciler | undefined;
   /** Peers currently in the address books (node id → address). */
@@ -211,6 +212,7 @@ export class Cluster implements BrokerCluster {
       raftHostOf(storage, transport);
       const cluster = new Cluster(options, { node, gater, transport, rpc, queueLink, gossip });
       node.addEventListener('peer:disconnect', (event) => cluster.#nodeDown(event.detail.toString()));
+      node.addEventListener('peer:connect', (event) => cluster.#nodeUp(event.detail.toString()));
       return cluster;
     } catch (error) {
       await node.stop();
@@ -282,6 +284,23 @@ export class Cluster implements BrokerCluster {
   onNodeDown(listener: (nodeId: string) => void): () => void {
     this.#downListeners.add(listener);
     return () => this.#downListeners.delete(listener);
+  }
+
+  /** Called with a node's id each time it is reachable again (connected, or answering pings again). */
+  onNodeUp(listener: (nodeId: string) => void): () => void {
+    this.#upListeners.add(listener);
+    return () => this.#upListeners.delete(listener);
+  }
+
+  #nodeUp(nodeId: string): void {
+    if (this.#stopped || !this.#known.has(nodeId)) return;
+    for (const listener of this.#upListeners) {
+      try {
+        listener(nodeId);
+      } catch (error) {
+        this.#log.error({ err: error, node: nodeId }, 'node-up listener failed');
+      }
+    }
   }
 
   #nodeDown(nodeId: string): void {
@@ -420,7 +439,9 @@ export class Cluster implements BrokerCluster {
     this.#probing.add(id);
     try {
       await this.#rpc.call(id, RPC_PING, EMPTY, PING_TIMEOUT_MS);
+      const wasDown = this.#countedDown(id);
       this.#missedPings.delete(id);
+      if (wasDown) this.#nodeUp(id);
     } catch {
       const missed = (this.#missedPings.get(id) ?? 0) + 1;
       this.#missedPings.set(id, missed);

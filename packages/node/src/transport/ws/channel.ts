@@ -39,6 +39,8 @@ interface Consumer {
   readonly tag: string;
   readonly queue: QueueHandle;
   readonly noAck: boolean;
+  readonly prefetch: number;
+  readonly exclusive: boolean;
   /**
    * Deliveries that arrived before basic.consume-ok went out. AMQP requires consume-ok first, but
    * the queue may deliver during the very apply that attached the consumer.
@@ -440,7 +442,7 @@ export class Channel implements OwnerSink {
     if (this.consumers.has(tag)) {
       throw new ConnectionError(Code.NOT_ALLOWED, `attempt to reuse consumer tag '${tag}'`);
     }
-    const consumer: Consumer = { tag, queue, noAck, pending: [] };
+    const consumer: Consumer = { tag, queue, noAck, prefetch: this.prefetch, exclusive, pending: [] };
     this.consumers.set(tag, consumer);
     this.queuesUsed.add(queue);
     let reply: Awaited<ReturnType<QueueHandle['consume']>>;
@@ -505,6 +507,25 @@ export class Channel implements OwnerSink {
   }
 
   /** OwnerSink: the queue removed one of this channel's consumers (queue deleted). */
+  /**
+   * A cluster node came back: if it had counted this node down, the queues it leads dropped this
+   * channel's consumers (and returned their unacked messages). Register each consumer again — a
+   * no-op for a queue that kept it; one now taken exclusively by another is cancelled.
+   */
+  reassertConsumers(): void {
+    if (this.state !== 'open') return;
+    for (const consumer of this.consumers.values()) {
+      if (consumer.pending !== undefined) continue; // its basic.consume is still under way
+      const { queue, tag } = consumer;
+      queue.consume(this.owner, tag, consumer.prefetch, consumer.noAck, consumer.exclusive).then(
+        (reply) => {
+          if (reply.type === 'locked') this.consumerCancelled(queue, tag);
+        },
+        (err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'consumer not registered again'),
+      );
+    }
+  }
+
   consumerCancelled(_queue: QueueHandle, tag: string): void {
     if (!this.consumers.delete(tag) || this.state !== 'open') return;
     this.host.send({ channel: this.number, method: 'basicCancel', basicCancel: { consumerTag: tag } });

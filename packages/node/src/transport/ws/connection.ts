@@ -119,6 +119,11 @@ export class Connection implements ChannelHost {
   }
 
   /** The open channel with this number, if any (queues deliver to it as its owner). */
+  /** The open channels. */
+  *openChannels(): IterableIterator<Channel> {
+    for (const channel of this.channels.values()) if (channel.isOpen) yield channel;
+  }
+
   channelFor(number: number): Channel | undefined {
     const channel = this.channels.get(number);
     return channel?.isOpen ? channel : undefined;
