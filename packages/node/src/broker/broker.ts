@@ -987,6 +987,11 @@ export class Broker {
     return targets;
   }
 
+  /** Whether `queue` still exists (this incarnation: not deleted, nor deleted and declared again). */
+  isCurrent(queue: QueueHandle): boolean {
+    return this.metadata.queue(queue.vhost, queue.name)?.groupId === queue.groupId;
+  }
+
   /** Validate a per-message `expiration`; 406 PRECONDITION_FAILED when invalid. */
   parseExpiration(expiration: string): number {
     const result = validateExpiration(expiration);

@@ -636,6 +636,11 @@ export class Channel implements OwnerSink {
    */
   private outcomeFailed(kind: OutcomeKind, queue: QueueHandle, err: unknown): void {
     if (this.state !== 'open') return;
+    // The queue was deleted meanwhile: its messages are gone, the ack is moot.
+    if (!this.broker.isCurrent(queue)) {
+      this.host.logger.debug({ err, queue: queue.name }, `${kind} for a deleted queue ignored`);
+      return;
+    }
     this.host.logger.warn({ err, queue: queue.name }, `${kind} failed: closing the channel`);
     const code = err instanceof ChannelError ? err.code : Code.INTERNAL_ERROR;
     const text = err instanceof Error ? err.message : String(err);
