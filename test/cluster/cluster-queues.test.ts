@@ -180,10 +180,18 @@ describe('a three-node cluster: queues replicated on every node', () => {
     // The dead leader comes back with its data and catches its replica up.
     await cluster.restart('n1');
     await cluster.waitFormed();
-    await eventually('n1 caught up', async () => {
-      const json = await cluster.queue('n1', 'failover');
-      return json.online?.length === 3;
+    interface QuorumStatus {
+      readonly commit_index: number;
+      readonly members: readonly { readonly node: string; readonly match_index: number }[];
+    }
+    await eventually('n1 caught up: its replica holds everything the leader committed', async () => {
+      const status = await cluster.api<QuorumStatus>('n2', '/api/queues/%2F/failover/quorum_status');
+      const n1 = status.members.find((m) => m.node === 'n1');
+      return n1 !== undefined && n1.match_index >= status.commit_index;
     });
+    // And it serves the queue again: its replica's counts match the leader's.
+    const check = await (await connect('n1')).createChannel();
+    expect((await check.checkQueue('failover')).messageCount).toBe(0);
   }, 180_000);
 
   it('cross-node at-least-once dead-lettering survives SIGKILL of the source leader, then of the target leader: every message in the DLQ exactly once', async () => {
