@@ -555,3 +555,49 @@ describe('ClusterQueue: the local replica', () => {
     expect(port.calls[0]?.command).toBeUndefined();
   });
 });
+
+describe('ClusterQueue: a publisher’s order through retries', () => {
+  /** A leader behind a link that loses (or delays, then loses) what is sent while it is down. */
+  function flakyLeader(port: FakePort) {
+    const state = { down: true, slowId: -1, landed: [] as number[] };
+    port.respond = async (call) => {
+      const command = call.command;
+      const n = command?.type === 'enqueue' ? Number(Buffer.from(command.message.body).toString()) : -1;
+      if (state.down) {
+        // A call that times out late rather than failing with the others.
+        if (n === state.slowId) await new Promise((resolve) => setTimeout(resolve, 30));
+        throw lost(call.peer);
+      }
+      if (n >= 0) state.landed.push(n);
+      return encodeCommandAnswer({ type: 'ok' }, undefined);
+    };
+    return state;
+  }
+  const publish = (queue: ClusterQueue, n: number): Promise<unknown> =>
+    queue.enqueue({ ...message(), body: Buffer.from(String(n)) }, undefined);
+
+  it('publishes made while earlier ones wait to be sent again land after them, in order', async () => {
+    const port = new FakePort();
+    const leader = flakyLeader(port);
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const early = [0, 1, 2].map((n) => publish(queue, n));
+    await new Promise((resolve) => setTimeout(resolve, 5)); // their stream broke meanwhile
+    const late = [3, 4].map((n) => publish(queue, n));
+    leader.down = false;
+    await Promise.all([...early, ...late]);
+    expect(leader.landed).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('an earlier publish still in flight when the trouble starts keeps its place', async () => {
+    const port = new FakePort();
+    const leader = flakyLeader(port);
+    leader.slowId = 1; // 0 fails at once, 1 only later
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const early = [0, 1].map((n) => publish(queue, n));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    leader.down = false; // the link is back before 1's failure is known
+    const late = [2, 3].map((n) => publish(queue, n));
+    await Promise.all([...early, ...late]);
+    expect(leader.landed).toEqual([0, 1, 2, 3]);
+  });
+});

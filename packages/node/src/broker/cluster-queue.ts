@@ -73,6 +73,25 @@ export class QueueUnavailableError extends ChannelError {
 
 let publishSequence = 0;
 
+type CommandAnswer = { reply: QueueReply; message?: StoredMessage | undefined };
+
+/** How one attempt at a command went: its answer, or the error that makes it worth another. */
+interface Attempt {
+  readonly answer?: CommandAnswer;
+  readonly error?: unknown;
+  /** The answer named the leader to try next. */
+  readonly hinted?: boolean;
+}
+
+interface BacklogItem {
+  readonly body: Uint8Array;
+  readonly seq: number;
+  readonly resolve: (answer: CommandAnswer) => void;
+  readonly reject: (error: unknown) => void;
+  readonly deadline: number;
+  lastError: unknown;
+}
+
 export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   readonly vhost: string;
   readonly name: string;
@@ -87,6 +106,16 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   readonly #inFlight: number[] = [];
   #inFlightHead = 0;
   readonly #answered = new Set<number>();
+  /** Commands to send again (their outcome was unknown, or no leader answered), in order. */
+  readonly #backlog: BacklogItem[] = [];
+  #draining = false;
+  /** Set by a command that must be sent again; new commands queue behind until the backlog drains. */
+  #recovering = false;
+  /** Numbers retryable commands in the order they were made (the backlog's order). */
+  #commandSeq = 0;
+  /** Retryable commands sent directly and not answered yet. */
+  #direct = 0;
+  #wakeDrain: (() => void) | undefined = undefined;
 
   constructor(record: QueueRecord, deliveryCountHeader: boolean, port: QueueNodePort) {
     this.vhost = record.vhost;
@@ -216,18 +245,155 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     command: QueueCommand,
     retryable: boolean,
   ): Promise<{ reply: QueueReply; message?: StoredMessage | undefined }> {
-    const replica = this.#port.replica(this.groupId);
-    if (replica?.isLeader) {
-      try {
+    if (!retryable) {
+      const replica = this.#port.replica(this.groupId);
+      if (replica?.isLeader) {
         const result = await replica.run(command);
         return { reply: result.reply, message: (result as GotApplyResult).message };
-      } catch (error) {
-        // Lost the leadership with the command in flight: its fate is unknown.
-        if (!(error instanceof NotLeaderError) || !retryable) throw error;
-        this.#leaderHint = error.leader;
       }
+      return this.#forward(QueueOp.command, queueCommandCodec.encode(command), false, decodeCommandAnswer);
     }
-    return this.#forward(QueueOp.command, queueCommandCodec.encode(command), retryable, decodeCommandAnswer);
+    const body = queueCommandCodec.encode(command);
+    const seq = ++this.#commandSeq;
+    // Once a command must be sent again, the ones after it wait behind it: a publisher's messages
+    // keep their order through a lost stream or a leader change.
+    if (this.#recovering) return this.#sendLater(body, seq, undefined);
+    this.#direct++;
+    let outcome: Attempt;
+    try {
+      outcome = await this.#attempt(body);
+    } finally {
+      this.#direct--;
+      if (this.#direct === 0) this.#wakeDrain?.();
+    }
+    if (outcome.answer !== undefined) return outcome.answer;
+    this.#recovering = true;
+    return this.#sendLater(body, seq, outcome.error);
+  }
+
+  /**
+   * One attempt at a command, sent synchronously (so attempts made in a row go out in that order)
+   * to the local replica if it leads, else to the peer `#nextPeer` picks. Resolves with the answer,
+   * or with the error when trying again may help; rejects when it cannot.
+   */
+  #attempt(body: Uint8Array, tried = 0): Promise<Attempt> {
+    const replica = this.#port.replica(this.groupId);
+    if (replica?.isLeader) {
+      return replica.run(queueCommandCodec.decode(body)).then(
+        (result) => ({ answer: { reply: result.reply, message: (result as GotApplyResult).message } }),
+        (error: unknown) => {
+          if (!(error instanceof NotLeaderError)) throw error;
+          return { error };
+        },
+      );
+    }
+    const peer = this.#nextPeer(tried);
+    if (peer === undefined) return Promise.resolve({ error: new Error('no other replica to ask') });
+    return this.#port.call(peer, QueueOp.command, this.groupId, body, CALL_TIMEOUT_MS).then(
+      (bytes) => {
+        this.#leaderHint = peer;
+        return { answer: decodeCommandAnswer(bytes) };
+      },
+      (error: unknown) => {
+        if (error instanceof QueueLinkRemoteError) {
+          if (error.code === QueueLinkCode.notLeader) {
+            const hint = error.message;
+            this.#leaderHint = hint === '' || hint === peer || hint === this.#port.selfId ? undefined : hint;
+            return { error, hinted: this.#leaderHint !== undefined };
+          }
+          if (error.code === QueueLinkCode.unknownGroup || error.code === 'UNAVAILABLE') return { error };
+          throw remoteFailure(error);
+        }
+        if (error instanceof QueueLinkLostError || error instanceof QueueLinkTimeoutError) {
+          if (this.#leaderHint === peer) this.#leaderHint = undefined;
+          return { error };
+        }
+        throw error;
+      },
+    );
+  }
+
+  /** Queue `body` (command number `seq`) among those waiting to be sent again, in number order. */
+  #sendLater(body: Uint8Array, seq: number, error: unknown): Promise<CommandAnswer> {
+    return new Promise<CommandAnswer>((resolve, reject) => {
+      const item: BacklogItem = {
+        body,
+        seq,
+        resolve,
+        reject,
+        deadline: Date.now() + FORWARD_DEADLINE_MS,
+        lastError: error,
+      };
+      const backlog = this.#backlog;
+      let at = backlog.length;
+      while (at > 0 && (backlog[at - 1] as BacklogItem).seq > seq) at--;
+      backlog.splice(at, 0, item);
+      if (!this.#draining) void this.#drain();
+    });
+  }
+
+  /**
+   * Send the backlog again, in order, until it is empty: each round sends every waiting command, in
+   * order, to one peer (one stream keeps their order); those that fail again go back to the front,
+   * still in order, and the next round follows the hint they brought (at once) or waits a back-off.
+   * A command past its deadline fails with `QueueUnavailableError`.
+   */
+  async #drain(): Promise<void> {
+    this.#draining = true;
+    let delay = FIRST_RETRY_DELAY_MS;
+    // The first attempt (in `#run`) asked the first peer in turn: the rounds go on from the next.
+    let tried = 1;
+    let hops = 0;
+    try {
+      while (this.#backlog.length > 0 || this.#direct > 0) {
+        // Commands sent before the trouble and not answered yet go first: wait for their outcome
+        // (an answer, or a place in the backlog) before sending anything after them.
+        if (this.#direct > 0) {
+          await new Promise<void>((resolve) => {
+            this.#wakeDrain = resolve;
+          });
+          this.#wakeDrain = undefined;
+          continue;
+        }
+        const now = Date.now();
+        const round = this.#backlog.splice(0);
+        const live: BacklogItem[] = [];
+        for (const item of round) {
+          if (item.deadline <= now) item.reject(new QueueUnavailableError(this.record, item.lastError));
+          else live.push(item);
+        }
+        if (live.length === 0) continue;
+        const outcomes = await Promise.allSettled(live.map((item) => this.#attempt(item.body, tried)));
+        tried++;
+        const again: BacklogItem[] = [];
+        let hinted = false;
+        outcomes.forEach((outcome, i) => {
+          const item = live[i] as BacklogItem;
+          if (outcome.status === 'rejected') item.reject(outcome.reason);
+          else if (outcome.value.answer !== undefined) item.resolve(outcome.value.answer);
+          else {
+            item.lastError = outcome.value.error;
+            hinted ||= outcome.value.hinted === true;
+            again.push(item);
+          }
+        });
+        if (again.length === 0) {
+          delay = FIRST_RETRY_DELAY_MS;
+          continue;
+        }
+        this.#backlog.unshift(...again);
+        if (hinted && hops < MAX_HOPS) {
+          hops++;
+          continue;
+        }
+        hops = 0;
+        await sleep(delay);
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      }
+    } finally {
+      this.#draining = false;
+      this.#recovering = false;
+    }
   }
 
   /**
