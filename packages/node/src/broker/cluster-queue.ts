@@ -83,8 +83,14 @@ interface Attempt {
   readonly hinted?: boolean;
 }
 
+/** A command to send, and its encoding once made. */
+interface Outgoing {
+  readonly command: QueueCommand;
+  body: Uint8Array | undefined;
+}
+
 interface BacklogItem {
-  readonly body: Uint8Array;
+  readonly command: Outgoing;
   readonly seq: number;
   readonly resolve: (answer: CommandAnswer) => void;
   readonly reject: (error: unknown) => void;
@@ -253,22 +259,22 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       }
       return this.#forward(QueueOp.command, queueCommandCodec.encode(command), false, decodeCommandAnswer);
     }
-    const body = queueCommandCodec.encode(command);
+    const outgoing: Outgoing = { command, body: undefined };
     const seq = ++this.#commandSeq;
     // Once a command must be sent again, the ones after it wait behind it: a publisher's messages
     // keep their order through a lost stream or a leader change.
-    if (this.#recovering) return this.#sendLater(body, seq, undefined);
+    if (this.#recovering) return this.#sendLater(outgoing, seq, undefined);
     this.#direct++;
     let outcome: Attempt;
     try {
-      outcome = await this.#attempt(body);
+      outcome = await this.#attempt(outgoing);
     } finally {
       this.#direct--;
       if (this.#direct === 0) this.#wakeDrain?.();
     }
     if (outcome.answer !== undefined) return outcome.answer;
     this.#recovering = true;
-    return this.#sendLater(body, seq, outcome.error);
+    return this.#sendLater(outgoing, seq, outcome.error);
   }
 
   /**
@@ -276,10 +282,10 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
    * to the local replica if it leads, else to the peer `#nextPeer` picks. Resolves with the answer,
    * or with the error when trying again may help; rejects when it cannot.
    */
-  #attempt(body: Uint8Array, tried = 0): Promise<Attempt> {
+  #attempt(outgoing: Outgoing, tried = 0): Promise<Attempt> {
     const replica = this.#port.replica(this.groupId);
     if (replica?.isLeader) {
-      return replica.run(queueCommandCodec.decode(body)).then(
+      return replica.run(outgoing.command).then(
         (result) => ({ answer: { reply: result.reply, message: (result as GotApplyResult).message } }),
         (error: unknown) => {
           if (!(error instanceof NotLeaderError)) throw error;
@@ -289,7 +295,9 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     }
     const peer = this.#nextPeer(tried);
     if (peer === undefined) return Promise.resolve({ error: new Error('no other replica to ask') });
-    return this.#port.call(peer, QueueOp.command, this.groupId, body, CALL_TIMEOUT_MS).then(
+    // Encoded once, when first sent over the link (the local replica takes the command as is).
+    outgoing.body ??= queueCommandCodec.encode(outgoing.command);
+    return this.#port.call(peer, QueueOp.command, this.groupId, outgoing.body, CALL_TIMEOUT_MS).then(
       (bytes) => {
         this.#leaderHint = peer;
         return { answer: decodeCommandAnswer(bytes) };
@@ -313,11 +321,11 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     );
   }
 
-  /** Queue `body` (command number `seq`) among those waiting to be sent again, in number order. */
-  #sendLater(body: Uint8Array, seq: number, error: unknown): Promise<CommandAnswer> {
+  /** Queue `command` (number `seq`) among those waiting to be sent again, in number order. */
+  #sendLater(command: Outgoing, seq: number, error: unknown): Promise<CommandAnswer> {
     return new Promise<CommandAnswer>((resolve, reject) => {
       const item: BacklogItem = {
-        body,
+        command,
         seq,
         resolve,
         reject,
@@ -363,7 +371,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
           else live.push(item);
         }
         if (live.length === 0) continue;
-        const outcomes = await Promise.allSettled(live.map((item) => this.#attempt(item.body, tried)));
+        const outcomes = await Promise.allSettled(live.map((item) => this.#attempt(item.command, tried)));
         tried++;
         const again: BacklogItem[] = [];
         let hinted = false;
