@@ -602,3 +602,32 @@ describe('ClusterQueue: a publisher’s order through retries', () => {
     expect(leader.landed).toEqual([0, 1, 2, 3]);
   });
 });
+
+describe('ClusterQueue: order when the leader moves under commands in flight', () => {
+  it('a publish that would go to a new leader waits for those still in flight to the old one', async () => {
+    const port = new FakePort();
+    const landed: number[] = [];
+    // The old leader (id-b) hangs, then its calls time out; the new one (id-c) answers at once.
+    port.respond = async (call) => {
+      const command = call.command;
+      const n = command?.type === 'enqueue' ? Number(Buffer.from(command.message.body).toString()) : -1;
+      if (call.peer === 'id-b') {
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        throw new QueueLinkTimeoutError('id-b', 40);
+      }
+      if (n >= 0) landed.push(n);
+      return encodeCommandAnswer({ type: 'ok' }, undefined);
+    };
+    const local = { isLeader: false, leaderId: 'id-b' } as { isLeader: boolean; leaderId: string };
+    port.local = local as unknown as QueueActor;
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const publish = (n: number): Promise<unknown> =>
+      queue.enqueue({ ...message(), body: Buffer.from(String(n)) }, undefined);
+    const early = [publish(0), publish(1)];
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    local.leaderId = 'id-c'; // this replica learns of the new leader before the calls time out
+    const late = [publish(2), publish(3)];
+    await Promise.all([...early, ...late]);
+    expect(landed).toEqual([0, 1, 2, 3]);
+  });
+});

@@ -119,8 +119,9 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   #recovering = false;
   /** Numbers retryable commands in the order they were made (the backlog's order). */
   #commandSeq = 0;
-  /** Retryable commands sent directly and not answered yet. */
+  /** Retryable commands sent directly and not answered yet, and where they went. */
   #direct = 0;
+  #directTarget: string | undefined = undefined;
   #wakeDrain: (() => void) | undefined = undefined;
 
   constructor(record: QueueRecord, deliveryCountHeader: boolean, port: QueueNodePort) {
@@ -264,6 +265,14 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     // Once a command must be sent again, the ones after it wait behind it: a publisher's messages
     // keep their order through a lost stream or a leader change.
     if (this.#recovering) return this.#sendLater(outgoing, seq, undefined);
+    // Commands in flight to one place and this one to another (the leader moved, or this replica
+    // took over): this one could land first. It waits until they are answered or back in the queue.
+    const target = this.#port.replica(this.groupId)?.isLeader ? this.#port.selfId : this.#nextPeer(0);
+    if (this.#direct > 0 && target !== this.#directTarget) {
+      this.#recovering = true;
+      return this.#sendLater(outgoing, seq, undefined);
+    }
+    this.#directTarget = target;
     this.#direct++;
     let outcome: Attempt;
     try {
