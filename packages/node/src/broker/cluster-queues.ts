@@ -42,11 +42,13 @@ import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue } from './cluster-queue.ts';
 
+/** How long a new leader waits before giving up the owners of nodes it counts down, ms. */
+const TAKEOVER_OWNER_CHECK_MS = 3_000;
 /** How often leaders check their groups' membership against the records, ms. */
 const MEMBERSHIP_CHECK_MS = 1_000;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
 const CAUGHT_UP_SLACK = 64;
-/** Retries of a delivery whose answer was lost, before its owner is given up, and their spacing. */
+/** Retries of a delivery whose answer was lost before that is logged, and their spacing. */
 const DELIVERY_RETRIES = 20;
 const DELIVERY_RETRY_MS = 500;
 
@@ -227,10 +229,17 @@ export class ClusterQueues {
           return;
         }
         // Lost on the way (or the answer was): send again (the channel ignores an id it holds)
-        // until the node answers or is counted down.
-        if (this.#cluster.isDown(nodeId) || attempt >= DELIVERY_RETRIES) {
+        // for as long as the node is not counted down. Giving up on a node that is up would drop
+        // its consumer behind its back (after it re-registered on coming back from a partition).
+        if (this.#cluster.isDown(nodeId)) {
           lost(actor);
           return;
+        }
+        if (attempt === DELIVERY_RETRIES) {
+          this.#log.warn(
+            { owner, node: nodeId },
+            'deliveries to a node that is up keep failing: still retrying',
+          );
         }
         setTimeout(() => {
           if (actor.isLeader) send(actor, op, body, attempt + 1);
@@ -258,12 +267,17 @@ export class ClusterQueues {
 
   /** This replica leads now: owners on nodes that are down are given up at once. */
   leaderTookOver(actor: QueueActor): void {
-    for (const owner of actor.ownerIds()) {
-      const node = this.#host.metadata.clusterNode(ownerNodeName(owner));
-      if (node !== undefined && node.id !== this.selfId && this.#cluster.isDown(node.id))
-        actor.ownerLost(owner);
-    }
     this.#driveMembership(actor.groupId);
+    // Checked again after a moment: a leader just resumed from a pause still counts every peer
+    // down until its next pings are answered, and must not drop healthy nodes' consumers for it.
+    setTimeout(() => {
+      if (this.#stopped || !actor.isLeader) return;
+      for (const owner of actor.ownerIds()) {
+        const node = this.#host.metadata.clusterNode(ownerNodeName(owner));
+        if (node !== undefined && node.id !== this.selfId && this.#cluster.isDown(node.id))
+          actor.ownerLost(owner);
+      }
+    }, TAKEOVER_OWNER_CHECK_MS).unref();
   }
 
   // ------------------------------------------------------------------------------ the link's server side

@@ -35,6 +35,10 @@ export interface ChannelHost {
   closeWithError(err: unknown): void;
 }
 
+/** Pause before registering a consumer again after a failed attempt, doubling up to the max, ms. */
+const REASSERT_FIRST_DELAY_MS = 500;
+const REASSERT_MAX_DELAY_MS = 10_000;
+
 interface Consumer {
   readonly tag: string;
   readonly queue: QueueHandle;
@@ -516,14 +520,31 @@ export class Channel implements OwnerSink {
     if (this.state !== 'open') return;
     for (const consumer of this.consumers.values()) {
       if (consumer.pending !== undefined) continue; // its basic.consume is still under way
-      const { queue, tag } = consumer;
-      queue.consume(this.owner, tag, consumer.prefetch, consumer.noAck, consumer.exclusive).then(
-        (reply) => {
-          if (reply.type === 'locked') this.consumerCancelled(queue, tag);
-        },
-        (err: unknown) => this.host.logger.debug({ err, queue: queue.name }, 'consumer not registered again'),
-      );
+      this.reassert(consumer, REASSERT_FIRST_DELAY_MS);
     }
+  }
+
+  /** Register `consumer` again; while its queue has no leader reachable, try again later. */
+  private reassert(consumer: Consumer, delay: number): void {
+    const { queue, tag } = consumer;
+    queue.consume(this.owner, tag, consumer.prefetch, consumer.noAck, consumer.exclusive).then(
+      (reply) => {
+        if (reply.type === 'locked') this.consumerCancelled(queue, tag);
+      },
+      (err: unknown) => {
+        if (this.state !== 'open' || this.consumers.get(tag) !== consumer || !this.broker.isCurrent(queue))
+          return;
+        this.host.logger.info(
+          { err, queue: queue.name, delay },
+          'consumer not registered again yet: retrying',
+        );
+        setTimeout(() => {
+          if (this.state === 'open' && this.consumers.get(tag) === consumer) {
+            this.reassert(consumer, Math.min(delay * 2, REASSERT_MAX_DELAY_MS));
+          }
+        }, delay).unref();
+      },
+    );
   }
 
   consumerCancelled(_queue: QueueHandle, tag: string): void {

@@ -1,0 +1,98 @@
+// The command line of `npx -y pnpm@10 chaos`.
+import { parseArgs } from 'node:util';
+import { UsageError } from './errors.ts';
+import type { FaultKind } from './nemesis.ts';
+import { FAULT_KINDS } from './nemesis.ts';
+
+export const USAGE = `Usage: npx -y pnpm@10 chaos [options]
+
+Starts a Styx cluster of real processes, each node in its own network namespace, runs a workload
+through the SDK (publishers with confirms, consumers acking, consumers rejecting into a dead-letter
+exchange, messages expiring into one) while a seeded nemesis kills, pauses, partitions and slows
+nodes; then heals everything, drains the queues and checks the history (total queue, dead letters,
+order). Needs root (ip netns, iptables, tc). Results go to test/chaos/results/<time>-seed<S>/:
+report.md, report.json, history.jsonl and the nodes' logs.
+
+Options:
+  --nodes N        cluster size, 3 or 5 (default 3)
+  --minutes N      how long the workload runs under faults (default 2; fractions allowed)
+  --seed S         seed of the schedule and the workload's choices (default: random, printed)
+  --faults LIST    comma-separated, from kill,pause,partition,slow (default: all; "none" for none)
+  --rate N         messages per second over all publishers (default 240)
+  --out DIR        where results go (default test/chaos/results)
+  --check FILE     check an existing history.jsonl again instead of running (no root needed)
+  -h, --help       show this help
+
+Exit status: 0 the history checks out, 1 a checker failed (seed, schedule and history windows are
+printed), 2 bad usage, 3 the harness itself failed.
+`;
+
+export interface Options {
+  readonly nodes: 3 | 5;
+  readonly minutes: number;
+  readonly seed: number;
+  readonly faults: readonly FaultKind[];
+  readonly rate: number;
+  readonly out: string;
+  readonly check: string | undefined;
+  readonly help: boolean;
+}
+
+export function parseOptions(argv: readonly string[], randomSeed: () => number): Options {
+  // pnpm passes a `--` through when people type `pnpm chaos -- --seed 1`: skip it.
+  const args = argv[0] === '--' ? argv.slice(1) : [...argv];
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        nodes: { type: 'string' },
+        minutes: { type: 'string' },
+        seed: { type: 'string' },
+        faults: { type: 'string' },
+        rate: { type: 'string' },
+        out: { type: 'string' },
+        check: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const str = (name: string): string | undefined => values[name] as string | undefined;
+  const nodes = Number(str('nodes') ?? '3');
+  if (nodes !== 3 && nodes !== 5) throw new UsageError(`--nodes must be 3 or 5, not ${str('nodes')}`);
+  const minutes = Number(str('minutes') ?? '2');
+  if (!(minutes > 0)) throw new UsageError(`--minutes must be a positive number, not ${str('minutes')}`);
+  const seedText = str('seed');
+  const seed = seedText === undefined ? randomSeed() : Number(seedText);
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new UsageError(`--seed must be a non-negative integer, not ${seedText}`);
+  const rate = Number(str('rate') ?? '240');
+  if (!(rate > 0)) throw new UsageError(`--rate must be a positive number, not ${str('rate')}`);
+  const faultsText = str('faults');
+  let faults: FaultKind[] = [...FAULT_KINDS];
+  if (faultsText !== undefined) {
+    faults = [];
+    for (const name of faultsText
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '' && s !== 'none')) {
+      if (!(FAULT_KINDS as readonly string[]).includes(name))
+        throw new UsageError(`unknown fault "${name}" (known: ${FAULT_KINDS.join(', ')})`);
+      if (!faults.includes(name as FaultKind)) faults.push(name as FaultKind);
+    }
+  }
+  return {
+    nodes,
+    minutes,
+    seed,
+    faults,
+    rate,
+    out: str('out') ?? 'test/chaos/results',
+    check: str('check'),
+    help: values.help === true,
+  };
+}

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import type { Op, OpInput } from './history.ts';
+import { buildReport, percentile, recoveryTimes, renderMarkdown, resources } from './report.ts';
+
+function ops(...inputs: [number, OpInput][]): Op[] {
+  return inputs.map(([time, input], index) => ({ index, time, ...input }));
+}
+const ok = (process: string): OpInput => ({
+  type: 'ok',
+  f: process.startsWith('p-') ? 'publish' : 'deliver',
+  process,
+});
+const heal = (n: number): OpInput => ({
+  type: 'info',
+  f: 'heal',
+  process: 'nemesis',
+  value: { n, kind: 'kill' },
+});
+const fault = (n: number): OpInput => ({
+  type: 'info',
+  f: 'fault',
+  process: 'nemesis',
+  value: { n, kind: 'kill' },
+});
+
+describe('percentile', () => {
+  it('is nearest-rank', () => {
+    expect(percentile([], 50)).toBeUndefined();
+    expect(percentile([5], 99)).toBe(5);
+    expect(percentile([4, 1, 3, 2], 50)).toBe(2);
+    expect(
+      percentile(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        99,
+      ),
+    ).toBe(99);
+  });
+});
+
+describe('recovery after a heal', () => {
+  it('is the time until every client process made progress again', () => {
+    const history = ops(
+      [0, ok('p-a')],
+      [0, ok('c-a')],
+      [100, fault(1)],
+      [200, heal(1)],
+      [250, ok('p-a')],
+      [900, ok('c-a')],
+      [950, ok('p-a')],
+    );
+    expect(recoveryTimes(history)).toEqual([{ n: 1, kind: 'kill', ms: 700, overlapped: false, stalled: [] }]);
+  });
+
+  it('runs into the next fault when slower than the gap, and is null, naming the stalled, when never', () => {
+    const history = ops(
+      [0, ok('p-a')],
+      [0, ok('c-a')],
+      [200, heal(1)],
+      [250, ok('p-a')],
+      [300, fault(2)],
+      [400, ok('c-a')],
+    );
+    expect(recoveryTimes(history)).toEqual([{ n: 1, kind: 'kill', ms: 200, overlapped: true, stalled: [] }]);
+    const stalled = ops([0, ok('p-a')], [0, ok('c-a')], [200, heal(1)], [250, ok('p-a')]);
+    expect(recoveryTimes(stalled)).toEqual([
+      { n: 1, kind: 'kill', ms: null, overlapped: false, stalled: ['c-a'] },
+    ]);
+  });
+});
+
+describe('the report', () => {
+  it('is valid only when every checker is and the queues drained, and prints the replay command', () => {
+    const base = {
+      seed: 5,
+      nodes: 3,
+      minutes: 1,
+      faults: ['kill'],
+      ratePerSecond: 100,
+      startedAt: new Date(0),
+      durationS: 70,
+      drained: true,
+      formed: true,
+      swept: 0,
+      ops: ops([0, ok('p-a')]),
+      schedule: [],
+    };
+    const check = { checker: 'order' as const, valid: true, counts: {}, problems: [] };
+    expect(buildReport({ ...base, checks: [check] }).valid).toBe(true);
+    expect(buildReport({ ...base, drained: false, checks: [check] }).valid).toBe(false);
+    expect(buildReport({ ...base, formed: false, checks: [check] }).valid).toBe(false);
+    expect(buildReport({ ...base, swept: 3, checks: [check] }).valid).toBe(false);
+    const bad = buildReport({
+      ...base,
+      checks: [
+        { ...check, valid: false, problems: [{ checker: 'order', kind: 'out-of-order', detail: 'x' }] },
+      ],
+    });
+    expect(bad.valid).toBe(false);
+    expect(renderMarkdown(bad)).toContain('# Styx chaos run: FAIL');
+    expect(bad.replay).toBe('npx -y pnpm@10 chaos --nodes 3 --minutes 1 --seed 5 --faults kill --rate 100');
+  });
+});
+
+describe('resources', () => {
+  it('keeps the peaks of the samples, skipping nodes that were down', () => {
+    const sample = (lagMs: number, n1: unknown): OpInput => ({
+      type: 'info',
+      f: 'sample',
+      process: 'harness',
+      value: { lagMs, nodes: { n1 } },
+    });
+    const history = ops(
+      [0, sample(3, { cpu: 50, rssMiB: 200, state: 'S' })],
+      [5, sample(900, 'down')],
+      [10, sample(7, { cpu: 99.5, rssMiB: 150, state: 'R' })],
+    );
+    expect(resources(history)).toEqual({
+      harnessLagMaxMs: 900,
+      nodes: { n1: { cpuMax: 99.5, rssMaxMiB: 200 } },
+    });
+  });
+});

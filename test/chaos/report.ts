@@ -1,0 +1,280 @@
+// The end of a run in figures: what the workload did, which faults it met, what the checkers found,
+// and how long the clients took to make progress again after each heal. Written as Markdown for
+// people and JSON for tools, beside the history and the node logs.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { CheckResult } from './checkers.ts';
+import { formatOp, windowFor } from './checkers.ts';
+import type { Op } from './history.ts';
+import type { PlannedFault } from './nemesis.ts';
+import { describeFault } from './nemesis.ts';
+
+/** Nearest-rank percentile (p in 0..100) of `values`; undefined for none. */
+export function percentile(values: readonly number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1];
+}
+
+export interface Recovery {
+  /** The heal's fault number. */
+  readonly n: number;
+  readonly kind: string;
+  /** Milliseconds from the heal until every client process made progress, or null if some never did. */
+  readonly ms: number | null;
+  /** Whether the next fault had begun before every client made progress (the figure then includes it). */
+  readonly overlapped: boolean;
+  /** The processes that never made progress again (when ms is null). */
+  readonly stalled: readonly string[];
+}
+
+const isClient = (process: string): boolean => process.startsWith('p-') || process.startsWith('c-');
+const progress = (op: Op): boolean =>
+  (op.f === 'publish' && op.type === 'ok') || (op.f === 'deliver' && op.type === 'ok');
+
+/**
+ * Recovery after each heal: the time until every client process (each publisher confirmed one
+ * message, each consumer got one) made progress again. A recovery slower than the quiet gap runs
+ * into the next fault; it is still measured (and flagged), so slow recoveries weigh in the p99.
+ */
+export function recoveryTimes(ops: readonly Op[]): Recovery[] {
+  const clients = new Set(ops.filter((op) => isClient(op.process) && progress(op)).map((op) => op.process));
+  const out: Recovery[] = [];
+  for (const [i, heal] of ops.entries()) {
+    if (heal.f !== 'heal') continue;
+    const value = heal.value as { n?: number; kind?: string } | undefined;
+    const waiting = new Set(clients);
+    let last = heal.time;
+    let overlapped = false;
+    for (let j = i + 1; j < ops.length && waiting.size > 0; j++) {
+      const op = ops[j] as Op;
+      if (op.f === 'fault') overlapped = true;
+      if (progress(op) && waiting.delete(op.process)) last = op.time;
+    }
+    out.push({
+      n: value?.n ?? 0,
+      kind: value?.kind ?? '?',
+      ms: waiting.size === 0 ? last - heal.time : null,
+      overlapped,
+      stalled: [...waiting].sort(),
+    });
+  }
+  return out;
+}
+
+export interface Resources {
+  /** Largest lateness of the harness's 5 s sampling timer, ms (its event loop was busy or starved). */
+  readonly harnessLagMaxMs: number;
+  /** Per node: highest CPU share seen (percent of one core) and largest resident memory, MiB. */
+  readonly nodes: Readonly<Record<string, { readonly cpuMax: number; readonly rssMaxMiB: number }>>;
+}
+
+/** The peaks of the periodic samples. */
+export function resources(ops: readonly Op[]): Resources {
+  let harnessLagMaxMs = 0;
+  const nodes: Record<string, { cpuMax: number; rssMaxMiB: number }> = {};
+  for (const op of ops) {
+    if (op.f !== 'sample') continue;
+    const value = op.value as {
+      lagMs: number;
+      nodes: Record<string, { cpu: number; rssMiB: number } | 'down'>;
+    };
+    harnessLagMaxMs = Math.max(harnessLagMaxMs, value.lagMs);
+    for (const [name, sample] of Object.entries(value.nodes)) {
+      if (sample === 'down') continue;
+      const peak = nodes[name] ?? { cpuMax: 0, rssMaxMiB: 0 };
+      nodes[name] = peak;
+      peak.cpuMax = Math.max(peak.cpuMax, sample.cpu);
+      peak.rssMaxMiB = Math.max(peak.rssMaxMiB, sample.rssMiB);
+    }
+  }
+  return { harnessLagMaxMs, nodes };
+}
+
+export interface RunReport {
+  readonly seed: number;
+  readonly nodes: number;
+  readonly minutes: number;
+  readonly faults: readonly string[];
+  readonly ratePerSecond: number;
+  readonly startedAt: string;
+  readonly durationS: number;
+  readonly valid: boolean;
+  readonly drained: boolean;
+  /** Whether every node saw every member running again after the last heal. */
+  readonly formed: boolean;
+  /** Messages the final sweep found left in the queues (-1: the sweep failed). */
+  readonly swept: number;
+  readonly ops: { readonly total: number; readonly publishes: number; readonly deliveries: number };
+  readonly faultsByKind: Readonly<Record<string, number>>;
+  readonly lost: number;
+  readonly unexpected: number;
+  readonly duplicates: number;
+  readonly recovery: {
+    readonly p50Ms: number | undefined;
+    readonly p99Ms: number | undefined;
+    readonly maxMs: number | undefined;
+    readonly notRecovered: number;
+    readonly overlapped: number;
+    readonly each: readonly Recovery[];
+  };
+  readonly resources: Resources;
+  readonly checks: readonly CheckResult[];
+  readonly finalDepths: readonly unknown[];
+  readonly schedule: readonly string[];
+  /** For each problem (at most 10 printed): the problem and its history window. */
+  readonly failures: readonly { readonly problem: string; readonly window: readonly string[] }[];
+  readonly replay: string;
+}
+
+export interface ReportInput {
+  readonly seed: number;
+  readonly nodes: number;
+  readonly minutes: number;
+  readonly faults: readonly string[];
+  readonly ratePerSecond: number;
+  readonly startedAt: Date;
+  readonly durationS: number;
+  readonly drained: boolean;
+  readonly formed: boolean;
+  readonly swept: number;
+  readonly ops: readonly Op[];
+  readonly checks: readonly CheckResult[];
+  readonly schedule: readonly PlannedFault[];
+}
+
+export function buildReport(input: ReportInput): RunReport {
+  const { ops, checks } = input;
+  const total = checks.find((c) => c.checker === 'total-queue');
+  const recoveries = recoveryTimes(ops);
+  const measured = recoveries.flatMap((r) => (r.ms === null ? [] : [r.ms]));
+  const faultsByKind: Record<string, number> = {};
+  for (const op of ops)
+    if (op.f === 'fault') {
+      const kind = (op.value as { kind?: string } | undefined)?.kind ?? '?';
+      faultsByKind[kind] = (faultsByKind[kind] ?? 0) + 1;
+    }
+  const problems = checks.flatMap((c) => c.problems);
+  return {
+    seed: input.seed,
+    nodes: input.nodes,
+    minutes: input.minutes,
+    faults: input.faults,
+    ratePerSecond: input.ratePerSecond,
+    startedAt: input.startedAt.toISOString(),
+    durationS: input.durationS,
+    valid: checks.every((c) => c.valid) && input.drained && input.formed && input.swept === 0,
+    drained: input.drained,
+    formed: input.formed,
+    swept: input.swept,
+    resources: resources(ops),
+    ops: {
+      total: ops.length,
+      publishes: ops.filter((op) => op.f === 'publish' && op.type === 'invoke').length,
+      deliveries: ops.filter((op) => op.f === 'deliver').length,
+    },
+    faultsByKind,
+    lost: total?.counts.lost ?? 0,
+    unexpected: total?.counts.unexpected ?? 0,
+    duplicates: total?.counts.duplicates ?? 0,
+    recovery: {
+      p50Ms: percentile(measured, 50),
+      p99Ms: percentile(measured, 99),
+      maxMs: measured.length === 0 ? undefined : Math.max(...measured),
+      notRecovered: recoveries.length - measured.length,
+      overlapped: recoveries.filter((r) => r.overlapped).length,
+      each: recoveries,
+    },
+    checks,
+    finalDepths: ops.filter((op) => op.f === 'depth').map((op) => op.value),
+    schedule: input.schedule.map(describeFault),
+    failures: problems.slice(0, 10).map((problem) => ({
+      problem: `${problem.checker}: ${problem.kind} ${problem.id ?? ''} in ${problem.queue ?? '?'}: ${problem.detail}`,
+      window: windowFor(ops, problem).map(formatOp),
+    })),
+    replay: `npx -y pnpm@10 chaos --nodes ${input.nodes} --minutes ${input.minutes} --seed ${input.seed} --faults ${input.faults.join(',') || 'none'} --rate ${input.ratePerSecond}`,
+  };
+}
+
+const ms = (value: number | undefined): string => (value === undefined ? '–' : `${value} ms`);
+
+export function renderMarkdown(report: RunReport): string {
+  const lines = [
+    `# Styx chaos run: ${report.valid ? 'PASS' : 'FAIL'}`,
+    '',
+    `Seed ${report.seed}, ${report.nodes} nodes, ${report.minutes} min of workload at ${report.ratePerSecond} msg/s, ` +
+      `faults ${report.faults.join(', ') || 'none'}; started ${report.startedAt}, took ${report.durationS} s.`,
+    '',
+    `Replay: \`${report.replay}\``,
+    '',
+    '| figure | value |',
+    '| --- | --- |',
+    `| operations in the history | ${report.ops.total} |`,
+    `| publishes (invoked) | ${report.ops.publishes} |`,
+    `| deliveries | ${report.ops.deliveries} |`,
+    `| lost | ${report.lost} |`,
+    `| unexpected | ${report.unexpected} |`,
+    `| duplicates | ${report.duplicates} |`,
+    `| cluster formed again after the last heal | ${report.formed ? 'yes' : 'NO'} |`,
+    `| queues drained by the workload's consumers after the last heal | ${report.drained ? 'yes' : 'NO'} |`,
+    `| messages the final sweep found left in the queues | ${report.swept < 0 ? 'sweep failed' : report.swept} |`,
+    `| recovery after a heal, p50 / p99 / max | ${ms(report.recovery.p50Ms)} / ${ms(report.recovery.p99Ms)} / ${ms(report.recovery.maxMs)} |`,
+    `| heals whose recovery ran into the next fault / never recovered | ${report.recovery.overlapped} / ${report.recovery.notRecovered} |`,
+    '',
+    '## Faults by kind',
+    '',
+    ...(Object.keys(report.faultsByKind).length === 0
+      ? ['none']
+      : Object.entries(report.faultsByKind).map(([kind, n]) => `- ${kind}: ${n}`)),
+    '',
+    '## Checkers',
+    '',
+    ...report.checks.map(
+      (c) =>
+        `- **${c.checker}**: ${c.valid ? 'valid' : 'INVALID'} — ${Object.entries(c.counts)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+    ),
+    '',
+    '## Recovery after each heal',
+    '',
+    ...report.recovery.each.map(
+      (r) =>
+        `- #${r.n} ${r.kind}: ${r.ms === null ? `not recovered (stalled: ${r.stalled.join(', ')})` : `${r.ms} ms`}`,
+    ),
+    '',
+    '## Resources (peaks of the 5 s samples)',
+    '',
+    `- harness event-loop lag: ${report.resources.harnessLagMaxMs} ms`,
+    ...Object.entries(report.resources.nodes).map(
+      ([name, peak]) => `- ${name}: CPU ${peak.cpuMax} % of a core, ${peak.rssMaxMiB} MiB resident`,
+    ),
+    '',
+    '## Final queue depths',
+    '',
+    ...report.finalDepths.map((d) => `- ${JSON.stringify(d)}`),
+    '',
+    '## Schedule',
+    '',
+    ...report.schedule.map((s) => `- ${s}`),
+  ];
+  if (report.failures.length > 0) {
+    lines.push('', '## Failures (first 10, each with its history window)', '');
+    for (const failure of report.failures)
+      lines.push(`### ${failure.problem}`, '', '```', ...failure.window, '```', '');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function writeReport(
+  dir: string,
+  report: RunReport,
+): Promise<{ markdown: string; json: string }> {
+  await mkdir(dir, { recursive: true });
+  const markdown = join(dir, 'report.md');
+  const json = join(dir, 'report.json');
+  await writeFile(markdown, renderMarkdown(report));
+  await writeFile(json, `${JSON.stringify(report, null, 2)}\n`);
+  return { markdown, json };
+}
