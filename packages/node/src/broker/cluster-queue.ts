@@ -11,7 +11,7 @@
  * the queue, and cancel, ownerDown, touch and purge are idempotent.
  */
 import type { HandOffId } from '@styx/dlx';
-import { NotLeaderError } from '@styx/raft';
+import { GroupOverloadedError, NotLeaderError } from '@styx/raft';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
 import {
   decodeCommandAnswer,
@@ -36,6 +36,8 @@ const CALL_TIMEOUT_MS = 5_000;
 /** Pause between attempts while no leader is known, ms (doubling up to `MAX_RETRY_DELAY_MS`). */
 const FIRST_RETRY_DELAY_MS = 25;
 const MAX_RETRY_DELAY_MS = 500;
+/** Commands sent again per round of the backlog. */
+const MAX_ROUND = 1024;
 /** NOT_LEADER hints followed in a row before pausing. */
 const MAX_HOPS = 3;
 
@@ -297,7 +299,8 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       return replica.run(outgoing.command).then(
         (result) => ({ answer: { reply: result.reply, message: (result as GotApplyResult).message } }),
         (error: unknown) => {
-          if (!(error instanceof NotLeaderError)) throw error;
+          // Another leader now, or too much uncommitted (a burst of dead-letters): try again.
+          if (!(error instanceof NotLeaderError) && !(error instanceof GroupOverloadedError)) throw error;
           return { error };
         },
       );
@@ -341,10 +344,18 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
         deadline: Date.now() + FORWARD_DEADLINE_MS,
         lastError: error,
       };
+      // Binary search: a burst's failed first attempts (low numbers) come back after thousands of
+      // later commands were queued; a scan from the end made that quadratic.
       const backlog = this.#backlog;
-      let at = backlog.length;
-      while (at > 0 && (backlog[at - 1] as BacklogItem).seq > seq) at--;
-      backlog.splice(at, 0, item);
+      let low = 0;
+      let high = backlog.length;
+      while (low < high) {
+        const mid = (low + high) >>> 1;
+        if ((backlog[mid] as BacklogItem).seq < seq) low = mid + 1;
+        else high = mid;
+      }
+      if (low === backlog.length) backlog.push(item);
+      else backlog.splice(low, 0, item);
       if (!this.#draining) void this.#drain();
     });
   }
@@ -373,7 +384,9 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
           continue;
         }
         const now = Date.now();
-        const round = this.#backlog.splice(0);
+        // A bounded round: a backlog of a burst's worth (100k dead-letters into one queue) goes out
+        // as the queue commits, not all at once to be refused again.
+        const round = this.#backlog.splice(0, MAX_ROUND);
         const live: BacklogItem[] = [];
         for (const item of round) {
           if (item.deadline <= now) item.reject(new QueueUnavailableError(this.record, item.lastError));
@@ -394,11 +407,13 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
             again.push(item);
           }
         });
-        if (again.length === 0) {
+        this.#backlog.unshift(...again);
+        if (again.length < live.length) {
+          // Some went through: the way is open, go on at once.
           delay = FIRST_RETRY_DELAY_MS;
+          hops = 0;
           continue;
         }
-        this.#backlog.unshift(...again);
         if (hinted && hops < MAX_HOPS) {
           hops++;
           continue;
