@@ -5,13 +5,12 @@ import * as amqp from '@styx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
 import { freePort, startBroker } from '../support/broker-process.ts';
+import { managementApi } from '../support/cluster-processes.ts';
 import { eventually } from '../support/eventually.ts';
 
 // The cluster, part 1, across real processes on loopback: three nodes form a cluster (the first
 // forms it, the others join through it), share one metadata group, route from their own copies,
 // survive the metadata leader's SIGKILL, and refuse strangers and forgotten nodes.
-
-const AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
 
 interface Member {
   readonly id: string;
@@ -28,16 +27,8 @@ interface ClusterNode {
   broker: BrokerProcess;
 }
 
-async function api<T>(node: ClusterNode, path: string, init: RequestInit = {}): Promise<T> {
-  const response = await fetch(`${node.broker.managementUrl}${path}`, {
-    ...init,
-    headers: { authorization: AUTH, 'content-type': 'application/json', ...init.headers },
-    signal: AbortSignal.timeout(15_000),
-  });
-  if (!response.ok)
-    throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${await response.text()}`);
-  const text = await response.text();
-  return (text === '' ? undefined : JSON.parse(text)) as T;
+function api<T>(node: ClusterNode, path: string, init: RequestInit = {}): Promise<T> {
+  return managementApi<T>(node.broker.managementUrl, path, init);
 }
 
 describe('a three-node cluster: membership and metadata', () => {

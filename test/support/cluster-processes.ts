@@ -31,6 +31,23 @@ export interface QueueJson {
   readonly online?: string[];
 }
 
+/** A management API call as guest (JSON in and out, bounded); throws on an error status. */
+export async function managementApi<T>(
+  base: string | undefined,
+  path: string,
+  init: RequestInit = {},
+): Promise<T> {
+  const response = await fetch(`${base}${path}`, {
+    ...init,
+    headers: { authorization: AUTH, 'content-type': 'application/json', ...init.headers },
+    signal: AbortSignal.timeout(15_000),
+  });
+  if (!response.ok)
+    throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${await response.text()}`);
+  const text = await response.text();
+  return (text === '' ? undefined : JSON.parse(text)) as T;
+}
+
 export class TestCluster {
   readonly nodes: ClusterNode[] = [];
   readonly root: string;
@@ -95,17 +112,8 @@ export class TestCluster {
     }
   }
 
-  async api<T>(name: string, path: string, init: RequestInit = {}): Promise<T> {
-    const base = this.node(name).broker.managementUrl;
-    const response = await fetch(`${base}${path}`, {
-      ...init,
-      headers: { authorization: AUTH, 'content-type': 'application/json', ...init.headers },
-      signal: AbortSignal.timeout(15_000),
-    });
-    if (!response.ok)
-      throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${await response.text()}`);
-    const text = await response.text();
-    return (text === '' ? undefined : JSON.parse(text)) as T;
+  api<T>(name: string, path: string, init: RequestInit = {}): Promise<T> {
+    return managementApi<T>(this.node(name).broker.managementUrl, path, init);
   }
 
   /** A queue as the management API of `via` shows it. */

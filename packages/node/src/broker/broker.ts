@@ -781,35 +781,20 @@ export class Broker {
 
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
     const vhost = session.vhost;
-    if (this.clusterQueues !== undefined) {
-      const record = this.metadata.queue(vhost, name);
-      if (record === undefined) return 0;
-      this.checkPermission(session, 'configure', 'queue', name);
-      this.checkExclusive(session, name);
-      const counts = await this.leaderCounts(this.clusterQueues.handle(record));
-      // Every replica stops and drops its data when the deletion applies on its node.
-      await this.runMeta({
-        type: 'deleteQueue',
-        vhost,
-        name,
-        ifUnused,
-        ifEmpty,
-        consumers: counts.consumers,
-        messages: counts.ready + counts.unacked,
-        connectionId: session.connectionId,
-        groupId: record.groupId,
-      });
-      return counts.ready;
-    }
-    const actor = this.actors.get(vhost)?.get(name);
-    if (actor === undefined || this.metadata.queue(vhost, name) === undefined) {
-      // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
-      return 0;
-    }
+    const record = this.metadata.queue(vhost, name);
+    const clusterQueues = this.clusterQueues;
+    // On a node alone the actor counts its messages as it stops; in a cluster every replica stops
+    // and drops its data when the deletion applies on its node, and the leader has the counts.
+    const actor = clusterQueues === undefined ? this.actors.get(vhost)?.get(name) : undefined;
+    // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
+    if (record === undefined || (clusterQueues === undefined && actor === undefined)) return 0;
     this.checkPermission(session, 'configure', 'queue', name);
     this.checkExclusive(session, name);
-    const counts = actor.counts();
-    this.localDeletes.add(actor.groupId);
+    const counts =
+      clusterQueues !== undefined
+        ? await this.leaderCounts(clusterQueues.handle(record))
+        : (actor as QueueActor).counts();
+    if (actor !== undefined) this.localDeletes.add(actor.groupId);
     try {
       await this.runMeta({
         type: 'deleteQueue',
@@ -820,12 +805,12 @@ export class Broker {
         consumers: counts.consumers,
         messages: counts.ready + counts.unacked,
         connectionId: session.connectionId,
-        groupId: actor.groupId,
+        groupId: actor?.groupId ?? record.groupId,
       });
     } finally {
-      this.localDeletes.delete(actor.groupId);
+      if (actor !== undefined) this.localDeletes.delete(actor.groupId);
     }
-    return this.stopActor(vhost, name, true);
+    return actor !== undefined ? this.stopActor(vhost, name, true) : counts.ready;
   }
 
   async purgeQueue(session: Session, name: string): Promise<number> {

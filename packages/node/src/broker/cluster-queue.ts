@@ -73,6 +73,14 @@ export class QueueUnavailableError extends ChannelError {
   }
 }
 
+/**
+ * The replicas of a queue, the preferred leader first: its recorded members; else (declared before
+ * queues were replicated) its home node; else (declared before clustering) the node that has it.
+ */
+export function queueMembers(record: QueueRecord, selfId: string): readonly string[] {
+  return record.members ?? [record.node ?? selfId];
+}
+
 let publishSequence = 0;
 
 type CommandAnswer = { reply: QueueReply; message?: StoredMessage | undefined };
@@ -137,7 +145,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
 
   /** The replicas, the preferred leader first. */
   get members(): readonly string[] {
-    return this.record.members ?? (this.record.node !== undefined ? [this.record.node] : [this.#port.selfId]);
+    return queueMembers(this.record, this.#port.selfId);
   }
 
   /** The leader as this node knows it (its replica's view, else the last answer's). */

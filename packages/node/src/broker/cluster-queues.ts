@@ -37,10 +37,10 @@ import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.
 import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { GotApplyResult, OwnerSink, QueueActor } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
-import type { QueueApplyResult, QueueCommand, StoredMessage } from '../queue/types.ts';
+import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
-import { ClusterQueue } from './cluster-queue.ts';
+import { ClusterQueue, queueMembers } from './cluster-queue.ts';
 
 /** How long a new leader waits before giving up the owners of nodes it counts down, ms. */
 const TAKEOVER_OWNER_CHECK_MS = 3_000;
@@ -52,18 +52,8 @@ const CAUGHT_UP_SLACK = 64;
 const DELIVERY_RETRIES = 20;
 const DELIVERY_RETRY_MS = 500;
 
-/** A channel as the cluster sees it: what deliveries and cancellations reach. */
-export interface ChannelSink {
-  deliver(
-    queue: QueueHandle,
-    tag: string,
-    id: number,
-    redelivered: boolean,
-    deliveryCount: number,
-    message: StoredMessage,
-  ): void;
-  consumerCancelled(queue: QueueHandle, tag: string): void;
-}
+/** A channel as the cluster sees it: deliveries and cancellations name the queue's handle. */
+export type ChannelSink = OwnerSink<QueueHandle>;
 
 /** What the queue link needs of the cluster. */
 export interface QueueClusterPort {
@@ -161,7 +151,7 @@ export class ClusterQueues {
 
   /** The replicas of `record`, the preferred leader first. */
   membersOf(record: QueueRecord): readonly string[] {
-    return record.members ?? [record.node ?? this.selfId];
+    return queueMembers(record, this.selfId);
   }
 
   /** A Raft group of a durable replica started here (for membership upkeep and status). */
@@ -535,10 +525,9 @@ export class ClusterQueues {
       appliedIndex: Math.max(0, group.appliedIndex - CAUGHT_UP_SLACK),
       maxVoters: Math.max(wanted.length, 1),
     });
-    if (change === undefined) {
-      this.#preferLeader(group, wanted);
-      return;
-    }
+    // Nothing to change. (Leaders move back only by a rebalance, never here: a flapping node must
+    // not drag them back and forth.)
+    if (change === undefined) return;
     if (change.type === 'remove' && change.nodeId === this.selfId) {
       // The leader leaves its own group: hand the leadership over first, the next leader removes us.
       const next = conf.voters.find((id) => id !== this.selfId && wanted.includes(id));
@@ -558,13 +547,6 @@ export class ClusterQueues {
       },
     );
   }
-
-  /**
-   * Leadership moved off the preferred leader (a failover) and it is back and caught up: nothing
-   * to do here — rebalancing is the operator's `rebalance` (or a join's), not automatic, so a
-   * flapping node does not drag leaders back and forth.
-   */
-  #preferLeader(_group: RaftGroupLog<QueueCommand, QueueApplyResult>, _wanted: readonly string[]): void {}
 
   /** Resolves once `groupId`'s voters are its record's members, or after `timeoutMs`. */
   async awaitMembers(record: QueueRecord, timeoutMs: number): Promise<boolean> {

@@ -55,14 +55,17 @@ import type {
 export type { QueueGetResult } from './queue-handle.ts';
 export type { QueueLogger } from './queue-logger.ts';
 
-/** A channel as its queues see it. */
-export interface OwnerSink {
+/**
+ * A channel as its queues see it. A replica hands itself (`Q` = QueueActor); in a cluster the node
+ * hands channels the queue's handle instead (`OwnerSink<QueueHandle>`), never a replica.
+ */
+export interface OwnerSink<Q extends QueueHandle = QueueActor> {
   /**
    * Deliver message `id` to consumer `tag`. May be called again for an id already delivered after
    * a leader change: the owner must ignore a duplicate (same queue, same id).
    */
   deliver(
-    queue: QueueActor,
+    queue: Q,
     tag: string,
     id: number,
     redelivered: boolean,
@@ -70,7 +73,7 @@ export interface OwnerSink {
     message: StoredMessage,
   ): void;
   /** The queue removed consumer `tag` (queue deleted): send basic.cancel to the client. */
-  consumerCancelled(queue: QueueActor, tag: string): void;
+  consumerCancelled(queue: Q, tag: string): void;
 }
 
 /** What the node gives every actor. */
