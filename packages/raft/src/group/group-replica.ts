@@ -558,7 +558,7 @@ export class GroupReplica<C, R> implements HostedReplica {
         proposal.resolve(result);
         return;
       }
-      proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
+      this.#lost(proposal);
     }
     try {
       this.#machine.apply(this.#codec.decode(commandBytes(data)), meta);
@@ -583,7 +583,27 @@ export class GroupReplica<C, R> implements HostedReplica {
     const proposal = this.#pending.peek();
     if (proposal === undefined || proposal.raftIndex !== index) return;
     this.#shiftPending(proposal);
-    proposal.reject(new NotLeaderError(this.groupId, this.core.lead));
+    this.#lost(proposal);
+  }
+
+  /**
+   * `proposal` (already shifted) lost its index to another entry: it fails, and so does every
+   * proposal of its term after it. Only this replica, leading that term, made that term's entries,
+   * each on top of the ones before; by log matching, a log holding a later one of them holds this
+   * one too, and the committed log does not. Waiting for their own indexes instead could wait
+   * forever: a new leader with a shorter log writes nothing there until new commands come, and the
+   * clients waiting on these proposals may be the only ones that would send any (a publisher
+   * stalled on confirms after a partition healed).
+   */
+  #lost(proposal: PendingProposal<C, R>): void {
+    const error = new NotLeaderError(this.groupId, this.core.lead);
+    proposal.reject(error);
+    while (true) {
+      const next = this.#pending.peek();
+      if (next === undefined || next.term !== proposal.term) return;
+      this.#shiftPending(next);
+      next.reject(error);
+    }
   }
 
   #shiftPending(proposal: PendingProposal<C, R>): void {

@@ -253,6 +253,29 @@ describe('RaftGroupLog, three voters', () => {
     expect(roles.some((change) => change.role === 'leader')).toBe(true);
   });
 
+  it("fails every proposal a cut-off leader made once it hears a new leader's shorter log, with nothing new proposed", async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    await Promise.all([1, 2, 3].map((add) => leader.propose({ add })));
+    // A partition, not a crash: n1 keeps leading its side and takes proposals that cannot commit.
+    let cut = true;
+    nodes.hub.setFilter((from, to) => !cut || (from !== 'n1' && to !== 'n1'));
+    const stranded = [4, 5, 6, 7, 8].map((add) =>
+      leader.propose({ add }).then(
+        () => 'committed',
+        (error: unknown) => (error instanceof NotLeaderError ? 'lost' : String(error)),
+      ),
+    );
+    const followers = nodes.followers.get('g') ?? [];
+    await eventually(() => followers.some((f) => f.log.role === 'leader'));
+    // Healed, and the new leader (whose log ends before the stranded entries) gets no new command:
+    // only its term's first entry overwrites one of theirs. All five must fail, none wait forever.
+    cut = false;
+    expect(await Promise.all(stranded)).toEqual(['lost', 'lost', 'lost', 'lost', 'lost']);
+    await eventually(() => leader.role === 'follower');
+  });
+
   it('quiesces an idle group on every host and wakes it with a proposal', async () => {
     const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
     await leader.open(new CounterMachine());
