@@ -1,5 +1,7 @@
 // The command line of `npx -y pnpm@10 chaos`.
 import { parseArgs } from 'node:util';
+import type { TestBreak } from './breaks.ts';
+import { CAUGHT_BY, TEST_BREAKS } from './breaks.ts';
 import { UsageError } from './errors.ts';
 import type { FaultKind } from './nemesis.ts';
 import { FAULT_KINDS } from './nemesis.ts';
@@ -20,11 +22,15 @@ Options:
   --faults LIST    comma-separated, from kill,pause,partition,slow (default: all; "none" for none)
   --rate N         messages per second over all publishers (default 240)
   --out DIR        where results go (default test/chaos/results)
+  --break NAME     run every node deliberately broken, to show a checker catches the bug; the run
+                   succeeds (exit 0) only when that checker fails the history:
+${TEST_BREAKS.map((b) => `                     ${b.padEnd(24)}caught by ${CAUGHT_BY[b]}`).join('\n')}
   --check FILE     check an existing history.jsonl again instead of running (no root needed)
   -h, --help       show this help
 
-Exit status: 0 the history checks out, 1 a checker failed (seed, schedule and history windows are
-printed), 2 bad usage, 3 the harness itself failed.
+Exit status: 0 the history checks out (with --break: its checker caught the bug), 1 a checker failed
+(seed, schedule and history windows are printed; with --break: the bug went uncaught), 2 bad usage,
+3 the harness itself failed.
 `;
 
 export interface Options {
@@ -34,6 +40,8 @@ export interface Options {
   readonly faults: readonly FaultKind[];
   readonly rate: number;
   readonly out: string;
+  /** A deliberately broken broker (`--break`), or undefined for the real one. */
+  readonly break: TestBreak | undefined;
   readonly check: string | undefined;
   readonly help: boolean;
 }
@@ -54,6 +62,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
         faults: { type: 'string' },
         rate: { type: 'string' },
         out: { type: 'string' },
+        break: { type: 'string' },
         check: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -85,6 +94,9 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
       if (!faults.includes(name as FaultKind)) faults.push(name as FaultKind);
     }
   }
+  const breakName = str('break');
+  if (breakName !== undefined && !(TEST_BREAKS as readonly string[]).includes(breakName))
+    throw new UsageError(`unknown break "${breakName}" (known: ${TEST_BREAKS.join(', ')})`);
   return {
     nodes,
     minutes,
@@ -92,6 +104,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
     faults,
     rate,
     out: str('out') ?? 'test/chaos/results',
+    break: breakName as TestBreak | undefined,
     check: str('check'),
     help: values.help === true,
   };

@@ -7,6 +7,7 @@ import type { WriteStream } from 'node:fs';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { TEST_BREAK_ENV } from './breaks.ts';
 import { ClusterError } from './errors.ts';
 import type { ChaosNetwork, Host } from './network.ts';
 import { run } from './shell.ts';
@@ -55,10 +56,20 @@ export class ChaosCluster {
   readonly nodes: ChaosNode[];
   readonly #secretFile: string;
   readonly #log: WriteStream;
+  /** The nodes' environment: the harness's, plus STYX_TEST_BREAK for a deliberately broken run. */
+  readonly #env: NodeJS.ProcessEnv;
   /** CPU ticks (1/100 s) of each node at the last sample. */
   readonly #cpu = new Map<string, { ticks: number; at: number; pid: number }>();
 
-  private constructor(network: ChaosNetwork, dataRoot: string, logFile: string) {
+  private constructor(
+    network: ChaosNetwork,
+    dataRoot: string,
+    logFile: string,
+    testBreak: string | undefined,
+  ) {
+    this.#env = { ...process.env };
+    delete this.#env[TEST_BREAK_ENV];
+    if (testBreak !== undefined) this.#env[TEST_BREAK_ENV] = testBreak;
     this.#secretFile = join(dataRoot, 'cluster-secret');
     this.#log = createWriteStream(logFile, { flags: 'a' });
     this.nodes = network.hosts.map((host) => ({
@@ -73,10 +84,16 @@ export class ChaosCluster {
 
   /**
    * Starts n1 (it forms the cluster), adds the workload's user, then the others (they join through
-   * n1), and resolves once every node sees every member running. `secretFile` must exist (0600).
+   * n1), and resolves once every node sees every member running. `testBreak` starts every node
+   * deliberately broken (see breaks.ts).
    */
-  static async start(network: ChaosNetwork, dataRoot: string, logFile: string): Promise<ChaosCluster> {
-    const cluster = new ChaosCluster(network, dataRoot, logFile);
+  static async start(
+    network: ChaosNetwork,
+    dataRoot: string,
+    logFile: string,
+    testBreak?: string,
+  ): Promise<ChaosCluster> {
+    const cluster = new ChaosCluster(network, dataRoot, logFile, testBreak);
     const { writeFile } = await import('node:fs/promises');
     await writeFile(cluster.#secretFile, 'the chaos harness cluster secret\n', { mode: 0o600 });
     const [first, ...rest] = cluster.nodes;
@@ -243,7 +260,7 @@ export class ChaosCluster {
       // Short heartbeats: a client of a paused node finds out in seconds, not a minute.
       ...['--heartbeat', '5', '--log-format', 'json', '--log-level', 'info'],
     ];
-    const child = spawn('ip', args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('ip', args, { cwd: REPO_ROOT, env: this.#env, stdio: ['ignore', 'pipe', 'pipe'] });
     node.child = child;
     node.state = 'running';
     node.exited = new Promise((done) =>

@@ -82,7 +82,8 @@ async function runChaos(options: Options): Promise<number> {
     queues: ALL_QUEUES.length,
   });
   say(
-    `seed ${options.seed}: ${options.nodes} nodes, ${options.minutes} min, faults ${options.faults.join(',') || 'none'}`,
+    `seed ${options.seed}: ${options.nodes} nodes, ${options.minutes} min, faults ${options.faults.join(',') || 'none'}` +
+      (options.break === undefined ? '' : `; every node deliberately broken: ${options.break}`),
   );
   say(`results in ${runDir}`);
   for (const fault of schedule) say(`  ${describeFault(fault)}`);
@@ -91,7 +92,7 @@ async function runChaos(options: Options): Promise<number> {
   rmSync(dataRoot, { recursive: true, force: true });
   mkdirSync(dataRoot, { recursive: true });
   say(`network: ${network.hosts.map((h) => `n${h.index}=${h.ip} (${h.namespace})`).join(', ')}`);
-  cluster = await ChaosCluster.start(network, dataRoot, join(runDir, 'nodes.log'));
+  cluster = await ChaosCluster.start(network, dataRoot, join(runDir, 'nodes.log'), options.break);
   say('cluster formed');
   const history = new History(join(runDir, 'history.jsonl'));
   const random = seededRandom(options.seed ^ 0x5eed);
@@ -158,6 +159,7 @@ async function runChaos(options: Options): Promise<number> {
     ops: history.ops,
     checks,
     schedule,
+    testBreak: options.break,
   });
   const files = await writeReport(runDir, report);
   process.stdout.write(renderMarkdown(report));
@@ -170,6 +172,14 @@ async function runChaos(options: Options): Promise<number> {
     say("(each problem's history window is in the report above)");
   }
   say(`\nreport: ${files.markdown}\n        ${files.json}\nhistory: ${join(runDir, 'history.jsonl')}`);
+  if (report.broken !== undefined) {
+    say(
+      report.broken.caught
+        ? `\nthe deliberately broken broker (${report.broken.name}) was caught by ${report.broken.checker}`
+        : `\nthe deliberately broken broker (${report.broken.name}) was NOT caught by ${report.broken.checker}`,
+    );
+    return report.broken.caught ? 0 : 1;
+  }
   return report.valid ? 0 : 1;
 }
 

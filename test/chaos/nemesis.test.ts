@@ -78,6 +78,8 @@ describe('the command line', () => {
       minutes: 0.5,
     });
     expect(parse('--faults', 'none').faults).toEqual([]);
+    expect(parse().break).toBeUndefined();
+    expect(parse('--break', 'reorder-deliveries').break).toBe('reorder-deliveries');
   });
 
   it.each([
@@ -86,6 +88,7 @@ describe('the command line', () => {
     [['--seed', '-1']],
     [['--faults', 'kill,fire']],
     [['--bogus']],
+    [['--break', 'confirm-never']],
   ])('refuses %j', (args) => {
     expect(() => parse(...args)).toThrow(UsageError);
   });

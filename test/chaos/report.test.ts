@@ -69,21 +69,22 @@ describe('recovery after a heal', () => {
 });
 
 describe('the report', () => {
+  const base = {
+    seed: 5,
+    nodes: 3,
+    minutes: 1,
+    faults: ['kill'],
+    ratePerSecond: 100,
+    startedAt: new Date(0),
+    durationS: 70,
+    drained: true,
+    formed: true,
+    swept: 0,
+    ops: ops([0, ok('p-a')]),
+    schedule: [],
+  };
+
   it('is valid only when every checker is and the queues drained, and prints the replay command', () => {
-    const base = {
-      seed: 5,
-      nodes: 3,
-      minutes: 1,
-      faults: ['kill'],
-      ratePerSecond: 100,
-      startedAt: new Date(0),
-      durationS: 70,
-      drained: true,
-      formed: true,
-      swept: 0,
-      ops: ops([0, ok('p-a')]),
-      schedule: [],
-    };
     const check = { checker: 'order' as const, valid: true, counts: {}, problems: [] };
     expect(buildReport({ ...base, checks: [check] }).valid).toBe(true);
     expect(buildReport({ ...base, drained: false, checks: [check] }).valid).toBe(false);
@@ -98,6 +99,21 @@ describe('the report', () => {
     expect(bad.valid).toBe(false);
     expect(renderMarkdown(bad)).toContain('# Styx chaos run: FAIL');
     expect(bad.replay).toBe('npx -y pnpm@10 chaos --nodes 3 --minutes 1 --seed 5 --faults kill --rate 100');
+    expect(bad.broken).toBeUndefined();
+  });
+
+  it("of a deliberately broken run says whether the break's own checker caught it", () => {
+    const broken = { ...base, faults: [], testBreak: 'reorder-deliveries' as const };
+    const valid = (checker: 'order' | 'total-queue') => ({ checker, valid: true, counts: {}, problems: [] });
+    const missed = buildReport({
+      ...broken,
+      checks: [valid('order'), { ...valid('total-queue'), valid: false }],
+    });
+    expect(missed.broken).toEqual({ name: 'reorder-deliveries', checker: 'order', caught: false });
+    expect(renderMarkdown(missed)).toContain('NOT CAUGHT by order');
+    const caught = buildReport({ ...broken, checks: [{ ...valid('order'), valid: false }] });
+    expect(caught.broken?.caught).toBe(true);
+    expect(caught.replay).toContain('--faults none --rate 100 --break reorder-deliveries');
   });
 });
 

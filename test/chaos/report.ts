@@ -3,6 +3,8 @@
 // people and JSON for tools, beside the history and the node logs.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BreakVerdict, TestBreak } from './breaks.ts';
+import { breakVerdict } from './breaks.ts';
 import type { CheckResult } from './checkers.ts';
 import { formatOp, windowFor } from './checkers.ts';
 import type { Op } from './history.ts';
@@ -126,6 +128,8 @@ export interface RunReport {
   /** For each problem (at most 10 printed): the problem and its history window. */
   readonly failures: readonly { readonly problem: string; readonly window: readonly string[] }[];
   readonly replay: string;
+  /** A deliberately broken run (`--break`): the break, its checker, and whether it caught it. */
+  readonly broken: BreakVerdict | undefined;
 }
 
 export interface ReportInput {
@@ -142,6 +146,7 @@ export interface ReportInput {
   readonly ops: readonly Op[];
   readonly checks: readonly CheckResult[];
   readonly schedule: readonly PlannedFault[];
+  readonly testBreak?: TestBreak | undefined;
 }
 
 export function buildReport(input: ReportInput): RunReport {
@@ -193,7 +198,11 @@ export function buildReport(input: ReportInput): RunReport {
       problem: `${problem.checker}: ${problem.kind} ${problem.id ?? ''} in ${problem.queue ?? '?'}: ${problem.detail}`,
       window: windowFor(ops, problem).map(formatOp),
     })),
-    replay: `npx -y pnpm@10 chaos --nodes ${input.nodes} --minutes ${input.minutes} --seed ${input.seed} --faults ${input.faults.join(',') || 'none'} --rate ${input.ratePerSecond}`,
+    replay:
+      `npx -y pnpm@10 chaos --nodes ${input.nodes} --minutes ${input.minutes} --seed ${input.seed} ` +
+      `--faults ${input.faults.join(',') || 'none'} --rate ${input.ratePerSecond}` +
+      (input.testBreak === undefined ? '' : ` --break ${input.testBreak}`),
+    broken: input.testBreak === undefined ? undefined : breakVerdict(input.testBreak, checks),
   };
 }
 
@@ -201,8 +210,15 @@ const ms = (value: number | undefined): string => (value === undefined ? '–' :
 
 export function renderMarkdown(report: RunReport): string {
   const lines = [
-    `# Styx chaos run: ${report.valid ? 'PASS' : 'FAIL'}`,
+    `# Styx chaos run: ${title(report)}`,
     '',
+    ...(report.broken === undefined
+      ? []
+      : [
+          `Every node ran deliberately broken (\`STYX_TEST_BREAK=${report.broken.name}\`); the ` +
+            `**${report.broken.checker}** checker ${report.broken.caught ? 'caught it' : 'did NOT catch it'}.`,
+          '',
+        ]),
     `Seed ${report.seed}, ${report.nodes} nodes, ${report.minutes} min of workload at ${report.ratePerSecond} msg/s, ` +
       `faults ${report.faults.join(', ') || 'none'}; started ${report.startedAt}, took ${report.durationS} s.`,
     '',
@@ -265,6 +281,13 @@ export function renderMarkdown(report: RunReport): string {
       lines.push(`### ${failure.problem}`, '', '```', ...failure.window, '```', '');
   }
   return `${lines.join('\n')}\n`;
+}
+
+function title(report: RunReport): string {
+  if (report.broken === undefined) return report.valid ? 'PASS' : 'FAIL';
+  return report.broken.caught
+    ? `broken on purpose (${report.broken.name}), CAUGHT by ${report.broken.checker}`
+    : `broken on purpose (${report.broken.name}), NOT CAUGHT by ${report.broken.checker}`;
 }
 
 export async function writeReport(

@@ -28,6 +28,7 @@ import type { GotApplyResult, QueueActor } from '../queue/queue-actor.ts';
 import type { QueueGetResult, QueueHandle } from '../queue/queue-handle.ts';
 import type { QueueCommand, QueueCounts, QueueReply, StoredMessage } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import { HAND_OFF_BEFORE_COMMIT } from '../test-support/test-breaks.ts';
 
 /** How long a command keeps looking for the queue's leader before it fails, ms. */
 export const FORWARD_DEADLINE_MS = 15_000;
@@ -157,9 +158,13 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
 
   enqueue(message: StoredMessage, ttl: number | undefined, handOff?: HandOffId): Promise<QueueReply> {
     if (handOff !== undefined) {
-      return this.#run({ type: 'enqueue', size: message.body.byteLength, ttl, message, handOff }, true).then(
-        replyOf,
-      );
+      const command: QueueCommand = { type: 'enqueue', size: message.body.byteLength, ttl, message, handOff };
+      if (HAND_OFF_BEFORE_COMMIT) {
+        // Deliberately broken (test-breaks.ts): one attempt, confirmed as soon as it is sent.
+        this.#attempt({ command, body: undefined }).catch(toVoid);
+        return Promise.resolve({ type: 'ok' });
+      }
+      return this.#run(command, true).then(replyOf);
     }
     const seq = ++publishSequence;
     this.#inFlight.push(seq);

@@ -16,6 +16,7 @@ import {
   ManagementServer,
 } from '../management/management-server.ts';
 import { openNodeStorage } from '../storage/node-storage.ts';
+import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
 import { parse, parseIntegerFlag, UsageError } from './args.ts';
 import type { ClusterOptions } from './cluster-flags.ts';
@@ -40,6 +41,9 @@ Options:
   -h, --help            show this help
 
 ${CLUSTER_FLAGS_USAGE}
+
+Testing only: ${TEST_BREAK_ENV}=NAME[,NAME] starts a deliberately broken node (${TEST_BREAKS.join(', ')}),
+so the chaos suite (test/chaos) can show its checkers catch each bug. Never set it otherwise.
 
 Stops cleanly on SIGINT or SIGTERM.`;
 
@@ -147,6 +151,18 @@ export async function serverCommand(argv: string[]): Promise<number> {
     level: options.logLevel,
     ...(format !== undefined ? { pretty: format === 'pretty' } : {}),
   });
+  if (testBreaks.unknown.length > 0) {
+    process.stderr.write(
+      `styx server: ${TEST_BREAK_ENV} names no such break: ${testBreaks.unknown.join(', ')} (known: ${TEST_BREAKS.join(', ')})\n`,
+    );
+    return 2;
+  }
+  if (testBreaks.breaks.size > 0) {
+    logger.warn(
+      { breaks: [...testBreaks.breaks] },
+      `${TEST_BREAK_ENV} is set: this node is deliberately broken, for testing the chaos suite's checkers only`,
+    );
+  }
   await mkdir(dataDir, { recursive: true });
   const dir = await acquireDataDir(dataDir);
   // The node's identity: its libp2p key, whose peer id is the node id of a new data dir (so any

@@ -25,6 +25,7 @@
 import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
 import { systemClock } from '@styx/raft';
+import { CONFIRM_BEFORE_COMMIT, HAND_OFF_BEFORE_COMMIT } from '../test-support/test-breaks.ts';
 import { AggregatedLog, DEFAULT_AGGREGATION_INTERVAL_MS } from './aggregated-log.ts';
 import { AtLeastOnceHandOffs } from './at-least-once-hand-offs.ts';
 import { AtMostOnceDeadLetters } from './at-most-once-dead-letters.ts';
@@ -295,9 +296,18 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
 
   /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
   private propose(command: QueueCommand): Promise<QueueApplyResult> {
-    return this.state === 'new'
-      ? this.opened.then(() => this.log.propose(command))
-      : this.log.propose(command);
+    const proposed =
+      this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
+    if (
+      EARLY_REPLY_BREAK &&
+      command.type === 'enqueue' &&
+      repliesBeforeCommit(command.handOff !== undefined)
+    ) {
+      // Deliberately broken (test-breaks.ts): the reply no longer waits for the commit.
+      proposed.catch(toVoid);
+      return Promise.resolve(EARLY_OK);
+    }
+    return proposed;
   }
 
   /** Stop the timer and close the log; stored state is kept. */
@@ -790,6 +800,15 @@ function replyOf(result: QueueApplyResult): QueueReply {
 }
 
 function toVoid(): void {}
+
+const EARLY_REPLY_BREAK = CONFIRM_BEFORE_COMMIT || HAND_OFF_BEFORE_COMMIT;
+
+/** Whether a test break (test-breaks.ts) makes an enqueue reply before its commit. */
+function repliesBeforeCommit(handOff: boolean): boolean {
+  return handOff ? HAND_OFF_BEFORE_COMMIT : CONFIRM_BEFORE_COMMIT;
+}
+
+const EARLY_OK: QueueApplyResult = { reply: { type: 'ok' }, effects: [], removed: [] };
 
 function purgedCount(result: QueueApplyResult): number {
   return result.reply.type === 'purged' ? result.reply.count : 0;

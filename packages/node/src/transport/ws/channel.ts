@@ -20,6 +20,7 @@ import type { Logger } from '../../logging/logger.ts';
 import type { OwnerSink } from '../../queue/queue-actor.ts';
 import type { QueueHandle } from '../../queue/queue-handle.ts';
 import type { StoredMessage } from '../../queue/types.ts';
+import { REORDER_DELIVERIES } from '../../test-support/test-breaks.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
 
 /** What a channel needs from its connection. */
@@ -85,6 +86,9 @@ export class Channel implements OwnerSink {
   private confirmFlushScheduled = false;
   private prefetch = 0;
   private nextDeliveryTag = 1;
+  /** `reorder-deliveries` (test-breaks.ts) only: deliveries so far, and one held back. */
+  private reorderCount = 0;
+  private heldBack: Uint8Array | undefined = undefined;
   private readonly consumers = new Map<string, Consumer>();
   /** Delivery tag → message; insertion order is tag order, which `multiple` acks rely on. */
   private readonly unacked = new Map<number, Unacked>();
@@ -507,10 +511,35 @@ export class Channel implements OwnerSink {
       message.body,
     );
     if (consumer.pending !== undefined) consumer.pending.push(frame);
+    else if (REORDER_DELIVERIES) this.sendReordered(frame);
     else this.host.send(frame);
   }
 
-  /** OwnerSink: the queue removed one of this channel's consumers (queue deleted). */
+  /**
+   * Deliberately broken (test-breaks.ts `reorder-deliveries`): one delivery in 50 is held back and
+   * sent after the next one (or after 100 ms, if none comes), out of queue order and not marked
+   * redelivered.
+   */
+  private sendReordered(frame: Uint8Array): void {
+    const held = this.heldBack;
+    if (held !== undefined) {
+      this.heldBack = undefined;
+      this.host.send(frame);
+      this.host.send(held);
+      return;
+    }
+    if (++this.reorderCount % 50 !== 0) {
+      this.host.send(frame);
+      return;
+    }
+    this.heldBack = frame;
+    setTimeout(() => {
+      if (this.heldBack !== frame) return;
+      this.heldBack = undefined;
+      if (this.state === 'open') this.host.send(frame);
+    }, 100).unref();
+  }
+
   /**
    * A cluster node came back: if it had counted this node down, the queues it leads dropped this
    * channel's consumers (and returned their unacked messages). Register each consumer again — a
@@ -547,6 +576,7 @@ export class Channel implements OwnerSink {
     );
   }
 
+  /** OwnerSink: the queue removed one of this channel's consumers (queue deleted). */
   consumerCancelled(_queue: QueueHandle, tag: string): void {
     if (!this.consumers.delete(tag) || this.state !== 'open') return;
     this.host.send({ channel: this.number, method: 'basicCancel', basicCancel: { consumerTag: tag } });
