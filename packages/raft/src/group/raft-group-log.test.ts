@@ -7,6 +7,7 @@ import type { ComplianceDeps, CounterCommand, CounterResult } from '../complianc
 import { CounterMachine, counterCodec, replicatedLogCompliance } from '../compliance/index.ts';
 import { LogCorruptedError, NotLeaderError } from '../errors.ts';
 import { openLogStore } from '../lmdb/log-store.ts';
+import { Prng } from '../raft/sim/prng.ts';
 import type { EntryMeta, RoleChange } from '../replicated-log.ts';
 import { SingleVoterLog } from '../single-voter-log.ts';
 import type { LogStore } from '../storage/log-store.ts';
@@ -275,6 +276,62 @@ describe('RaftGroupLog, three voters', () => {
     expect(await Promise.all(stranded)).toEqual(['lost', 'lost', 'lost', 'lost', 'lost']);
     await eventually(() => leader.role === 'follower');
   });
+
+  it.each([
+    1, 2,
+  ])('resolves a proposal only if it committed, and fails one with NotLeaderError only if it did not, under random partitions (seed %i)', async (seed) => {
+    const prng = new Prng(seed);
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    const leaderMachine = new CounterMachine();
+    await leader.open(leaderMachine);
+    await leads(leader);
+    const replicas = [{ log: leader, machine: leaderMachine }, ...(nodes.followers.get('g') ?? [])] as {
+      log: CounterLog;
+      machine: CounterMachine;
+    }[];
+    let isolated: string | undefined;
+    nodes.hub.setFilter((from, to) => isolated === undefined || (from !== isolated && to !== isolated));
+    const outcomes = new Map<number, Promise<'committed' | 'lost' | 'other'>>();
+    let next = 1;
+    for (let round = 0; round < 8; round++) {
+      // Often the leader, often long enough for the others to elect one of their own (300-600 ms).
+      const leading = replicas.findIndex((r) => r.log.role === 'leader');
+      const victim = prng.chance(0.6) && leading >= 0 ? leading : prng.nextInt(3);
+      isolated = prng.chance(0.8) ? (nodes.ids[victim] as string) : undefined;
+      const until = Date.now() + prng.between(200, 900);
+      while (Date.now() < until) {
+        // Every replica that believes it leads takes proposals, a cut-off one included.
+        for (const { log } of replicas) {
+          if (log.role !== 'leader') continue;
+          const add = next++;
+          outcomes.set(
+            add,
+            log.propose({ add }).then(
+              () => 'committed' as const,
+              (error: unknown) => (error instanceof NotLeaderError ? ('lost' as const) : ('other' as const)),
+            ),
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, prng.between(1, 20)));
+      }
+    }
+    isolated = undefined;
+    // Healed; one more command from the final leader writes every index anyone proposed at.
+    await eventually(() => replicas.some((r) => r.log.role === 'leader'));
+    const final = replicas.find((r) => r.log.role === 'leader') as (typeof replicas)[number];
+    await final.log.propose({ add: 0 });
+    const settled = new Map<number, string>();
+    for (const [add, outcome] of outcomes) settled.set(add, await outcome);
+    const committed = final.machine.state.values;
+    expect(new Set(committed).size).toBe(committed.length);
+    const inLog = new Set(committed);
+    for (const [add, outcome] of settled) {
+      if (outcome === 'committed') expect(inLog.has(add), `proposal ${add} resolved`).toBe(true);
+      else expect(inLog.has(add), `proposal ${add} failed as ${outcome}`).toBe(false);
+    }
+    expect([...settled.values()].filter((o) => o === 'other')).toEqual([]);
+    expect([...settled.values()].filter((o) => o === 'lost').length).toBeGreaterThan(0);
+  }, 20_000);
 
   it('quiesces an idle group on every host and wakes it with a proposal', async () => {
     const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
