@@ -242,6 +242,7 @@ export class Broker {
               replica: (groupId) => this.replicaOf(groupId),
               replicas: () => this.allReplicas(),
               localChannel: (owner) => this.localChannel(owner),
+              reassertConsumers: () => this.reassertConsumers(),
               startReplica: (record, start) => this.startReplica(record, start),
               dropReplica: (record) => this.dropReplica(record),
             },
@@ -250,8 +251,7 @@ export class Broker {
     // A member back from a partition may have given up this node's consumers: register them again.
     // And a member back (or new) should lead its share of the queues again.
     this.cluster?.onNodeUp(() => {
-      for (const connection of this.connections.values())
-        for (const channel of connection.openChannels()) channel.reassertConsumers();
+      this.reassertConsumers();
       this.scheduleRebalance();
     });
     this.serverProperties = {
@@ -339,6 +339,15 @@ export class Broker {
     return this.clusterQueues !== undefined
       ? this.clusterQueues.resolveOwner(owner)
       : this.localChannel(owner);
+  }
+
+  /**
+   * Every open channel registers its consumers again: a no-op for a queue that kept them, the way
+   * back for one whose leader gave them up while it counted this node down.
+   */
+  private reassertConsumers(): void {
+    for (const connection of this.connections.values())
+      for (const channel of connection.openChannels()) channel.reassertConsumers();
   }
 
   /** The open channel of this node with owner id `owner` (`${connectionId}/${channel}`). */

@@ -51,6 +51,8 @@ const CAUGHT_UP_SLACK = 64;
 /** Retries of a delivery whose answer was lost before that is logged, and their spacing. */
 const DELIVERY_RETRIES = 20;
 const DELIVERY_RETRY_MS = 500;
+/** Attempts, after the first, at telling a node that is up to register its consumers again. */
+const REASSERT_NOTICE_RETRIES = 10;
 
 /** A channel as the cluster sees it: deliveries and cancellations name the queue's handle. */
 export type ChannelSink = OwnerSink<QueueHandle>;
@@ -64,6 +66,7 @@ export interface QueueClusterPort {
   };
   isDown(nodeId: string): boolean;
   onNodeDown(listener: (nodeId: string) => void): () => void;
+  onNodeUp(listener: (nodeId: string) => void): () => void;
 }
 
 /** What `ClusterQueues` needs of its broker. */
@@ -76,6 +79,8 @@ export interface ClusterQueuesHost {
   replicas(): Iterable<QueueActor>;
   /** The open channel with this owner id on this node. */
   localChannel(owner: string): ChannelSink | undefined;
+  /** Every open channel here registers its consumers again (see `QueueOp.reassert`). */
+  reassertConsumers(): void;
   /** Start this node's replica of `record` (a no-op when it runs). */
   startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void>;
   /** Stop and destroy this node's replica of `record` (it is no longer one of its members). */
@@ -111,6 +116,14 @@ export class ClusterQueues {
   #reconcileAgain = false;
   #stopped = false;
   readonly #unsubscribe: () => void;
+  readonly #unsubscribeUp: () => void;
+  /**
+   * Nodes whose consumers this node's leaders gave up while counting them down. Such a node may
+   * never count this one down (a one-sided view, or a give-up that committed after it had
+   * re-registered), so it would not register its consumers again by itself: it is told to once it
+   * answers again.
+   */
+  readonly #owesReassert = new Set<string>();
 
   constructor(host: ClusterQueuesHost, cluster: QueueClusterPort) {
     this.#host = host;
@@ -125,6 +138,7 @@ export class ClusterQueues {
     };
     cluster.queueLink.handle(this.#onRequest);
     this.#unsubscribe = cluster.onNodeDown((nodeId) => this.#nodeDown(nodeId));
+    this.#unsubscribeUp = cluster.onNodeUp((nodeId) => this.#nodeUp(nodeId));
     this.#timer = setInterval(() => this.#checkMemberships(), MEMBERSHIP_CHECK_MS);
     this.#timer.unref();
   }
@@ -133,6 +147,7 @@ export class ClusterQueues {
     this.#stopped = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#unsubscribe();
+    this.#unsubscribeUp();
   }
 
   // ------------------------------------------------------------------------------ handles
@@ -209,7 +224,7 @@ export class ClusterQueues {
   #remoteSink(owner: string, nodeId: string): OwnerSink {
     const lost = (actor: QueueActor): void => {
       this.#remoteSinks.delete(owner);
-      actor.ownerLost(owner);
+      this.#giveUp(actor, owner, nodeId);
     };
     const send = (actor: QueueActor, op: number, body: Uint8Array, attempt: number): void => {
       this.#cluster.queueLink.call(nodeId, op, actor.groupId, body, 5_000).catch((error: unknown) => {
@@ -251,8 +266,32 @@ export class ClusterQueues {
       if (ownerNodeName(owner) === name) this.#remoteSinks.delete(owner);
     for (const actor of this.#host.replicas()) {
       if (!actor.isLeader) continue;
-      for (const owner of actor.ownerIds()) if (ownerNodeName(owner) === name) actor.ownerLost(owner);
+      for (const owner of actor.ownerIds())
+        if (ownerNodeName(owner) === name) this.#giveUp(actor, owner, nodeId);
     }
+  }
+
+  /** `actor` (leading) gives up `owner`, of node `nodeId`: its consumers go, its unacked return. */
+  #giveUp(actor: QueueActor, owner: string, nodeId: string): void {
+    this.#owesReassert.add(nodeId);
+    actor.ownerLost(owner);
+  }
+
+  /** A node answers again: if this node gave up any of its consumers, tell it to register them again. */
+  #nodeUp(nodeId: string, attempt = 0): void {
+    if (this.#stopped || (attempt === 0 && !this.#owesReassert.delete(nodeId))) return;
+    this.#cluster.queueLink.call(nodeId, QueueOp.reassert, '', EMPTY, 5_000).catch((error: unknown) => {
+      if (this.#stopped || this.#cluster.isDown(nodeId)) {
+        // Down again: told when it next comes back.
+        this.#owesReassert.add(nodeId);
+        return;
+      }
+      if (attempt >= REASSERT_NOTICE_RETRIES) {
+        this.#log.warn({ err: error, node: nodeId }, 'could not tell a node to register its consumers again');
+        return;
+      }
+      setTimeout(() => this.#nodeUp(nodeId, attempt + 1), DELIVERY_RETRY_MS).unref();
+    });
   }
 
   /** This replica leads now: owners on nodes that are down are given up at once. */
@@ -265,7 +304,7 @@ export class ClusterQueues {
       for (const owner of actor.ownerIds()) {
         const node = this.#host.metadata.clusterNode(ownerNodeName(owner));
         if (node !== undefined && node.id !== this.selfId && this.#cluster.isDown(node.id))
-          actor.ownerLost(owner);
+          this.#giveUp(actor, owner, node.id);
       }
     }, TAKEOVER_OWNER_CHECK_MS).unref();
   }
@@ -315,6 +354,9 @@ export class ClusterQueues {
         if (channel !== undefined) channel.consumerCancelled(this.#handleOfGroup(group), tag);
         return EMPTY;
       }
+      case QueueOp.reassert:
+        this.#host.reassertConsumers();
+        return EMPTY;
       case QueueOp.status:
         return encodeJsonBody(this.#localStatus(this.#leading(group).groupId));
       case QueueOp.transfer: {

@@ -7,6 +7,8 @@
  * - `QueueOp.counts`: the leader's counts, as JSON.
  * - `QueueOp.deliver`: a leader hands a delivery to the node holding the consuming channel.
  * - `QueueOp.cancelled`: a leader tells that node the queue cancelled a consumer (queue deleted).
+ * - `QueueOp.reassert`: a node that gave up another node's consumers while it counted that node
+ *   down tells it, once it answers again, to register its consumers again (empty body, no group).
  *
  * Every decoder throws `QueueLinkFrameError` on bytes that do not follow the layout, so a corrupt
  * or hostile body closes the stream it came on, never the node.
@@ -25,6 +27,7 @@ export const QueueOp = {
   status: 5,
   /** Hand the group's leadership to the node id in the body (UTF-8). */
   transfer: 6,
+  reassert: 7,
 } as const;
 
 /** One replica of a queue's group, as its leader sees it. */
