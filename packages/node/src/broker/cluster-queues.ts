@@ -41,6 +41,7 @@ import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, queueMembers } from './cluster-queue.ts';
+import { RemoteOwnerSink } from './remote-owner-sink.ts';
 
 /** How long a new leader waits before giving up the owners of nodes it counts down, ms. */
 const TAKEOVER_OWNER_CHECK_MS = 3_000;
@@ -48,11 +49,10 @@ const TAKEOVER_OWNER_CHECK_MS = 3_000;
 const MEMBERSHIP_CHECK_MS = 1_000;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
 const CAUGHT_UP_SLACK = 64;
-/** Retries of a delivery whose answer was lost before that is logged, and their spacing. */
-const DELIVERY_RETRIES = 20;
-const DELIVERY_RETRY_MS = 500;
 /** Attempts, after the first, at telling a node that is up to register its consumers again. */
 const REASSERT_NOTICE_RETRIES = 10;
+/** Their spacing, ms. */
+const REASSERT_NOTICE_RETRY_MS = 500;
 
 /** A channel as the cluster sees it: deliveries and cancellations name the queue's handle. */
 export type ChannelSink = OwnerSink<QueueHandle>;
@@ -222,39 +222,29 @@ export class ClusterQueues {
   }
 
   #remoteSink(owner: string, nodeId: string): OwnerSink {
-    const lost = (actor: QueueActor): void => {
-      this.#remoteSinks.delete(owner);
-      this.#giveUp(actor, owner, nodeId);
-    };
-    const send = (actor: QueueActor, op: number, body: Uint8Array, attempt: number): void => {
-      this.#cluster.queueLink.call(nodeId, op, actor.groupId, body, 5_000).catch((error: unknown) => {
-        if (error instanceof QueueLinkRemoteError) {
-          if (error.code === QueueLinkCode.ownerGone) lost(actor);
-          else this.#log.warn({ err: error, owner }, 'delivery to another node refused');
-          return;
-        }
-        // Lost on the way (or the answer was): send again (the channel ignores an id it holds)
-        // for as long as the node is not counted down. Giving up on a node that is up would drop
-        // its consumer behind its back (after it re-registered on coming back from a partition).
-        if (this.#cluster.isDown(nodeId)) {
-          lost(actor);
-          return;
-        }
-        if (attempt === DELIVERY_RETRIES) {
-          this.#log.warn(
-            { owner, node: nodeId },
-            'deliveries to a node that is up keep failing: still retrying',
-          );
-        }
-        setTimeout(() => {
-          if (actor.isLeader) send(actor, op, body, attempt + 1);
-        }, DELIVERY_RETRY_MS).unref();
-      });
-    };
+    const sink = new RemoteOwnerSink({
+      send: (op, group, body) => this.#cluster.queueLink.call(nodeId, op, group, body, 5_000),
+      classify: (error) => {
+        if (!(error instanceof QueueLinkRemoteError)) return 'lost';
+        if (error.code === QueueLinkCode.ownerGone) return 'owner-gone';
+        this.#log.warn({ err: error, owner }, 'delivery to another node refused');
+        return 'refused';
+      },
+      nodeDown: () => this.#cluster.isDown(nodeId),
+      lost: (actor) => {
+        this.#remoteSinks.delete(owner);
+        this.#giveUp(actor, owner, nodeId);
+      },
+      warn: (fields, message) => this.#log.warn({ ...fields, owner, node: nodeId }, message),
+    });
     return {
       deliver: (actor, tag, id, redelivered, deliveryCount, message) =>
-        send(actor, QueueOp.deliver, encodeDelivery(owner, tag, id, redelivered, deliveryCount, message), 0),
-      consumerCancelled: (actor, tag) => send(actor, QueueOp.cancelled, encodeCancelled(owner, tag), 0),
+        sink.send(
+          actor,
+          QueueOp.deliver,
+          encodeDelivery(owner, tag, id, redelivered, deliveryCount, message),
+        ),
+      consumerCancelled: (actor, tag) => sink.send(actor, QueueOp.cancelled, encodeCancelled(owner, tag)),
     };
   }
 
@@ -290,7 +280,7 @@ export class ClusterQueues {
         this.#log.warn({ err: error, node: nodeId }, 'could not tell a node to register its consumers again');
         return;
       }
-      setTimeout(() => this.#nodeUp(nodeId, attempt + 1), DELIVERY_RETRY_MS).unref();
+      setTimeout(() => this.#nodeUp(nodeId, attempt + 1), REASSERT_NOTICE_RETRY_MS).unref();
     });
   }
 

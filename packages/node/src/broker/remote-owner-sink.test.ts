@@ -1,0 +1,123 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { QueueActor } from '../queue/queue-actor.ts';
+import { RESEND_DELAY_MS, RemoteOwnerSink } from './remote-owner-sink.ts';
+
+type Outcome = 'owner-gone' | 'refused' | 'lost';
+
+/** A port whose sends stay pending until the test answers them, by body text. */
+function fakePort() {
+  const sent: string[] = [];
+  const pending = new Map<string, { resolve: () => void; reject: (kind: Outcome) => void }>();
+  const lost: string[] = [];
+  let down = false;
+  const sink = new RemoteOwnerSink({
+    send: (_op, group, body) => {
+      const name = `${group}:${new TextDecoder().decode(body)}`;
+      sent.push(name);
+      return new Promise((resolve, reject) => {
+        pending.set(name, { resolve: () => resolve(undefined), reject });
+      });
+    },
+    classify: (error) => error as Outcome,
+    nodeDown: () => down,
+    lost: (actor) => lost.push(actor.groupId),
+    warn: () => {},
+  });
+  const actor = (groupId: string, isLeader = true) => ({ groupId, isLeader }) as unknown as QueueActor;
+  const q = actor('q');
+  return {
+    sink,
+    sent,
+    lost,
+    send: (text: string, a: QueueActor = q) => sink.send(a, 3, new TextEncoder().encode(text)),
+    ok: async (name: string) => {
+      pending.get(name)?.resolve();
+      await Promise.resolve();
+    },
+    fail: async (name: string, kind: Outcome = 'lost') => {
+      pending.get(name)?.reject(kind);
+      await Promise.resolve();
+    },
+    setDown: () => {
+      down = true;
+    },
+    actor,
+  };
+}
+
+describe('RemoteOwnerSink', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('pipelines sends while they arrive', async () => {
+    const t = fakePort();
+    t.send('a');
+    t.send('b');
+    t.send('c');
+    expect(t.sent).toEqual(['q:a', 'q:b', 'q:c']);
+  });
+
+  it('once a send is lost, later sends wait behind it and all go again in order', async () => {
+    const t = fakePort();
+    t.send('a');
+    t.send('b');
+    await t.fail('q:a');
+    t.send('c'); // after the loss: must not overtake a
+    t.send('d');
+    expect(t.sent).toEqual(['q:a', 'q:b']);
+    await t.ok('q:b');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.sent).toEqual(['q:a', 'q:b', 'q:a', 'q:c', 'q:d']);
+    // Still recovering until those are answered: a new send waits behind them.
+    t.send('e');
+    expect(t.sent.length).toBe(5);
+    await t.ok('q:a');
+    await t.ok('q:c');
+    await t.ok('q:d');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.sent).toEqual(['q:a', 'q:b', 'q:a', 'q:c', 'q:d', 'q:e']);
+    // Recovered: direct again.
+    t.send('f');
+    expect(t.sent.at(-1)).toBe('q:f');
+  });
+
+  it('sends lost again go again, in their first order', async () => {
+    const t = fakePort();
+    t.send('a');
+    t.send('b');
+    await t.fail('q:b');
+    await t.fail('q:a');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.sent).toEqual(['q:a', 'q:b', 'q:a', 'q:b']);
+  });
+
+  it('gives the owner up when its channel is gone or its node is counted down, and never resends a refused send', async () => {
+    const t = fakePort();
+    t.send('a');
+    await t.fail('q:a', 'owner-gone');
+    t.send('b');
+    await t.fail('q:b', 'refused');
+    expect(t.lost).toEqual(['q']);
+    t.setDown();
+    t.send('c');
+    await t.fail('q:c', 'lost');
+    expect(t.lost).toEqual(['q', 'q']);
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS * 4);
+    expect(t.sent).toEqual(['q:a', 'q:b', 'q:c']);
+  });
+
+  it('drops, on resending, what queues this node no longer leads sent', async () => {
+    const t = fakePort();
+    const former = t.actor('old', false);
+    t.send('a', former);
+    t.send('b');
+    await t.fail('old:a');
+    await t.fail('q:b');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.sent).toEqual(['old:a', 'q:b', 'q:b']);
+  });
+});

@@ -1,0 +1,119 @@
+/**
+ * A channel on another node, as the queues this node leads see it: deliveries and cancellations go
+ * to that node over the queue link, in the order the queues made them.
+ *
+ * Sends are pipelined (one link stream per peer keeps them in order). A send lost on the way (the
+ * stream broke, the answer timed out) is sent again for as long as the node is not counted down —
+ * giving up on a node that is up would drop its consumer behind its back — and the channel ignores
+ * a delivery id it already holds. Resending only the lost ones would let later deliveries overtake
+ * them (a message delivered out of queue order, not marked redelivered: the chaos suite's order
+ * checker caught it after a slow link). So once a send is lost, later ones wait; when every send
+ * in flight has been answered or lost, the lost ones and the waiting ones go again, in their
+ * original order.
+ */
+import type { QueueActor } from '../queue/queue-actor.ts';
+
+/** Pause before sending lost sends again, ms. */
+export const RESEND_DELAY_MS = 500;
+/** Rounds of resending after which a warning is logged (the sends still go on). */
+const WARN_AFTER_ROUNDS = 20;
+
+export interface RemoteOwnerPort {
+  /** Send one op for `group` to the owner's node; rejects when it did not arrive (or its answer). */
+  send(op: number, group: string, body: Uint8Array): Promise<unknown>;
+  /**
+   * What an error of `send` means: the owner is gone for good (its channel closed), the node
+   * refused the send for another reason (logged; not sent again), or it was lost on the way.
+   */
+  classify(error: unknown): 'owner-gone' | 'refused' | 'lost';
+  /** Whether the owner's node is counted down now. */
+  nodeDown(): boolean;
+  /** The owner is gone (its channel closed, or its node down): `actor` gives it up. */
+  lost(actor: QueueActor): void;
+  /** Log resends that keep failing. */
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+interface Outgoing {
+  readonly seq: number;
+  readonly actor: QueueActor;
+  readonly op: number;
+  readonly body: Uint8Array;
+}
+
+export class RemoteOwnerSink {
+  readonly #port: RemoteOwnerPort;
+  #seq = 0;
+  #inFlight = 0;
+  /** Sends lost on the way, to go again (kept in `seq` order). */
+  readonly #lostSends: Outgoing[] = [];
+  /** Sends made after one was lost, waiting behind it. */
+  #waiting: Outgoing[] = [];
+  #recovering = false;
+  #rounds = 0;
+
+  constructor(port: RemoteOwnerPort) {
+    this.#port = port;
+  }
+
+  send(actor: QueueActor, op: number, body: Uint8Array): void {
+    const outgoing: Outgoing = { seq: ++this.#seq, actor, op, body };
+    if (this.#recovering) this.#waiting.push(outgoing);
+    else this.#transmit(outgoing);
+  }
+
+  #transmit(outgoing: Outgoing): void {
+    this.#inFlight++;
+    this.#port.send(outgoing.op, outgoing.actor.groupId, outgoing.body).then(
+      () => this.#settled(),
+      (error: unknown) => {
+        const kind = this.#port.classify(error);
+        if (kind === 'owner-gone' || (kind === 'lost' && this.#port.nodeDown())) {
+          this.#port.lost(outgoing.actor);
+        } else if (kind === 'lost') {
+          this.#recovering = true;
+          insertInOrder(this.#lostSends, outgoing);
+        }
+        this.#settled();
+      },
+    );
+  }
+
+  #settled(): void {
+    this.#inFlight--;
+    if (!this.#recovering || this.#inFlight > 0) return;
+    if (this.#lostSends.length === 0) {
+      // Every lost send went again and arrived: later ones go directly again.
+      this.#recovering = false;
+      this.#rounds = 0;
+      const waiting = this.#waiting;
+      this.#waiting = [];
+      for (const outgoing of waiting) this.#transmit(outgoing);
+      return;
+    }
+    this.#rounds++;
+    if (this.#rounds === WARN_AFTER_ROUNDS) {
+      this.#port.warn(
+        { lost: this.#lostSends.length },
+        'deliveries to a node that is up keep failing: still retrying',
+      );
+    }
+    setTimeout(() => this.#resend(), RESEND_DELAY_MS).unref();
+  }
+
+  /** The lost sends, then the waiting ones, in order, from queues this node still leads. */
+  #resend(): void {
+    const again = this.#lostSends.splice(0).concat(this.#waiting);
+    this.#waiting = [];
+    // Still recovering while they are in flight: new sends queue behind them.
+    this.#inFlight++;
+    for (const outgoing of again) if (outgoing.actor.isLeader) this.#transmit(outgoing);
+    this.#settled();
+  }
+}
+
+function insertInOrder(list: Outgoing[], item: Outgoing): void {
+  let i = list.length;
+  while (i > 0 && (list[i - 1] as Outgoing).seq > item.seq) i--;
+  list.splice(i, 0, item);
+}
