@@ -42,8 +42,9 @@ Options:
 
 ${CLUSTER_FLAGS_USAGE}
 
-Testing only: ${TEST_BREAK_ENV}=NAME[,NAME] starts a deliberately broken node (${TEST_BREAKS.join(', ')}),
-so the chaos suite (test/chaos) can show its checkers catch each bug. Never set it otherwise.
+Testing only: ${TEST_BREAK_ENV}=NAME[,NAME] starts a deliberately broken node, so the chaos
+suite (test/chaos) can show its checkers catch each bug; never set it otherwise. Names:
+${TEST_BREAKS.join(', ')}.
 
 Stops cleanly on SIGINT or SIGTERM.`;
 
