@@ -199,15 +199,7 @@ export class Publisher extends ClientProcess {
     await this.#loop;
     const deadline = Date.now() + graceMs;
     while (this.#pending.size > 0 && Date.now() < deadline) await sleep(100);
-    for (const [id, intent] of this.#pending)
-      this.record({
-        type: 'unknown',
-        f: 'publish',
-        queue: this.queue,
-        id,
-        intent,
-        value: 'no confirm by the end',
-      });
+    for (const [id, intent] of this.#pending) this.#outcome('unknown', id, intent, 'no confirm by the end');
     this.#pending.clear();
   }
 
@@ -256,20 +248,11 @@ export class Publisher extends ClientProcess {
     try {
       channel.sendToQueue(this.queue, body, { persistent: true, messageId: id }, (error) => {
         if (!this.#pending.delete(id)) return; // already recorded unknown at stop
-        if (error === null || error === undefined)
-          this.record({ type: 'ok', f: 'publish', queue: this.queue, id, intent });
+        if (error === null || error === undefined) this.#outcome('ok', id, intent);
         else if (error instanceof amqp.ConfirmError && error.reason === 'nacked')
-          this.record({ type: 'fail', f: 'publish', queue: this.queue, id, intent, value: 'nacked' });
+          this.#outcome('fail', id, intent, 'nacked');
         // The connection went before the confirm: the message may or may not be in the queue.
-        else
-          this.record({
-            type: 'unknown',
-            f: 'publish',
-            queue: this.queue,
-            id,
-            intent,
-            value: errorText(error),
-          });
+        else this.#outcome('unknown', id, intent, errorText(error));
         this.#wake?.();
       });
     } catch (error) {
@@ -277,8 +260,20 @@ export class Publisher extends ClientProcess {
       // for the recovery's new channel rather than failing every message until it comes.
       this.#pending.delete(id);
       if (this.#channel === channel) this.#channel = undefined;
-      this.record({ type: 'fail', f: 'publish', queue: this.queue, id, intent, value: errorText(error) });
+      this.#outcome('fail', id, intent, errorText(error));
     }
+  }
+
+  /** How a publish ended: confirmed, failed (nacked or never sent), or unknown. */
+  #outcome(type: 'ok' | 'fail' | 'unknown', id: string, intent: Intent, value?: string): void {
+    this.record({
+      type,
+      f: 'publish',
+      queue: this.queue,
+      id,
+      intent,
+      ...(value === undefined ? {} : { value }),
+    });
   }
 }
 
