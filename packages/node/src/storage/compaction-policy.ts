@@ -145,6 +145,18 @@ export function withCompaction<C, R>(
 
 const constantWeight = (): number => ENTRY_OVERHEAD_BYTES;
 
+/** `machine`'s optional snapshot-transfer hooks, bound to it (none when it has none). */
+function transferHooksOf<C, R>(
+  machine: StateMachine<C, R>,
+): Pick<StateMachine<C, R>, 'transferSnapshot' | 'installTransferSnapshot'> {
+  const { transferSnapshot, installTransferSnapshot } = machine;
+  if (transferSnapshot === undefined || installTransferSnapshot === undefined) return {};
+  return {
+    transferSnapshot: (snapshot, meta) => transferSnapshot.call(machine, snapshot, meta),
+    installTransferSnapshot: (transfer, meta) => installTransferSnapshot.call(machine, transfer, meta),
+  };
+}
+
 class CompactingLog<C, R> implements ReplicatedLog<C, R> {
   readonly #log: ReplicatedLog<C, R>;
   readonly #tracker: CompactionTracker;
@@ -186,7 +198,12 @@ class CompactingLog<C, R> implements ReplicatedLog<C, R> {
   async open(machine: StateMachine<C, R>): Promise<void> {
     const tracker = this.#tracker;
     const weigh = this.#weigh;
+    // The wrapper counts what the machine applies and snapshots; every other hook of the machine
+    // passes through untouched. Dropping the optional snapshot-transfer pair here once sent lagging
+    // queue replicas snapshots without their message bodies (issue 19): they then led a queue whose
+    // live messages had no body, and it stalled.
     const counted: StateMachine<C, R> = {
+      ...transferHooksOf(machine),
       apply: (command: C, meta: EntryMeta): R => {
         try {
           return machine.apply(command, meta);
