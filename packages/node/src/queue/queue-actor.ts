@@ -25,7 +25,11 @@
 import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
 import { systemClock } from '@styx/raft';
-import { CONFIRM_BEFORE_COMMIT, HAND_OFF_BEFORE_COMMIT } from '../test-support/test-breaks.ts';
+import {
+  CONFIRM_BEFORE_COMMIT,
+  HAND_OFF_BEFORE_COMMIT,
+  TRANSFER_WITHOUT_BODIES,
+} from '../test-support/test-breaks.ts';
 import { AggregatedLog, DEFAULT_AGGREGATION_INTERVAL_MS } from './aggregated-log.ts';
 import { AtLeastOnceHandOffs } from './at-least-once-hand-offs.ts';
 import { AtMostOnceDeadLetters } from './at-most-once-dead-letters.ts';
@@ -432,6 +436,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     return this.machine.counts();
   }
 
+  /** Ids of the live messages in this replica's state (ready, unacked, pending dead-letters). */
+  liveIds(): Iterable<number> {
+    return this.machine.liveIds();
+  }
+
   fetchCounts(): Promise<QueueCounts> {
     return Promise.resolve(this.machine.counts());
   }
@@ -529,7 +538,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       }
       bodies.push({ id, message });
     }
-    return encodeTransferSnapshot({ metadata: snapshot, bodies });
+    // Deliberately broken (test-breaks.ts `transfer-without-bodies`): no bodies at all.
+    return encodeTransferSnapshot({ metadata: snapshot, bodies: TRANSFER_WITHOUT_BODIES ? [] : bodies });
   }
 
   /**
