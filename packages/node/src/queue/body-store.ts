@@ -18,7 +18,10 @@ export interface BodyStore {
    * compaction truncates the entry, and the owner calls `persistLogged` before every compaction. So
    * a message acked, expired or dead-lettered before then costs no body write and no body delete.
    * `replayed`: the entry is being replayed when the log opens, so an earlier run of the node may
-   * have written this body already (a later delete must then reach the disk).
+   * have written this body already (a later delete must then reach the disk). A store that can
+   * tell on its own (the LMDB store knows the highest id it ever stored per group) also treats as
+   * maybe written an entry the earlier run applied but whose commit index this run learnt only
+   * after opening.
    */
   putLogged(groupId: string, id: number, message: StoredMessage, replayed: boolean): void;
   /**

@@ -401,6 +401,27 @@ describe('LmdbBodyStore held-back bodies (putLogged)', () => {
     });
   });
 
+  it('deletes on disk a body an earlier run wrote, though the entry is applied after the log opened', async () => {
+    await withStore(1024 * 1024, async (store, committed, reopen) => {
+      const message = sampleMessage(100);
+      store.put('g', 7, message);
+      store.put('g', 3, message);
+      await store.flushed();
+      expect(committed()).toBe(2);
+      const reopened = await reopen();
+      // Committed before the crash, but its commit index came from the leader after the log had
+      // opened: applied as new. The earlier run wrote it; the delete must reach the disk.
+      reopened.putLogged('g', 7, message, false);
+      reopened.delete('g', 7);
+      // Younger than anything stored: never written by any run, so its delete costs nothing.
+      reopened.putLogged('g', 8, message, false);
+      reopened.delete('g', 8);
+      await reopened.flushed();
+      expect(committed()).toBe(1);
+      expect(reopened.get('g', 3)).toBeDefined();
+    });
+  });
+
   it('forgets held-back bodies of a deleted group without writing them', async () => {
     await withStore(1024 * 1024, async (store, committed) => {
       store.putLogged('g', 1, sampleMessage(100), false);

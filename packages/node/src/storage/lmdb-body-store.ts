@@ -170,6 +170,13 @@ export class LmdbBodyStore implements BodyStore {
   #recentBytes = 0;
   /** Recent entries whose body is held back (`putLogged`), not written yet, per group. */
   readonly #heldBack = new Map<string, Set<RecentEntry>>();
+  /**
+   * Per group, the highest message id that may have a record in LMDB: read from LMDB when the
+   * group is first touched in this run (what earlier runs wrote), raised by this run's writes.
+   * Ids are log indexes and only grow, so a held-back body with a higher id was never written by
+   * any run, and its delete need not reach the disk.
+   */
+  readonly #storedUpTo = new Map<string, number>();
 
   /**
    * The body store in `root` (the node's environment, opened with syncs on). Resumes the group
@@ -198,6 +205,7 @@ export class LmdbBodyStore implements BodyStore {
   put(groupId: string, id: number, message: StoredMessage): void {
     this.#checkWritable();
     const key = bodyKey(this.#prefix(groupId), checkId(id));
+    this.#noteStored(groupId, id);
     const encoding = encodeStoredMessage(message);
     recordWrite(this.#write(key, encoding), groupId, id, message);
     if (this.#recentLimit > 0) this.#keepRecent(groupId, id, message, encoding, false, true);
@@ -215,7 +223,10 @@ export class LmdbBodyStore implements BodyStore {
     }
     this.#checkWritable();
     checkId(id);
-    this.#keepRecent(groupId, id, message, encodeStoredMessage(message), true, replayed);
+    // `replayed` alone is not enough: entries committed before a crash but applied after the log
+    // opened (their commit index came from the leader) may have been written by the earlier run.
+    const mayBeStored = replayed || id <= this.#storedUpToOf(groupId);
+    this.#keepRecent(groupId, id, message, encodeStoredMessage(message), true, mayBeStored);
   }
 
   persistLogged(groupId: string): void {
@@ -289,6 +300,7 @@ export class LmdbBodyStore implements BodyStore {
   #writeHeldBack(entry: RecentEntry): void {
     const encoding = entry.unwritten as Uint8Array;
     this.#release(entry);
+    this.#noteStored(entry.groupId, entry.id);
     const key = bodyKey(this.#prefix(entry.groupId), entry.id);
     recordWrite(this.#write(key, encoding), entry.groupId, entry.id, entry.message);
   }
@@ -334,6 +346,7 @@ export class LmdbBodyStore implements BodyStore {
       }
       this.#recent.delete(groupId);
     }
+    this.#storedUpTo.delete(groupId);
     this.#startGroupDeletion(groupId);
   }
 
@@ -384,6 +397,29 @@ export class LmdbBodyStore implements BodyStore {
     this.#recentBytes += entry.size;
     this.#recentOrder.push(entry);
     this.#evictRecent();
+  }
+
+  /** See `#storedUpTo`. */
+  #storedUpToOf(groupId: string): number {
+    let upTo = this.#storedUpTo.get(groupId);
+    if (upTo === undefined) {
+      upTo = -1;
+      const prefix = this.#prefix(groupId);
+      for (const key of this.#bodies.getKeys({
+        start: bodyKey(prefix, END_OF_GROUP),
+        end: bodyKey(prefix, 0),
+        reverse: true,
+        limit: 1,
+      })) {
+        upTo = readBodyId(key, prefix.length);
+      }
+      this.#storedUpTo.set(groupId, upTo);
+    }
+    return upTo;
+  }
+
+  #noteStored(groupId: string, id: number): void {
+    if (id > this.#storedUpToOf(groupId)) this.#storedUpTo.set(groupId, id);
   }
 
   #evictRecent(): void {
