@@ -271,7 +271,7 @@ describe('ClusterQueue: retries and publish ids', () => {
     const [first, second] = port.publishIds();
     expect(first).toBeDefined();
     expect(second).toEqual(first);
-    expect(first?.source).toBe(SOURCE);
+    expect(first?.source.startsWith(`${SOURCE}.`)).toBe(true);
     expect(leader.harness.machine.deadLetterTotals().duplicatesDropped).toBe(1);
   });
 
@@ -450,6 +450,19 @@ describe('ClusterQueue: the publish horizon', () => {
     for (const resolve of release.values()) resolve();
     await Promise.all([r1, r2]);
   });
+
+  it('is kept per handle: each handle of the node is a dedupe source of its own', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    port.respond = (_call, body) => leader.apply(body);
+    const older = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const newer = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    await older.enqueue(message(), undefined);
+    await newer.enqueue(message(), undefined);
+    const [a, b] = port.publishIds();
+    expect(a?.source).not.toBe(b?.source);
+    expect(leader.ready).toBe(2);
+  });
 });
 
 describe('ClusterQueue: errors answered by the leader', () => {
@@ -512,7 +525,7 @@ describe('ClusterQueue: the local replica', () => {
     const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
     expect(await queue.enqueue(storedMessage(6, 'local-rk'), undefined)).toEqual({ type: 'ok' });
     const enqueue = proposed.find((c) => c.type === 'enqueue');
-    expect(enqueue?.type === 'enqueue' ? enqueue.publishId?.source : undefined).toBe(SOURCE);
+    expect(enqueue?.type === 'enqueue' ? enqueue.publishId?.source : undefined).toMatch(/^p\.this-run\./);
     expect(queue.counts().ready).toBe(1);
     expect(await queue.fetchCounts()).toMatchObject({ ready: 1 });
     const got = await queue.get('conn/1', true);

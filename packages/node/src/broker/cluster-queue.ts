@@ -3,9 +3,14 @@
  * a command goes to the local replica when it leads, else over the queue link to the leader,
  * following `NOT_LEADER` hints and leader changes until it lands or `FORWARD_DEADLINE_MS` passes.
  *
- * Every enqueue carries a publish id (this node's run as its source, a sequence number, and the
- * lowest number still in flight to this queue as its horizon), so one re-sent after a lost answer
- * or a leader change is dropped as a duplicate by the queue: retrying is always safe. The other
+ * Every enqueue carries a publish id (this handle as its source: the node's run plus the handle's
+ * number in it; a sequence number; and the lowest number still in flight through this handle as its
+ * horizon), so one re-sent after a lost answer or a leader change is dropped as a duplicate by the
+ * queue: retrying is always safe. The source is the handle, not the node: a horizon is a promise
+ * about the ids in flight through the handle that sends it, so a second handle of the same queue
+ * (made after the first was forgotten while its retries still wait) must not raise the watermark
+ * of the first one's ids — that answered its retries `duplicate`, confirming messages never
+ * enqueued. The other
  * commands are retried too when their outcome is unknown, except `get` (a repeated get could take
  * a second message): settles, returns and discards of ids the owner no longer holds are ignored by
  * the queue, and cancel, ownerDown, touch and purge are idempotent.
@@ -53,7 +58,7 @@ const ZERO_COUNTS: QueueCounts = Object.freeze({
 export interface QueueNodePort {
   /** This node's id. */
   readonly selfId: string;
-  /** The source of this node run's publish ids (unique per process start). */
+  /** The node run's part of its handles' publish sources (unique per process start). */
   readonly publishSource: string;
   /** The replica of `groupId` running on this node, if any. */
   replica(groupId: string): QueueActor | undefined;
@@ -83,6 +88,8 @@ export function queueMembers(record: QueueRecord, selfId: string): readonly stri
 }
 
 let publishSequence = 0;
+/** Numbers the handles made in this process: each handle is a dedupe source of its own. */
+let handleSequence = 0;
 
 type CommandAnswer = { reply: QueueReply; message?: StoredMessage | undefined };
 
@@ -117,6 +124,8 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   /** The queue's record; replaced when its replicas change. */
   record: QueueRecord;
   readonly #port: QueueNodePort;
+  /** The source of this handle's publish ids: the node run's, and this handle's number in it. */
+  readonly #publishSource: string;
   /** The leader last heard of. */
   #leaderHint: string | undefined = undefined;
   /** Publish ids in flight to this queue, ascending, and those already answered among them. */
@@ -142,6 +151,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     this.deliveryCountHeader = deliveryCountHeader;
     this.record = record;
     this.#port = port;
+    this.#publishSource = `${port.publishSource}.${(++handleSequence).toString(36)}`;
   }
 
   /** The replicas, the preferred leader first. */
@@ -169,7 +179,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     const seq = ++publishSequence;
     this.#inFlight.push(seq);
     const publishId: HandOffId = {
-      source: this.#port.publishSource,
+      source: this.#publishSource,
       messageId: seq,
       horizon: this.#inFlight[this.#inFlightHead] as number,
     };

@@ -1,0 +1,86 @@
+/**
+ * `ClusterQueues`' handles (`ClusterQueue`) across the life of a queue: a handle made again for a
+ * queue whose old handle still has retries waiting, and handles released when their queue goes.
+ */
+import { describe, expect, it } from 'vitest';
+import { QueueLinkLostError } from '../cluster/queue-link.ts';
+import { encodeCommandAnswer } from '../cluster/queue-rpc-codec.ts';
+import { silentLogger } from '../logging/logger.ts';
+import type { QueueRecord } from '../metadata/metadata-machine.ts';
+import { MachineHarness, storedMessage } from '../queue/queue-test-harness.ts';
+import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import type { ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
+import { ClusterQueues } from './cluster-queues.ts';
+
+describe('ClusterQueues: publish dedupe across handles of one queue', () => {
+  /** A node with no replica of g1; its link reaches a leader whose queue machine the test holds. */
+  function setUp() {
+    const leader = new MachineHarness({ deadLetterExchange: undefined });
+    const sent: { seq: number; source: string }[] = [];
+    /** Publish attempts still to be lost before they reach the leader. */
+    const cut = { attempts: 0 };
+    const host = {
+      metadata: { clusterNode: () => undefined, queues: () => [], queue: () => undefined },
+      logger: silentLogger(),
+      replica: () => undefined,
+      replicas: () => [],
+      localChannel: () => undefined,
+      reassertConsumers: () => {},
+      startReplica: async () => {},
+      dropReplica: async () => {},
+    } as unknown as ClusterQueuesHost;
+    const port: QueueClusterPort = {
+      nodeId: 'id-n1',
+      queueLink: {
+        call: async (peer, _op, _group, body) => {
+          const command = queueCommandCodec.decode(body);
+          if (command.type === 'enqueue' && command.publishId !== undefined) {
+            const { messageId, source } = command.publishId;
+            sent.push({ seq: messageId, source });
+            if (cut.attempts > 0) {
+              cut.attempts--;
+              throw new QueueLinkLostError(peer, 'stream closed');
+            }
+          }
+          return encodeCommandAnswer(leader.apply(command).reply, undefined);
+        },
+        handle: () => {},
+      },
+      isDown: () => false,
+      onNodeDown: () => () => {},
+      onNodeUp: () => () => {},
+    };
+    return { queues: new ClusterQueues(host, port), leader, sent, cut };
+  }
+
+  const queueRecord: QueueRecord = {
+    vhost: '/',
+    name: 'q',
+    durable: true,
+    exclusiveOwner: undefined,
+    autoDelete: false,
+    arguments: { entries: [] },
+    groupId: 'g1',
+    members: ['id-n2', 'id-n3'],
+  };
+
+  it('a retry of an older handle is never answered `duplicate` for a message that was not enqueued', async () => {
+    const t = setUp();
+    const before = t.queues.handle(queueRecord);
+    // Its first two attempts (the direct one and the backlog's first round) are lost on the way.
+    t.cut.attempts = 2;
+    const first = before.enqueue(storedMessage(3), undefined);
+    // The replica here was dropped (or the group forgotten) while the queue lives on: the next
+    // use makes another handle, whose publish lands while the first waits to be sent again.
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    expect(t.sent).toHaveLength(2);
+    t.queues.forgetGroup('g1');
+    const after = t.queues.handle(queueRecord);
+    expect(await after.enqueue(storedMessage(3), undefined)).toEqual({ type: 'ok' });
+    const reply = await first;
+    // Confirmed (ok or duplicate) means enqueued: both messages are on the queue.
+    expect(reply).toEqual({ type: 'ok' });
+    expect(t.leader.machine.counts().ready).toBe(2);
+    t.queues.stop();
+  });
+});
