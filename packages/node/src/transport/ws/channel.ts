@@ -20,7 +20,7 @@ import type { Logger } from '../../logging/logger.ts';
 import type { OwnerSink } from '../../queue/queue-actor.ts';
 import type { QueueHandle } from '../../queue/queue-handle.ts';
 import type { StoredMessage } from '../../queue/types.ts';
-import { REORDER_DELIVERIES } from '../../test-support/test-breaks.ts';
+import { REDELIVER_UNFLAGGED, REORDER_DELIVERIES } from '../../test-support/test-breaks.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
 
 /** What a channel needs from its connection. */
@@ -56,6 +56,8 @@ interface Consumer {
 interface Unacked {
   readonly queue: QueueHandle;
   readonly id: number;
+  /** The queue's delivery count of this delivery (0 the first time; 0 for a basic.get). */
+  readonly deliveryCount: number;
 }
 
 const EMPTY_PROPERTIES: BasicProperties = {};
@@ -92,6 +94,12 @@ export class Channel implements OwnerSink {
   private readonly consumers = new Map<string, Consumer>();
   /** Delivery tag → message; insertion order is tag order, which `multiple` acks rely on. */
   private readonly unacked = new Map<number, Unacked>();
+  /**
+   * The latest delivery tag of each message this channel holds unacked, by queue incarnation
+   * (`groupId`) and message id: a delivery sent again (a new leader re-sends what is outstanding,
+   * a link resends what it may have lost) is ignored while the channel holds the message.
+   */
+  private readonly heldIds = new Map<string, Map<number, number>>();
   /**
    * Acks (or nacks of one kind) of this turn not yet proposed, per queue: one `settle` (`discard`,
    * `return`) command per queue per turn instead of one per message. Proposed at the end of the turn
@@ -494,9 +502,9 @@ export class Channel implements OwnerSink {
       // The consumer is gone; the queue learns through ownerDown / cancel, which return the message.
       return;
     }
-    let deliveryTag = 0;
-    deliveryTag = this.nextDeliveryTag++;
-    if (!consumer.noAck) this.unacked.set(deliveryTag, { queue, id });
+    if (!consumer.noAck && this.holds(queue, id, deliveryCount)) return;
+    const deliveryTag = this.nextDeliveryTag++;
+    if (!consumer.noAck) this.hold(deliveryTag, { queue, id, deliveryCount });
     // The message's properties are encoded once per properties object (at publish: never, the
     // publisher's bytes are kept); per-delivery properties (x-delivery-count) are encoded each time.
     const properties = this.broker.deliveryProperties(queue, message, deliveryCount);
@@ -504,7 +512,8 @@ export class Channel implements OwnerSink {
       this.number,
       tag,
       deliveryTag,
-      redelivered,
+      // Deliberately broken (test-breaks.ts `redeliver-unflagged`): a redelivery sent unflagged.
+      redelivered && !REDELIVER_UNFLAGGED,
       message.exchange,
       message.routingKey,
       properties === message.properties ? encodePropertiesOnce(properties) : encodeProperties(properties),
@@ -593,7 +602,7 @@ export class Channel implements OwnerSink {
       return;
     }
     const deliveryTag = this.nextDeliveryTag++;
-    if (!noAck) this.unacked.set(deliveryTag, { queue, id: got.id });
+    if (!noAck) this.hold(deliveryTag, { queue, id: got.id, deliveryCount: got.deliveryCount });
     this.reply({
       channel: this.number,
       method: 'basicGetOk',
@@ -611,6 +620,40 @@ export class Channel implements OwnerSink {
 
   // ------------------------------------------------------------------------------------ ack / nack
 
+  /**
+   * Whether this channel holds message `id` of `queue` unacked from a delivery at least as recent
+   * as one with `deliveryCount`: then a delivery of it is a repeat of one the client has (the queue
+   * cannot deliver a message it has checked out to this channel again before it came back, and it
+   * raises the count every time one comes back). A higher count is a new delivery: the queue gave
+   * this channel up meanwhile (its node was counted down), took the message back and delivered it
+   * again; the client must get it, and the tag it held stays valid.
+   */
+  private holds(queue: QueueHandle, id: number, deliveryCount: number): boolean {
+    const tag = this.heldIds.get(queue.groupId)?.get(id);
+    if (tag === undefined) return false;
+    const held = this.unacked.get(tag);
+    return held !== undefined && held.deliveryCount >= deliveryCount;
+  }
+
+  private hold(deliveryTag: number, u: Unacked): void {
+    this.unacked.set(deliveryTag, u);
+    let ids = this.heldIds.get(u.queue.groupId);
+    if (ids === undefined) {
+      ids = new Map();
+      this.heldIds.set(u.queue.groupId, ids);
+    }
+    ids.set(u.id, deliveryTag);
+  }
+
+  /** `deliveryTag` is acked, nacked or recovered: the channel no longer holds it. */
+  private unhold(deliveryTag: number, u: Unacked): void {
+    this.unacked.delete(deliveryTag);
+    const ids = this.heldIds.get(u.queue.groupId);
+    if (ids === undefined || ids.get(u.id) !== deliveryTag) return;
+    ids.delete(u.id);
+    if (ids.size === 0) this.heldIds.delete(u.queue.groupId);
+  }
+
   /** Collect the unacked entries a (multiple) ack/nack covers, grouped by queue. */
   private take(deliveryTag: number, multiple: boolean): Map<QueueHandle, number[]> {
     const byQueue = new Map<QueueHandle, number[]>();
@@ -624,7 +667,7 @@ export class Channel implements OwnerSink {
       const upTo = deliveryTag === 0 ? Number.POSITIVE_INFINITY : deliveryTag;
       for (const [tag, u] of this.unacked) {
         if (tag > upTo) break;
-        this.unacked.delete(tag);
+        this.unhold(tag, u);
         add(u);
       }
       if (byQueue.size === 0 && deliveryTag !== 0 && deliveryTag >= this.nextDeliveryTag) {
@@ -634,7 +677,7 @@ export class Channel implements OwnerSink {
     }
     const u = this.unacked.get(deliveryTag);
     if (u === undefined) throw preconditionFailed(`unknown delivery tag ${deliveryTag}`);
-    this.unacked.delete(deliveryTag);
+    this.unhold(deliveryTag, u);
     add(u);
     return byQueue;
   }
@@ -758,6 +801,7 @@ export class Channel implements OwnerSink {
     const consumers = [...this.consumers.values()];
     this.consumers.clear();
     this.unacked.clear();
+    this.heldIds.clear();
     const released: Promise<void>[] = [];
     for (const queue of this.queuesUsed) {
       released.push(
