@@ -112,6 +112,10 @@ export interface BrokerCluster {
   onNodeDown(listener: (nodeId: string) => void): () => void;
   /** Called each time a member is reachable again. */
   onNodeUp(listener: (nodeId: string) => void): () => void;
+  /** Answer cluster RPCs of `kind` from members (one handler per kind). */
+  handleRpc(kind: string, handler: (payload: Uint8Array, from: string) => Promise<Uint8Array>): void;
+  /** Call `kind` on member `nodeId`: its handler's answer, or a rejection (unreachable, timeout, remote error). */
+  callRpc(nodeId: string, kind: string, payload: Uint8Array, timeoutMs?: number): Promise<Uint8Array>;
 }
 
 /** The metadata group as the cluster layer sees it: its Raft replica and the applied state. */

@@ -280,6 +280,19 @@ export class Cluster implements BrokerCluster {
     return !this.#node.getConnections().some((c) => c.remotePeer.toString() === nodeId);
   }
 
+  /**
+   * Answer cluster RPCs of `kind` (broker-level kinds: queue body repair, replica checks). Only
+   * members reach a handler; the handler gets the caller's peer id.
+   */
+  handleRpc(kind: string, handler: (payload: Uint8Array, from: string) => Promise<Uint8Array>): void {
+    this.#rpc.handle(kind, handler);
+  }
+
+  /** Call `kind` on member `nodeId`; rejects as `ClusterRpc.call` does (unreachable, timeout, remote error). */
+  callRpc(nodeId: string, kind: string, payload: Uint8Array, timeoutMs?: number): Promise<Uint8Array> {
+    return this.#rpc.call(nodeId, kind, payload, timeoutMs);
+  }
+
   /** Called with a node's id each time it is counted down (disconnected, or missed its pings). */
   onNodeDown(listener: (nodeId: string) => void): () => void {
     this.#downListeners.add(listener);
