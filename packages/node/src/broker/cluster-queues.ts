@@ -42,6 +42,7 @@ import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, queueMembers } from './cluster-queue.ts';
 import { RemoteOwnerSink } from './remote-owner-sink.ts';
+import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
 /** How long a new leader waits before giving up the owners of nodes it counts down, ms. */
 const TAKEOVER_OWNER_CHECK_MS = 3_000;
@@ -366,15 +367,8 @@ export class ClusterQueues {
   #localStatus(groupId: string): GroupStatus {
     const group = this.#groups.get(groupId);
     const actor = this.#host.replica(groupId);
-    if (group === undefined) {
-      // A queue on one node in memory (non-durable): its only replica, here.
-      return {
-        leader: this.selfId,
-        term: undefined,
-        commitIndex: 0,
-        replicas: [{ node: this.selfId, role: 'leader', match: 0, active: true }],
-      };
-    }
+    // Only a replicated queue has a group; `status` refuses the others before asking.
+    if (group === undefined) throw new QueueLinkError(QueueLinkCode.unknownGroup, `no group ${groupId} here`);
     const conf = group.membership;
     const progress = group.progress();
     const replicas: ReplicaStatus[] = [];
@@ -389,14 +383,15 @@ export class ClusterQueues {
     }
     return {
       leader: actor?.leaderId ?? this.selfId,
-      term: undefined,
-      commitIndex: group.appliedIndex,
+      term: group.term,
+      commitIndex: group.commitIndex,
       replicas,
     };
   }
 
   /** The group's status as its leader reports it (`quorum_status`). */
   async status(record: QueueRecord): Promise<GroupStatus> {
+    if (!isReplicatedQueue(record)) throw notReplicatedError(record);
     const actor = this.#host.replica(record.groupId);
     if (actor?.isLeader) return this.#localStatus(record.groupId);
     const handle = this.handle(record);

@@ -900,6 +900,26 @@ describe('queue replicas in a cluster', () => {
     });
   });
 
+  it('refuses quorum_status of a queue that is not replicated (400) instead of inventing a status', async () => {
+    await broker.declareQueue(session(), {
+      queue: 'scratch',
+      passive: false,
+      durable: false,
+      exclusive: false,
+      autoDelete: false,
+      arguments: { entries: [] },
+    });
+    replicas.place('/', 'scratch', ['id-1']);
+    expect(await api('GET', '/api/queues/%2F/scratch/quorum_status')).toMatchObject({
+      status: 400,
+      body: {
+        error: 'bad_request',
+        reason:
+          "queue 'scratch' in vhost '/' is not replicated: it is not durable, so it lives in memory on one node",
+      },
+    });
+  });
+
   it('adds and deletes a member by node name or id, answering the members', async () => {
     expect(await api('POST', '/api/queues/%2F/orders/members', { node: 'styx-3' })).toMatchObject({
       status: 200,

@@ -16,6 +16,7 @@
  * in `fromQueueReplicaError`.
  */
 import type { Broker } from '../broker/broker.ts';
+import { isReplicatedQueue, notReplicatedError } from '../broker/replicated-queue.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import type { QueueSelector } from '../cluster/placement.ts';
 import { parseQueueKey } from '../cluster/placement.ts';
@@ -146,6 +147,8 @@ export function queueReplicaRoutes(deps: QueueReplicaRouteDeps): Route[] {
         GET: async (request) => {
           guard(request);
           const queue = queueOf(request);
+          // Refused here too, before the leader is asked over the network.
+          if (!isReplicatedQueue(queue)) throw fromQueueReplicaError(notReplicatedError(queue));
           const status = await call(() => ops.quorumStatus(queue.vhost, queue.name));
           return ok(quorumStatusJson(queue, status, nodeNames(metadata)));
         },

@@ -225,6 +225,22 @@ describe('RaftGroupLog, three voters', () => {
     expect(machine.appliedIndexes).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
   });
 
+  it("reports each replica's term and commit index (diagnostics)", async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    expect([leader.term, leader.commitIndex]).toEqual([0, 0]);
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    await leader.propose({ add: 1 });
+    expect(leader.term).toBeGreaterThan(0);
+    expect(leader.commitIndex).toBeGreaterThanOrEqual(leader.appliedIndex);
+    const followers = nodes.followers.get('g') ?? [];
+    await eventually(() => followers.every((f) => f.log.appliedIndex === leader.appliedIndex));
+    for (const follower of followers) {
+      expect(follower.log.term).toBe(leader.term);
+      expect(follower.log.commitIndex).toBeGreaterThanOrEqual(follower.log.appliedIndex);
+    }
+  });
+
   it('rejects a proposal on a follower with NotLeaderError naming the leader', async () => {
     const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
     await leader.open(new CounterMachine());

@@ -140,6 +140,16 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     return this.#replica?.appliedIndex ?? 0;
   }
 
+  /** The replica's current Raft term (0 before `open`; diagnostics such as `quorum_status`). */
+  get term(): number {
+    return this.#replica?.core.term ?? 0;
+  }
+
+  /** The highest index this replica knows to be committed (0 before `open`; diagnostics). */
+  get commitIndex(): number {
+    return this.#replica?.core.commitIndex ?? 0;
+  }
+
   /** The membership as of the applied index (empty before `open`). */
   get membership(): ConfState {
     return this.#replica?.membership ?? EMPTY_CONF_STATE;
