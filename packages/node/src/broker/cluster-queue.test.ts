@@ -644,3 +644,88 @@ describe('ClusterQueue: order when the leader moves under commands in flight', (
     expect(landed).toEqual([0, 1, 2, 3]);
   });
 });
+
+describe('ClusterQueue: a leader here cut off from its quorum', () => {
+  /** A replica here that led and lost its quorum: what it proposes waits for the partition to heal. */
+  function deposedLeader() {
+    const replica = {
+      isLeader: true,
+      leaderId: SELF as string | undefined,
+      proposed: 0,
+      run(): Promise<never> {
+        replica.proposed++;
+        return new Promise<never>(() => {});
+      },
+      counts: () => ({ ready: 0, unacked: 0, consumers: 0, deadLetterPending: 0 }),
+    };
+    return replica;
+  }
+
+  /** Every outcome, as it comes. */
+  function track(promise: Promise<unknown>): { outcome: unknown; settled: boolean } {
+    const state = { outcome: undefined as unknown, settled: false };
+    promise.then(
+      (value) => Object.assign(state, { outcome: value, settled: true }),
+      (error: unknown) => Object.assign(state, { outcome: error, settled: true }),
+    );
+    return state;
+  }
+
+  it('a command proposed here, and those queued behind it once it stepped down, fail at the deadline', async () => {
+    vi.useFakeTimers();
+    const port = new FakePort();
+    port.maxCalls = 100_000;
+    // The other replicas are across the partition.
+    port.respond = (call) => {
+      throw lost(call.peer);
+    };
+    const replica = deposedLeader();
+    port.local = replica as unknown as QueueActor;
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const publish = track(queue.enqueue(message(), undefined));
+    expect(replica.proposed).toBe(1);
+    // Check-quorum steps it down; its proposal stays pending (its outcome is unknown until the
+    // partition heals). Commands after it queue behind it, to go to another replica.
+    replica.isLeader = false;
+    replica.leaderId = undefined;
+    const ack = track(queue.settle('conn/1', [1]));
+    const purge = track(queue.purge());
+    await vi.advanceTimersByTimeAsync(3 * FORWARD_DEADLINE_MS);
+    for (const outcome of [publish, ack, purge]) {
+      expect(outcome.settled).toBe(true);
+      expect(outcome.outcome).toBeInstanceOf(QueueUnavailableError);
+    }
+  });
+
+  it('a leader here that does not know it lost its quorum: the command fails at the deadline', async () => {
+    vi.useFakeTimers();
+    const port = new FakePort();
+    const replica = deposedLeader();
+    port.local = replica as unknown as QueueActor;
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const publish = track(queue.enqueue(message(), undefined));
+    const consume = track(queue.consume('conn/1', 'ctag', 10, false, false));
+    await vi.advanceTimersByTimeAsync(3 * FORWARD_DEADLINE_MS);
+    for (const outcome of [publish, consume]) {
+      expect(outcome.settled).toBe(true);
+      expect(outcome.outcome).toBeInstanceOf(QueueUnavailableError);
+    }
+    // Sent again meanwhile (same publish id: safe), not once per millisecond.
+    expect(replica.proposed).toBeGreaterThan(2);
+    expect(replica.proposed).toBeLessThan(40);
+    expect(port.calls).toEqual([]);
+  });
+
+  it('`get` on it fails at the deadline (not retried: a repeated get could take a second message)', async () => {
+    vi.useFakeTimers();
+    const port = new FakePort();
+    const replica = deposedLeader();
+    port.local = replica as unknown as QueueActor;
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    const got = track(queue.get('conn/1', false));
+    await vi.advanceTimersByTimeAsync(3 * FORWARD_DEADLINE_MS);
+    expect(got.settled).toBe(true);
+    expect(got.outcome).toBeInstanceOf(ChannelError);
+    expect(replica.proposed).toBe(1);
+  });
+});

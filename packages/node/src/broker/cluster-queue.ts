@@ -2,6 +2,10 @@
  * A queue of the cluster as this node's channels use it (`QueueHandle`), wherever its leader runs:
  * a command goes to the local replica when it leads, else over the queue link to the leader,
  * following `NOT_LEADER` hints and leader changes until it lands or `FORWARD_DEADLINE_MS` passes.
+ * One attempt waits at most `CALL_TIMEOUT_MS` for its answer, whether it went over the link or to
+ * the local replica: a leader here cut off from its quorum keeps what it proposed pending until the
+ * partition heals, and without that bound every command to the queue (queued behind the first, to
+ * keep their order) waited as long, instead of failing so the client can try another node.
  *
  * Every enqueue carries a publish id (this handle as its source: the node's run plus the handle's
  * number in it; a sequence number; and the lowest number still in flight through this handle as its
@@ -17,6 +21,7 @@
  */
 import type { HandOffId } from '@styx/dlx';
 import { GroupOverloadedError, NotLeaderError } from '@styx/raft';
+import { ClusterError } from '../cluster/errors.ts';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
 import {
   decodeCommandAnswer,
@@ -31,14 +36,20 @@ import type { QueueRecord } from '../metadata/metadata-machine.ts';
 import type { DeadLetterTarget } from '../queue/dead-letter-route.ts';
 import type { GotApplyResult, QueueActor } from '../queue/queue-actor.ts';
 import type { QueueGetResult, QueueHandle } from '../queue/queue-handle.ts';
-import type { QueueCommand, QueueCounts, QueueReply, StoredMessage } from '../queue/types.ts';
+import type {
+  QueueApplyResult,
+  QueueCommand,
+  QueueCounts,
+  QueueReply,
+  StoredMessage,
+} from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import { HAND_OFF_BEFORE_COMMIT } from '../test-support/test-breaks.ts';
 
 /** How long a command keeps looking for the queue's leader before it fails, ms. */
 export const FORWARD_DEADLINE_MS = 15_000;
-/** How long one forwarded command waits for its answer, ms. */
-const CALL_TIMEOUT_MS = 5_000;
+/** How long one attempt at a command (forwarded, or proposed to the local replica) waits for its answer, ms. */
+export const CALL_TIMEOUT_MS = 5_000;
 /** Pause between attempts while no leader is known, ms (doubling up to `MAX_RETRY_DELAY_MS`). */
 const FIRST_RETRY_DELAY_MS = 25;
 const MAX_RETRY_DELAY_MS = 500;
@@ -76,6 +87,16 @@ export class QueueUnavailableError extends ChannelError {
           (cause as Error | undefined)?.message ?? cause,
         )}`,
     );
+  }
+}
+
+/**
+ * The local replica did not answer a command within `CALL_TIMEOUT_MS` (a leader cut off from its
+ * quorum): the outcome is unknown, as after a link timeout.
+ */
+export class LocalProposalTimeoutError extends ClusterError {
+  constructor(groupId: string, ms: number) {
+    super('PROPOSAL_TIMEOUT', `the replica of ${groupId} here did not decide a command within ${ms} ms`);
   }
 }
 
@@ -280,7 +301,14 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     if (!retryable) {
       const replica = this.#port.replica(this.groupId);
       if (replica?.isLeader) {
-        const result = await replica.run(command);
+        let result: QueueApplyResult;
+        try {
+          result = await runLocal(replica, command);
+        } catch (error) {
+          if (error instanceof LocalProposalTimeoutError)
+            throw new ChannelError(Code.INTERNAL_ERROR, error.message);
+          throw error;
+        }
         return { reply: result.reply, message: (result as GotApplyResult).message };
       }
       return this.#forward(QueueOp.command, queueCommandCodec.encode(command), false, decodeCommandAnswer);
@@ -319,11 +347,17 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   #attempt(outgoing: Outgoing, tried = 0): Promise<Attempt> {
     const replica = this.#port.replica(this.groupId);
     if (replica?.isLeader) {
-      return replica.run(outgoing.command).then(
+      return runLocal(replica, outgoing.command).then(
         (result) => ({ answer: { reply: result.reply, message: (result as GotApplyResult).message } }),
         (error: unknown) => {
-          // Another leader now, or too much uncommitted (a burst of dead-letters): try again.
-          if (!(error instanceof NotLeaderError) && !(error instanceof GroupOverloadedError)) throw error;
+          // Another leader now, too much uncommitted (a burst of dead-letters), or no decision in
+          // time (a leader cut off from its quorum): try again, elsewhere once it steps down.
+          if (
+            !(error instanceof NotLeaderError) &&
+            !(error instanceof GroupOverloadedError) &&
+            !(error instanceof LocalProposalTimeoutError)
+          )
+            throw error;
           return { error };
         },
       );
@@ -474,10 +508,13 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
         // Became leader while the command was being forwarded (rare: the extra coding is fine).
         try {
           if (op !== QueueOp.command) return decode(encodeCounts(replica.counts()));
-          const result = await replica.run(queueCommandCodec.decode(body));
+          const result = await runLocal(replica, queueCommandCodec.decode(body));
           return decode(encodeCommandAnswer(result.reply, (result as GotApplyResult).message));
         } catch (error) {
-          if (!(error instanceof NotLeaderError) || !retryable) throw error;
+          if (error instanceof LocalProposalTimeoutError && !retryable)
+            throw new ChannelError(Code.INTERNAL_ERROR, error.message);
+          if (!(error instanceof NotLeaderError || error instanceof LocalProposalTimeoutError) || !retryable)
+            throw error;
           lastError = error;
         }
       } else {
@@ -544,6 +581,30 @@ function remoteFailure(error: QueueLinkRemoteError): Error {
     Code.INTERNAL_ERROR,
     `queue leader failed the command: ${error.code} ${error.message}`,
   );
+}
+
+/**
+ * `command` run on the local replica, failing with `LocalProposalTimeoutError` when it is not decided
+ * within `CALL_TIMEOUT_MS` (the proposal itself stays with the replica: it may still commit, which a
+ * retry's publish id makes harmless).
+ */
+function runLocal(replica: QueueActor, command: QueueCommand): Promise<QueueApplyResult> {
+  return new Promise<QueueApplyResult>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new LocalProposalTimeoutError(replica.groupId, CALL_TIMEOUT_MS)),
+      CALL_TIMEOUT_MS,
+    );
+    replica.run(command).then(
+      (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 function replyOf(answer: { reply: QueueReply }): QueueReply {
