@@ -1,18 +1,38 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { decodeDelivery, encodeCancelled, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
+import type { StoredMessage } from '../queue/types.ts';
 import { RESEND_DELAY_MS, RemoteOwnerSink } from './remote-owner-sink.ts';
 
 type Outcome = 'owner-gone' | 'refused' | 'lost';
 
-/** A port whose sends stay pending until the test answers them, by body text. */
+const OWNER = 'n2:1.1/1';
+
+/**
+ * A port whose sends stay pending until the test answers them, named `group:text` by the text of
+ * the delivered message's body (`group:cancel` for a cancellation).
+ */
 function fakePort() {
   const sent: string[] = [];
+  /** The redelivered flag of each delivery sent, in order. */
+  const flags: boolean[] = [];
   const pending = new Map<string, { resolve: () => void; reject: (kind: Outcome) => void }>();
   const lost: string[] = [];
+  const returned: string[] = [];
+  const warned: string[] = [];
   let down = false;
+  let nextId = 1;
+  const ids = new Map<number, string>();
   const sink = new RemoteOwnerSink({
-    send: (_op, group, body) => {
-      const name = `${group}:${new TextDecoder().decode(body)}`;
+    send: (op, group, body) => {
+      let name: string;
+      if (op === QueueOp.deliver) {
+        const delivery = decodeDelivery(body);
+        name = `${group}:${new TextDecoder().decode(delivery.message.body)}`;
+        flags.push(delivery.redelivered);
+      } else {
+        name = op === QueueOp.cancelled ? `${group}:cancel` : `${group}:op${op}`;
+      }
       sent.push(name);
       return new Promise((resolve, reject) => {
         pending.set(name, { resolve: () => resolve(undefined), reject });
@@ -21,15 +41,38 @@ function fakePort() {
     classify: (error) => error as Outcome,
     nodeDown: () => down,
     lost: (actor) => lost.push(actor.groupId),
-    warn: () => {},
+    warn: (_fields, message) => warned.push(message),
   });
-  const actor = (groupId: string, isLeader = true) => ({ groupId, isLeader }) as unknown as QueueActor;
+  const actor = (groupId: string, isLeader = true) =>
+    ({
+      groupId,
+      isLeader,
+      returnMessages: (owner: string, returnedIds: readonly number[]) => {
+        for (const id of returnedIds) returned.push(`${groupId}:${owner}:${ids.get(id)}`);
+        return Promise.resolve();
+      },
+    }) as unknown as QueueActor;
   const q = actor('q');
+  const message = (text: string): StoredMessage => ({
+    exchange: '',
+    routingKey: 'q',
+    properties: {},
+    body: new TextEncoder().encode(text),
+    bcc: undefined,
+  });
   return {
     sink,
     sent,
+    flags,
     lost,
-    send: (text: string, a: QueueActor = q) => sink.send(a, 3, new TextEncoder().encode(text)),
+    returned,
+    warned,
+    send: (text: string, a: QueueActor = q) => {
+      const id = nextId++;
+      ids.set(id, text);
+      sink.send(a, QueueOp.deliver, encodeDelivery(OWNER, 'c', id, false, 0, message(text)));
+    },
+    cancel: (a: QueueActor = q) => sink.send(a, QueueOp.cancelled, encodeCancelled(OWNER, 'c')),
     ok: async (name: string) => {
       pending.get(name)?.resolve();
       await Promise.resolve();
@@ -119,5 +162,17 @@ describe('RemoteOwnerSink', () => {
     await t.fail('q:b');
     await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
     expect(t.sent).toEqual(['old:a', 'q:b', 'q:b']);
+  });
+
+  it('marks a delivery that goes again redelivered (it may have arrived: only its answer was lost)', async () => {
+    const t = fakePort();
+    t.send('a');
+    t.send('b');
+    await t.fail('q:a');
+    t.send('c'); // waits behind a: its first send, not marked
+    await t.ok('q:b');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.sent).toEqual(['q:a', 'q:b', 'q:a', 'q:c']);
+    expect(t.flags).toEqual([false, false, true, false]);
   });
 });

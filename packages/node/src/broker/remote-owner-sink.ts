@@ -9,8 +9,10 @@
  * them (a message delivered out of queue order, not marked redelivered: the chaos suite's order
  * checker caught it after a slow link). So once a send is lost, later ones wait; when every send
  * in flight has been answered or lost, the lost ones and the waiting ones go again, in their
- * original order.
+ * original order. A delivery that goes again is marked redelivered: it may have arrived the first
+ * time (only its answer was lost), and the client may have acked or returned it since.
  */
+import { decodeDelivery, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 
 /** Pause before sending lost sends again, ms. */
@@ -38,7 +40,9 @@ interface Outgoing {
   readonly seq: number;
   readonly actor: QueueActor;
   readonly op: number;
-  readonly body: Uint8Array;
+  body: Uint8Array;
+  /** Sent at least once (a delivery that goes again is marked redelivered). */
+  sent: boolean;
 }
 
 export class RemoteOwnerSink {
@@ -57,13 +61,15 @@ export class RemoteOwnerSink {
   }
 
   send(actor: QueueActor, op: number, body: Uint8Array): void {
-    const outgoing: Outgoing = { seq: ++this.#seq, actor, op, body };
+    const outgoing: Outgoing = { seq: ++this.#seq, actor, op, body, sent: false };
     if (this.#recovering) this.#waiting.push(outgoing);
     else this.#transmit(outgoing);
   }
 
   #transmit(outgoing: Outgoing): void {
     this.#inFlight++;
+    if (outgoing.sent && outgoing.op === QueueOp.deliver) outgoing.body = markedRedelivered(outgoing.body);
+    outgoing.sent = true;
     this.#port.send(outgoing.op, outgoing.actor.groupId, outgoing.body).then(
       () => this.#settled(),
       (error: unknown) => {
@@ -109,6 +115,17 @@ export class RemoteOwnerSink {
     this.#inFlight++;
     for (const outgoing of again) if (outgoing.actor.isLeader) this.#transmit(outgoing);
     this.#settled();
+  }
+}
+
+/** An encoded delivery with its redelivered flag set (the same bytes if they do not decode). */
+function markedRedelivered(body: Uint8Array): Uint8Array {
+  try {
+    const d = decodeDelivery(body);
+    if (d.redelivered) return body;
+    return encodeDelivery(d.owner, d.tag, d.id, true, d.deliveryCount, d.message);
+  } catch {
+    return body;
   }
 }
 
