@@ -44,7 +44,8 @@ ${CLUSTER_FLAGS_USAGE}
 
 Testing only: ${TEST_BREAK_ENV}=NAME[,NAME] starts a deliberately broken node, so the chaos
 suite (test/chaos) can show its checkers catch each bug; never set it otherwise. Names:
-${TEST_BREAKS.join(', ')}.
+${TEST_BREAKS.slice(0, 3).join(', ')},
+${TEST_BREAKS.slice(3).join(', ')}.
 
 Stops cleanly on SIGINT or SIGTERM.`;
 

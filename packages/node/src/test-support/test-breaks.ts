@@ -11,6 +11,10 @@
  *   leader replies once it appended the copy, and a node forwarding a copy to a leader elsewhere
  *   replies once it sent it (one attempt, no retry).
  * - `reorder-deliveries`: a channel holds back one delivery in 50 and sends it after the next one.
+ * - `redeliver-unflagged`: a channel sends every redelivery (a message its queue had delivered
+ *   before) with redelivered=false.
+ * - `transfer-without-bodies`: a queue snapshot sent to a lagging or new replica carries no message
+ *   bodies, so that replica holds live messages it cannot deliver (the bug of issue 19).
  *
  * These are not fault switches (a node has no "pretend to be partitioned" flag: the harness owns
  * every fault); they are the bugs the faults are meant to expose.
@@ -18,7 +22,13 @@
 
 export const TEST_BREAK_ENV = 'STYX_TEST_BREAK';
 
-export const TEST_BREAKS = ['confirm-before-commit', 'hand-off-before-commit', 'reorder-deliveries'] as const;
+export const TEST_BREAKS = [
+  'confirm-before-commit',
+  'hand-off-before-commit',
+  'reorder-deliveries',
+  'redeliver-unflagged',
+  'transfer-without-bodies',
+] as const;
 export type TestBreak = (typeof TEST_BREAKS)[number];
 
 export interface ParsedTestBreaks {
@@ -44,3 +54,5 @@ export const testBreaks: ParsedTestBreaks = parseTestBreaks(process.env[TEST_BRE
 export const CONFIRM_BEFORE_COMMIT = testBreaks.breaks.has('confirm-before-commit');
 export const HAND_OFF_BEFORE_COMMIT = testBreaks.breaks.has('hand-off-before-commit');
 export const REORDER_DELIVERIES = testBreaks.breaks.has('reorder-deliveries');
+export const REDELIVER_UNFLAGGED = testBreaks.breaks.has('redeliver-unflagged');
+export const TRANSFER_WITHOUT_BODIES = testBreaks.breaks.has('transfer-without-bodies');
