@@ -175,4 +175,25 @@ describe('RemoteOwnerSink', () => {
     expect(t.sent).toEqual(['q:a', 'q:b', 'q:a', 'q:c']);
     expect(t.flags).toEqual([false, false, true, false]);
   });
+
+  it('returns a refused delivery to its queue (freeing its slot; delivered again from there, redelivered)', async () => {
+    const t = fakePort();
+    t.send('a');
+    t.send('b');
+    await t.fail('q:a', 'refused');
+    await t.ok('q:b');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.returned).toEqual([`q:${OWNER}:a`]);
+    expect(t.sent).toEqual(['q:a', 'q:b']); // not sent again from here
+    expect(t.lost).toEqual([]); // the owner is kept
+  });
+
+  it('leaves a refused delivery to the next leader when this node no longer leads', async () => {
+    const t = fakePort();
+    const former = t.actor('old', false);
+    t.send('a', former);
+    await t.fail('old:a', 'refused');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.returned).toEqual([]);
+  });
 });

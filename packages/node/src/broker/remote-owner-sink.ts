@@ -11,6 +11,11 @@
  * in flight has been answered or lost, the lost ones and the waiting ones go again, in their
  * original order. A delivery that goes again is marked redelivered: it may have arrived the first
  * time (only its answer was lost), and the client may have acked or returned it since.
+ *
+ * A delivery the node refused (it answered, with an error other than "no such channel") did not
+ * reach the client: it is returned to its queue (after `RESEND_DELAY_MS`, so a refusal that
+ * persists does not spin), which frees its consumer's prefetch slot and delivers it again,
+ * redelivered, to whichever consumer is next.
  */
 import { decodeDelivery, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
@@ -76,13 +81,33 @@ export class RemoteOwnerSink {
         const kind = this.#port.classify(error);
         if (kind === 'owner-gone' || (kind === 'lost' && this.#port.nodeDown())) {
           this.#port.lost(outgoing.actor);
-        } else if (kind === 'lost') {
+        } else if (kind === 'refused') {
+          this.#refused(outgoing);
+        } else {
           this.#recovering = true;
           insertInOrder(this.#lostSends, outgoing);
         }
         this.#settled();
       },
     );
+  }
+
+  /** The node refused a delivery: it never reached the client, so its queue takes it back. */
+  #refused(outgoing: Outgoing): void {
+    if (outgoing.op !== QueueOp.deliver) return;
+    const { actor } = outgoing;
+    let owner: string;
+    let id: number;
+    try {
+      ({ owner, id } = decodeDelivery(outgoing.body));
+    } catch {
+      return; // not a delivery this sink encoded: nothing to return
+    }
+    setTimeout(() => {
+      // No longer leading: the next leader sends the outstanding delivery again itself.
+      if (!actor.isLeader) return;
+      actor.returnMessages(owner, [id]).catch(() => undefined);
+    }, RESEND_DELAY_MS).unref();
   }
 
   #settled(): void {
