@@ -448,6 +448,8 @@ export class Broker {
     }
     const clusterQueues = this.clusterQueues;
     if (clusterQueues === undefined) return;
+    // Every node, replica or not, lets go of its handles of the deleted queues.
+    for (const q of reply.deletedQueues) clusterQueues.queueDeleted(q.groupId);
     switch (command.type) {
       case 'declareQueue':
       case 'setQueueMembers':

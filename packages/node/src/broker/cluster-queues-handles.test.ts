@@ -84,3 +84,64 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
     t.queues.stop();
   });
 });
+
+describe('ClusterQueues: handles of deleted queues are released', () => {
+  /** A node that holds no replica; `live` is its metadata's queues. */
+  function setUp() {
+    const live: QueueRecord[] = [];
+    const host = {
+      metadata: { clusterNode: () => undefined, queues: () => live, queue: () => undefined },
+      logger: silentLogger(),
+      replica: () => undefined,
+      replicas: () => [],
+      localChannel: () => undefined,
+      reassertConsumers: () => {},
+      startReplica: async () => {},
+      dropReplica: async () => {},
+    } as unknown as ClusterQueuesHost;
+    const port: QueueClusterPort = {
+      nodeId: 'id-n1',
+      queueLink: { call: async () => new Uint8Array(0), handle: () => {} },
+      isDown: () => false,
+      onNodeDown: () => () => {},
+      onNodeUp: () => () => {},
+    };
+    return { queues: new ClusterQueues(host, port), live };
+  }
+
+  const replyQueue = (n: number): QueueRecord => ({
+    vhost: '/',
+    name: `amq.gen-${n}`,
+    durable: false,
+    exclusiveOwner: undefined,
+    autoDelete: true,
+    arguments: { entries: [] },
+    groupId: `g-${n}`,
+    members: ['id-n2'],
+  });
+
+  it('a queue’s deletion applied here releases its handle (reply and auto-delete queue churn)', () => {
+    const t = setUp();
+    for (let n = 0; n < 1_000; n++) {
+      const record = replyQueue(n);
+      t.queues.handle(record);
+      t.queues.queueDeleted(record.groupId);
+    }
+    expect(t.queues.handleCount).toBe(0);
+    t.queues.stop();
+  });
+
+  it('a metadata snapshot that no longer has a queue releases its handle at the next reconcile', async () => {
+    const t = setUp();
+    const kept = replyQueue(0);
+    t.live.push(kept);
+    const first = t.queues.handle(kept);
+    for (let n = 1; n <= 100; n++) t.queues.handle(replyQueue(n));
+    expect(t.queues.handleCount).toBe(101);
+    await t.queues.reconcileReplicas();
+    expect(t.queues.handleCount).toBe(1);
+    // The live queue keeps its handle (one per queue for as long as it exists).
+    expect(t.queues.handle(kept)).toBe(first);
+    t.queues.stop();
+  });
+});

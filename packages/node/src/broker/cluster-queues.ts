@@ -102,7 +102,12 @@ export class ClusterQueues {
   readonly #cluster: QueueClusterPort;
   readonly #log: Logger;
   readonly #port: QueueNodePort;
-  /** Handles by group id (one per queue incarnation known to the metadata). */
+  /**
+   * Handles by group id. Bound: at most one per queue in this node's copy of the metadata, whether
+   * or not a replica runs here — a queue's handle is released when its deletion applies here
+   * (`queueDeleted`), or, for a deletion this node learnt of by a metadata snapshot, at the next
+   * reconcile. (Without that, every reply or auto-delete queue a channel here ever used kept one.)
+   */
   readonly #handles = new Map<string, ClusterQueue>();
   /** The Raft groups of durable replicas running here, by group id. */
   readonly #groups = new Map<string, RaftGroupLog<QueueCommand, QueueApplyResult>>();
@@ -182,6 +187,16 @@ export class ClusterQueues {
   forgetGroup(groupId: string): void {
     this.#groups.delete(groupId);
     this.#handles.delete(groupId);
+  }
+
+  /** The queue incarnation `groupId` was deleted (applied here): its handle goes. */
+  queueDeleted(groupId: string): void {
+    this.#handles.delete(groupId);
+  }
+
+  /** Handles held (for tests and diagnostics). */
+  get handleCount(): number {
+    return this.#handles.size;
   }
 
   // ------------------------------------------------------------------------------ owners
@@ -473,6 +488,11 @@ export class ClusterQueues {
 
   async #reconcileOnce(): Promise<void> {
     const records = this.#host.metadata.queues();
+    // Handles of queues deleted without this node applying their deletion (a metadata snapshot
+    // replaced it all) go; checked before any await, while `records` is the metadata's.
+    const known = new Set<string>();
+    for (const record of records) known.add(record.groupId);
+    for (const groupId of this.#handles.keys()) if (!known.has(groupId)) this.#handles.delete(groupId);
     const listed = new Set<string>();
     for (const record of records) {
       const members = this.membersOf(record);
