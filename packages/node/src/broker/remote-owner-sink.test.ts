@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeDelivery, encodeCancelled, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { StoredMessage } from '../queue/types.ts';
+import type { RemoteOwnerSinkLimits } from './remote-owner-sink.ts';
 import { RESEND_DELAY_MS, RemoteOwnerSink } from './remote-owner-sink.ts';
 
 type Outcome = 'owner-gone' | 'refused' | 'lost';
@@ -12,7 +13,7 @@ const OWNER = 'n2:1.1/1';
  * A port whose sends stay pending until the test answers them, named `group:text` by the text of
  * the delivered message's body (`group:cancel` for a cancellation).
  */
-function fakePort() {
+function fakePort(limits?: RemoteOwnerSinkLimits) {
   const sent: string[] = [];
   /** The redelivered flag of each delivery sent, in order. */
   const flags: boolean[] = [];
@@ -23,26 +24,29 @@ function fakePort() {
   let down = false;
   let nextId = 1;
   const ids = new Map<number, string>();
-  const sink = new RemoteOwnerSink({
-    send: (op, group, body) => {
-      let name: string;
-      if (op === QueueOp.deliver) {
-        const delivery = decodeDelivery(body);
-        name = `${group}:${new TextDecoder().decode(delivery.message.body)}`;
-        flags.push(delivery.redelivered);
-      } else {
-        name = op === QueueOp.cancelled ? `${group}:cancel` : `${group}:op${op}`;
-      }
-      sent.push(name);
-      return new Promise((resolve, reject) => {
-        pending.set(name, { resolve: () => resolve(undefined), reject });
-      });
+  const sink = new RemoteOwnerSink(
+    {
+      send: (op, group, body) => {
+        let name: string;
+        if (op === QueueOp.deliver) {
+          const delivery = decodeDelivery(body);
+          name = `${group}:${new TextDecoder().decode(delivery.message.body)}`;
+          flags.push(delivery.redelivered);
+        } else {
+          name = op === QueueOp.cancelled ? `${group}:cancel` : `${group}:op${op}`;
+        }
+        sent.push(name);
+        return new Promise((resolve, reject) => {
+          pending.set(name, { resolve: () => resolve(undefined), reject });
+        });
+      },
+      classify: (error) => error as Outcome,
+      nodeDown: () => down,
+      lost: (actor) => lost.push(actor.groupId),
+      warn: (_fields, message) => warned.push(message),
     },
-    classify: (error) => error as Outcome,
-    nodeDown: () => down,
-    lost: (actor) => lost.push(actor.groupId),
-    warn: (_fields, message) => warned.push(message),
-  });
+    limits,
+  );
   const actor = (groupId: string, isLeader = true) =>
     ({
       groupId,
@@ -195,5 +199,55 @@ describe('RemoteOwnerSink', () => {
     await t.fail('old:a', 'refused');
     await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
     expect(t.returned).toEqual([]);
+  });
+
+  it('bounds the sends it holds: past it, the queues with deliveries held give the owner up and the node is told to register again', async () => {
+    const t = fakePort({ maxHeldSends: 3, maxHeldBytes: 1 << 20 });
+    const other = t.actor('r');
+    t.send('a');
+    await t.fail('q:a'); // lost: 1 held
+    t.send('b', other);
+    t.cancel();
+    expect(t.lost).toEqual([]);
+    t.send('c'); // 4 held: over
+    expect(t.lost.sort()).toEqual(['q', 'r']);
+    expect(t.warned.length).toBe(1);
+    expect(t.sent).toEqual(['q:a', ':op7']);
+    await t.ok(':op7');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS * 4);
+    // The held deliveries are not sent (their queues took them back); the cancellation is.
+    expect(t.sent).toEqual(['q:a', ':op7', 'q:cancel']);
+  });
+
+  it('bounds the bytes it holds, and drops later losses of deliveries sent before the give-up', async () => {
+    const t = fakePort({ maxHeldSends: 1000, maxHeldBytes: 150 });
+    t.send('x'.repeat(60));
+    t.send('y'.repeat(60)); // in flight
+    await t.fail(`q:${'x'.repeat(60)}`);
+    t.send('z'.repeat(60)); // over 150 bytes held (each delivery is some 90 bytes)
+    expect(t.lost).toEqual(['q']);
+    await t.fail(`q:${'y'.repeat(60)}`); // lost after the give-up: dropped
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS * 4);
+    expect(t.sent.filter((name) => name.startsWith('q:'))).toEqual([
+      `q:${'x'.repeat(60)}`,
+      `q:${'y'.repeat(60)}`,
+    ]);
+  });
+
+  it('keeps telling the node to register again while it is up and the notice is lost', async () => {
+    const t = fakePort({ maxHeldSends: 1, maxHeldBytes: 1 << 20 });
+    t.send('a');
+    await t.fail('q:a');
+    t.send('b'); // over
+    expect(t.sent).toEqual(['q:a', ':op7']);
+    for (let i = 0; i < 12; i++) {
+      await t.fail(':op7');
+      await vi.advanceTimersByTimeAsync(10_000);
+    }
+    expect(t.sent.filter((name) => name === ':op7').length).toBe(13);
+    t.setDown();
+    await t.fail(':op7');
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(t.sent.filter((name) => name === ':op7').length).toBe(13);
   });
 });

@@ -16,6 +16,15 @@
  * reach the client: it is returned to its queue (after `RESEND_DELAY_MS`, so a refusal that
  * persists does not spin), which frees its consumer's prefetch slot and delivers it again,
  * redelivered, to whichever consumer is next.
+ *
+ * What waits (lost and waiting sends, bodies included) is bounded (`RemoteOwnerSinkLimits`): a
+ * consumer with unlimited prefetch would otherwise pile up every message of its queue here while
+ * the link fails. Past a bound the queues with deliveries held give the owner up: its unacked
+ * messages (those held here among them) go back to their queues, which keep them until a consumer
+ * takes them, and the held deliveries are dropped (nothing is lost: the queue still has every
+ * message that was not acked; a no-ack delivery, which its queue forgot when it made it, is lost as
+ * when its channel closes — no-ack is at-most-once). The owner's node is then told to register its
+ * consumers again (`QueueOp.reassert`), retried while the node is up.
  */
 import { decodeDelivery, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
@@ -24,6 +33,21 @@ import type { QueueActor } from '../queue/queue-actor.ts';
 export const RESEND_DELAY_MS = 500;
 /** Rounds of resending after which a warning is logged (the sends still go on). */
 const WARN_AFTER_ROUNDS = 20;
+/** The longest pause between two attempts at telling the owner's node to register again, ms. */
+const REASSERT_MAX_DELAY_MS = 10_000;
+
+/** Bounds of what a sink holds while sends to its node fail (lost and waiting sends). */
+export interface RemoteOwnerSinkLimits {
+  /** Sends held, at most (default `DEFAULT_REMOTE_OWNER_SINK_LIMITS`: 10 000). */
+  readonly maxHeldSends: number;
+  /** Bytes of the held sends' bodies (encoded deliveries, message bodies included), at most (default 64 MiB). */
+  readonly maxHeldBytes: number;
+}
+
+export const DEFAULT_REMOTE_OWNER_SINK_LIMITS: RemoteOwnerSinkLimits = Object.freeze({
+  maxHeldSends: 10_000,
+  maxHeldBytes: 64 * 1024 * 1024,
+});
 
 export interface RemoteOwnerPort {
   /** Send one op for `group` to the owner's node; rejects when it did not arrive (or its answer). */
@@ -50,24 +74,35 @@ interface Outgoing {
   sent: boolean;
 }
 
+const EMPTY = new Uint8Array(0);
+
 export class RemoteOwnerSink {
   readonly #port: RemoteOwnerPort;
+  readonly #limits: RemoteOwnerSinkLimits;
   #seq = 0;
   #inFlight = 0;
   /** Sends lost on the way, to go again (kept in `seq` order). */
   readonly #lostSends: Outgoing[] = [];
   /** Sends made after one was lost, waiting behind it. */
   #waiting: Outgoing[] = [];
+  /** Sends in `#lostSends` and `#waiting`, and the bytes of their bodies. */
+  #heldSends = 0;
+  #heldBytes = 0;
   #recovering = false;
   #rounds = 0;
+  /** Queues that gave the owner up on an overflow, with the last `seq` sent before: later losses of those are dropped. */
+  readonly #givenUp = new WeakMap<QueueActor, number>();
+  /** Whether a reassert notice is under way. */
+  #noticing = false;
 
-  constructor(port: RemoteOwnerPort) {
+  constructor(port: RemoteOwnerPort, limits: RemoteOwnerSinkLimits = DEFAULT_REMOTE_OWNER_SINK_LIMITS) {
     this.#port = port;
+    this.#limits = limits;
   }
 
   send(actor: QueueActor, op: number, body: Uint8Array): void {
     const outgoing: Outgoing = { seq: ++this.#seq, actor, op, body, sent: false };
-    if (this.#recovering) this.#waiting.push(outgoing);
+    if (this.#recovering) this.#hold(this.#waiting, outgoing);
     else this.#transmit(outgoing);
   }
 
@@ -83,13 +118,19 @@ export class RemoteOwnerSink {
           this.#port.lost(outgoing.actor);
         } else if (kind === 'refused') {
           this.#refused(outgoing);
-        } else {
+        } else if (!this.#droppedOnLoss(outgoing)) {
           this.#recovering = true;
-          insertInOrder(this.#lostSends, outgoing);
+          this.#hold(this.#lostSends, outgoing, true);
         }
         this.#settled();
       },
     );
+  }
+
+  /** A lost delivery of a queue that gave the owner up since it was sent: that queue took it back. */
+  #droppedOnLoss(outgoing: Outgoing): boolean {
+    const upTo = this.#givenUp.get(outgoing.actor);
+    return upTo !== undefined && outgoing.seq <= upTo && outgoing.op === QueueOp.deliver;
   }
 
   /** The node refused a delivery: it never reached the client, so its queue takes it back. */
@@ -110,6 +151,65 @@ export class RemoteOwnerSink {
     }, RESEND_DELAY_MS).unref();
   }
 
+  /** Hold `outgoing` (in order when `ordered`); past a bound, the held deliveries are given up. */
+  #hold(list: Outgoing[], outgoing: Outgoing, ordered = false): void {
+    if (ordered) insertInOrder(list, outgoing);
+    else list.push(outgoing);
+    this.#heldSends++;
+    this.#heldBytes += outgoing.body.byteLength;
+    if (this.#heldSends > this.#limits.maxHeldSends || this.#heldBytes > this.#limits.maxHeldBytes)
+      this.#overflow();
+  }
+
+  /**
+   * Too much held: every queue with a delivery held gives the owner up (its unacked messages,
+   * these among them, go back to it) and the held deliveries are dropped; cancellations stay.
+   */
+  #overflow(): void {
+    const actors = new Set<QueueActor>();
+    for (const outgoing of this.#lostSends) if (outgoing.op === QueueOp.deliver) actors.add(outgoing.actor);
+    for (const outgoing of this.#waiting) if (outgoing.op === QueueOp.deliver) actors.add(outgoing.actor);
+    this.#port.warn(
+      { held: this.#heldSends, heldBytes: this.#heldBytes, queues: actors.size },
+      'deliveries held for a node that does not answer exceed the bound: its channel is given up, its messages go back to their queues',
+    );
+    const keep = (outgoing: Outgoing): boolean =>
+      !actors.has(outgoing.actor) || outgoing.op !== QueueOp.deliver;
+    const lostKept = this.#lostSends.filter(keep);
+    this.#lostSends.splice(0, this.#lostSends.length, ...lostKept);
+    this.#waiting = this.#waiting.filter(keep);
+    this.#heldSends = 0;
+    this.#heldBytes = 0;
+    for (const outgoing of this.#lostSends.concat(this.#waiting)) {
+      this.#heldSends++;
+      this.#heldBytes += outgoing.body.byteLength;
+    }
+    for (const actor of actors) {
+      this.#givenUp.set(actor, this.#seq);
+      this.#port.lost(actor);
+    }
+    this.#noticeReassert(RESEND_DELAY_MS);
+  }
+
+  /**
+   * Tell the owner's node to register its consumers again, until it answers; stop once it is
+   * counted down (the leader tells it when it is back) or it refuses.
+   */
+  #noticeReassert(delay: number): void {
+    if (this.#noticing) return;
+    this.#noticing = true;
+    this.#port.send(QueueOp.reassert, '', EMPTY).then(
+      () => {
+        this.#noticing = false;
+      },
+      (error: unknown) => {
+        this.#noticing = false;
+        if (this.#port.nodeDown() || this.#port.classify(error) !== 'lost') return;
+        setTimeout(() => this.#noticeReassert(Math.min(delay * 2, REASSERT_MAX_DELAY_MS)), delay).unref();
+      },
+    );
+  }
+
   #settled(): void {
     this.#inFlight--;
     if (!this.#recovering || this.#inFlight > 0) return;
@@ -119,6 +219,8 @@ export class RemoteOwnerSink {
       this.#rounds = 0;
       const waiting = this.#waiting;
       this.#waiting = [];
+      this.#heldSends = 0;
+      this.#heldBytes = 0;
       for (const outgoing of waiting) this.#transmit(outgoing);
       return;
     }
@@ -136,6 +238,8 @@ export class RemoteOwnerSink {
   #resend(): void {
     const again = this.#lostSends.splice(0).concat(this.#waiting);
     this.#waiting = [];
+    this.#heldSends = 0;
+    this.#heldBytes = 0;
     // Still recovering while they are in flight: new sends queue behind them.
     this.#inFlight++;
     for (const outgoing of again) if (outgoing.actor.isLeader) this.#transmit(outgoing);
