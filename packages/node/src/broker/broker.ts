@@ -58,6 +58,7 @@ import type { Connection } from '../transport/ws/connection.ts';
 import type { ChannelSink, QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
+import { QueueChecks } from './queue-checks.ts';
 
 /** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
 export interface Session {
@@ -189,6 +190,8 @@ export class Broker {
   private readonly connections = new Map<string, Connection>();
   /** The queues of the cluster as this node serves them (absent on a node alone). */
   private readonly clusterQueues: ClusterQueues | undefined;
+  /** The consistency check of replicated queues (`styx ctl check_queue`). */
+  readonly queueChecks: QueueChecks;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string = randomBytes(4).toString('base64url');
   /** Bodies of non-durable queues; durable queues keep theirs in `storage.bodyStore`. */
@@ -252,6 +255,17 @@ export class Broker {
             },
             this.cluster,
           );
+    this.queueChecks = new QueueChecks({
+      selfId: this.nodeId(),
+      selfName: this.nodeName,
+      metadata: this.metadata,
+      logger: this.logger,
+      bodyStore: this.storage?.bodyStore,
+      membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
+      replica: (groupId) => this.replicaOf(groupId),
+      group: (groupId) => this.clusterQueues?.group(groupId),
+      cluster: this.cluster,
+    });
     // A member back from a partition may have given up this node's consumers: register them again.
     // And a member back (or new) should lead its share of the queues again.
     this.cluster?.onNodeUp(() => {
