@@ -7,6 +7,7 @@
  * (a hash is an offline-guessing target and no client needs it); `policy` is null, not absent,
  * when no policy applies.
  */
+
 import type { FieldTable, JsFieldValue } from '@styx/client/wire';
 import { fieldTableToJs } from '@styx/client/wire';
 import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
@@ -19,6 +20,7 @@ import type {
   QueueRecord,
   UserRecord,
 } from '../metadata/types.ts';
+import type { BodyRepairStatus } from '../queue/body-repair.ts';
 import type { DeadLetterTotals, QueueConfig, QueueCounts, RemovalTotals } from '../queue/types.ts';
 
 /** A JSON value as the API sends it. */
@@ -109,6 +111,8 @@ export interface QueueLiveState {
   readonly deadLetterTotals: DeadLetterTotals | undefined;
   /** Where its replicas are, by node name; absent on a node without clustering. */
   readonly replicas?: QueueReplicaNames | undefined;
+  /** This node's replica: bodies found missing, repaired from another replica, lost everywhere. */
+  readonly bodyRepair?: BodyRepairStatus | undefined;
 }
 
 /** A queue's replicas by node name (`Broker.queueReplicas` with ids mapped to names). */
@@ -185,6 +189,12 @@ export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): J
       no_dlx: totalsJson(dl?.droppedNoDlx),
       cycle: totalsJson(dl?.droppedCycle),
       at_most_once: totalsJson(dl?.droppedAtMostOnce),
+    },
+    // The alarm of a replica that is not whole (queue/body-repair.ts): all zero when it is.
+    replica_bodies: {
+      missing: live.bodyRepair?.missing ?? 0,
+      repaired: live.bodyRepair?.repaired ?? 0,
+      lost: live.bodyRepair?.lost ?? 0,
     },
   };
 }

@@ -58,6 +58,12 @@ export interface HandOffOptions {
   /** Read only: pending records, the config in force, the lowest live id. */
   readonly machine: QueueMachine;
   readonly bodyStore: BodyStore;
+  /**
+   * A pending message's body is missing here: 'repairing' while it is fetched from another replica
+   * (the attempt is retried), 'lost' once no replica has it (the message is settled, loudly).
+   * Without it, a missing body is lost at once.
+   */
+  readonly missingBody?: (id: number) => 'repairing' | 'lost';
   readonly route: RouteDeadLetter;
   /** Propose `deadLetterSettled` for `ids`; resolves once applied. */
   readonly proposeSettled: (ids: readonly number[]) => Promise<unknown>;
@@ -181,8 +187,13 @@ export class AtLeastOnceHandOffs {
     }
     const message = bodyStore.get(groupId, id);
     if (message === undefined) {
-      // A broken invariant (the store lost a body it must keep): nothing can ever be sent, so
-      // settle rather than retry forever, loudly.
+      // A broken invariant (the store lost a body it must keep): fetched from another replica if one
+      // has it (retried meanwhile); else nothing can ever be sent, so settle rather than retry
+      // forever, loudly.
+      if (this.options.missingBody?.(id) === 'repairing') {
+        this.scheduler.start(id, now, { queues: [], cycleDropped: [] });
+        return;
+      }
       logger.error({ id, reason: pending.reason }, 'body missing for a pending dead-letter: settling it');
       this.scheduler.forget(id);
       this.settle(id);

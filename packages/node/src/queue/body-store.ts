@@ -32,6 +32,8 @@ export interface BodyStore {
   persistLogged(groupId: string): void;
   /** The stored message, or undefined if there is none. */
   get(groupId: string, id: number): StoredMessage | undefined;
+  /** Whether a body is stored for message `id` (as `get` would find it, without decoding it). */
+  has(groupId: string, id: number): boolean;
   /** Forget message `id`; a no-op if it is not stored. */
   delete(groupId: string, id: number): void;
   /** Forget every message of the group (queue deleted). */
@@ -57,6 +59,10 @@ export class InMemoryBodyStore implements BodyStore {
 
   persistLogged(): void {
     // Nothing is durable here; nothing to write.
+  }
+
+  has(groupId: string, id: number): boolean {
+    return this.groups.get(groupId)?.has(id) ?? false;
   }
 
   get(groupId: string, id: number): StoredMessage | undefined {

@@ -842,6 +842,16 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     for (const entry of this.pending.values()) yield entry.id;
   }
 
+  /** Whether message `id` is live: queued (ready or unacked) or pending a dead-letter hand-off. */
+  isLive(id: number): boolean {
+    return this.entries.has(id) || this.pending.get(id) !== undefined;
+  }
+
+  /** The owner holding message `id` unacked, or undefined (ready, pending, or gone). */
+  heldBy(id: number): OwnerId | undefined {
+    return this.entries.get(id)?.owner?.id;
+  }
+
   /** The dedupe state, for tests and diagnostics. */
   dedupeState(): DedupeWatermarks {
     return this.dedupe;

@@ -319,6 +319,18 @@ export class LmdbBodyStore implements BodyStore {
     return value === undefined ? undefined : decodeStoredMessage(value, `body ${groupId}/${id}`);
   }
 
+  has(groupId: string, id: number): boolean {
+    const generations = this.#generations;
+    for (let i = generations.length - 1; i >= 0; i--) {
+      const generation = generations[i] as Generation;
+      const pending = generation.writes.get(groupId)?.get(id);
+      if (pending !== undefined) return pending !== DELETED;
+      if (generation.deletedGroups?.has(groupId)) return false;
+    }
+    if (this.#recent.get(groupId)?.has(id) === true) return true;
+    return this.#bodies.doesExist(bodyKey(this.#prefix(groupId), checkId(id)));
+  }
+
   delete(groupId: string, id: number): void {
     this.#checkWritable();
     const group = this.#recent.get(groupId);
