@@ -141,6 +141,16 @@ export interface GotApplyResult extends QueueApplyResult {
  */
 const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
+/**
+ * How long a replica that became leader waits before giving up an owner it cannot reach, ms. A
+ * leader just resumed from a pause, or just elected while a peer's pings were late, counts nodes
+ * down that are up: their channels must keep their consumers. Longer than the cluster's own
+ * check of such owners (`TAKEOVER_OWNER_CHECK_MS`, 3 s, cluster-queues.ts), which gives up those
+ * of nodes still down and has them register again once they answer; this one gives up the rest
+ * (channels closed meanwhile) and redelivers to the owners that resolve again.
+ */
+export const OWNER_GRACE_MS = 3_500;
+
 const EXPIRE_COMMAND: QueueCommand = Object.freeze({ type: 'expire' });
 const TOUCH_COMMAND: QueueCommand = Object.freeze({ type: 'touch' });
 const PURGE_COMMAND: QueueCommand = Object.freeze({ type: 'purge' });
@@ -176,6 +186,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** The fresh group's first entry (its config), proposed when this replica first leads it. */
   private firstConfig: Promise<unknown> | undefined = undefined;
   private unsubscribeRole: (() => void) | undefined = undefined;
+  /** Leaderships taken so far: a check scheduled by one is void in a later one. */
+  private leaderships = 0;
   /** Owners with an `ownerDown` proposal in flight (so a burst of failed deliveries proposes one). */
   private readonly ownersGoing = new Set<OwnerId>();
 
@@ -267,7 +279,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.state = 'open';
     // Leading now: the duties are taken (and a fresh group's first config proposed) before the
     // commands that arrived while the log opened go in.
-    if (this.log.role === 'leader') this.takeLeadership();
+    // Leading as the log opens (this node restarted): an owner that does not resolve is gone.
+    if (this.log.role === 'leader') this.takeLeadership(true);
     this.settleOpened();
     await this.firstConfig;
   }
@@ -661,9 +674,13 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.handOffs = undefined;
   }
 
-  /** Re-derive the leader's duties from the state. */
-  private takeLeadership(): void {
+  /**
+   * Re-derive the leader's duties from the state. An owner that does not resolve is given up at
+   * once only when `atOpen`; after a leader change it gets `OWNER_GRACE_MS` (see there).
+   */
+  private takeLeadership(atOpen = false): void {
     this.leading = true;
+    const leadership = ++this.leaderships;
     if (this.machine.lastAppliedIndex === 0 && this.firstConfig === undefined) {
       // A fresh group: its first entry records the config every replica starts from. (A replica
       // that has not applied what an earlier leader committed yet proposes it again: harmless.)
@@ -698,10 +715,33 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
         this.logger.error({ err }, 'onQueueExpired failed');
       }
     }
-    for (const owner of this.machine.ownerIds()) {
+    const unresolved = this.resumeOwners(this.machine.ownerIds(), atOpen);
+    if (unresolved.length > 0) {
+      setTimeout(() => {
+        if (this.state !== 'open' || !this.leading || this.leaderships !== leadership) return;
+        const still = new Set(this.machine.ownerIds());
+        const owners = unresolved.filter((owner) => still.has(owner));
+        this.resumeOwners(owners, true);
+      }, OWNER_GRACE_MS).unref?.();
+    }
+    try {
+      this.sinks.onLeader?.(this);
+    } catch (err) {
+      this.logger.error({ err }, 'onLeader failed');
+    }
+  }
+
+  /**
+   * Send each owner's outstanding deliveries again (redelivered: the previous leader may have sent
+   * them). An owner that does not resolve is given up when `giveUp`, else returned.
+   */
+  private resumeOwners(owners: readonly OwnerId[], giveUp: boolean): OwnerId[] {
+    const unresolved: OwnerId[] = [];
+    for (const owner of owners) {
       const sink = this.sinks.resolveOwner(owner);
       if (sink === undefined) {
-        this.ownerGone(owner);
+        if (giveUp) this.ownerGone(owner);
+        else unresolved.push(owner);
         continue;
       }
       for (const delivery of this.machine.outstandingDeliveries(owner)) {
@@ -718,11 +758,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
         }
       }
     }
-    try {
-      this.sinks.onLeader?.(this);
-    } catch (err) {
-      this.logger.error({ err }, 'onLeader failed');
-    }
+    return unresolved;
   }
 
   // ------------------------------------------------------------------------------ the timer
