@@ -4,7 +4,9 @@ import type { TestBreak } from './breaks.ts';
 import { CAUGHT_BY, TEST_BREAKS } from './breaks.ts';
 import { UsageError } from './errors.ts';
 import type { FaultKind } from './nemesis.ts';
-import { FAULT_KINDS } from './nemesis.ts';
+import { DEFAULT_FAULTS, FAULT_KINDS } from './nemesis.ts';
+import type { WorkloadKind } from './workload.ts';
+import { WORKLOADS } from './workload.ts';
 
 export const USAGE = `Usage: npx -y pnpm@10 chaos [options]
 
@@ -12,15 +14,28 @@ Starts a Styx cluster of real processes, each node in its own network namespace,
 through the SDK (publishers with confirms, consumers acking, consumers rejecting into a dead-letter
 exchange, messages expiring into one) while a seeded nemesis kills, pauses, partitions and slows
 nodes; then heals everything, drains the queues and checks the history (total queue, dead letters,
-order). Needs root (ip netns, iptables, tc). Results go to test/chaos/results/<time>-seed<S>/:
+order, redelivery flag) and asks each node's GET /api/checks/queues (replica check). Needs root (ip netns, iptables, tc). Results go to test/chaos/results/<time>-seed<S>/:
 report.md, report.json, history.jsonl and the nodes' logs.
 
 Options:
   --nodes N        cluster size, 3 or 5 (default 3)
   --minutes N      how long the workload runs under faults (default 2; fractions allowed)
   --seed S         seed of the schedule and the workload's choices (default: random, printed)
-  --faults LIST    comma-separated, from kill,pause,partition,slow (default: all; "none" for none)
-  --rate N         messages per second over all publishers (default 240)
+  --faults LIST    comma-separated, from kill,pause,partition,slow,kill-each,membership (default:
+                   kill,pause,partition,slow; "all" for all six; "none" for none):
+                     kill-each   SIGKILL every node in turn, each down 3-6 s, restarted before the next
+                     membership  styx ctl delete_member+add_member, shrink+grow, rebalance, or a
+                                 leadership transfer (delete_member of the leader, add_member back);
+                                 healed when the queue has its full replica set again, caught up
+  --overlap        about half the faults get a second one of another class (network: partition,
+                   slow; process: kill, pause, kill-each; membership) starting while the first is
+                   in force; each heals itself, and recovery after a heal made while the other was
+                   still in force is reported apart
+  --workload W     steady (default): consumers keep every queue shallow; backlog: publishers with
+                   confirms and NO consumers while the faults run (queues and DLQs grow deep, tens
+                   of thousands), consumers only at the drain, which empties every queue (its time
+                   bound grows with the depth) and is checked by id
+  --rate N         messages per second over all publishers (default 240; 480 with --workload backlog)
   --out DIR        where results go (default test/chaos/results)
   --break NAME     run every node deliberately broken, to show a checker catches the bug; the run
                    succeeds (exit 0) only when that checker fails the history:
@@ -38,6 +53,8 @@ export interface Options {
   readonly minutes: number;
   readonly seed: number;
   readonly faults: readonly FaultKind[];
+  readonly overlap: boolean;
+  readonly workload: WorkloadKind;
   readonly rate: number;
   readonly out: string;
   /** A deliberately broken broker (`--break`), or undefined for the real one. */
@@ -60,6 +77,8 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
         minutes: { type: 'string' },
         seed: { type: 'string' },
         faults: { type: 'string' },
+        overlap: { type: 'boolean' },
+        workload: { type: 'string' },
         rate: { type: 'string' },
         out: { type: 'string' },
         break: { type: 'string' },
@@ -79,11 +98,15 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
   const seed = seedText === undefined ? randomSeed() : Number(seedText);
   if (!Number.isSafeInteger(seed) || seed < 0)
     throw new UsageError(`--seed must be a non-negative integer, not ${seedText}`);
-  const rate = Number(str('rate') ?? '240');
+  const workload = str('workload') ?? 'steady';
+  if (!(WORKLOADS as readonly string[]).includes(workload))
+    throw new UsageError(`unknown workload "${workload}" (known: ${WORKLOADS.join(', ')})`);
+  const rate = Number(str('rate') ?? (workload === 'backlog' ? '480' : '240'));
   if (!(rate > 0)) throw new UsageError(`--rate must be a positive number, not ${str('rate')}`);
   const faultsText = str('faults');
-  let faults: FaultKind[] = [...FAULT_KINDS];
-  if (faultsText !== undefined) {
+  let faults: FaultKind[] = [...DEFAULT_FAULTS];
+  if (faultsText === 'all') faults = [...FAULT_KINDS];
+  else if (faultsText !== undefined) {
     faults = [];
     for (const name of faultsText
       .split(',')
@@ -102,6 +125,8 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
     minutes,
     seed,
     faults,
+    overlap: values.overlap === true,
+    workload: workload as WorkloadKind,
     rate,
     out: str('out') ?? 'test/chaos/results',
     break: breakName as TestBreak | undefined,

@@ -16,6 +16,11 @@ export const CAUGHT_BY: Readonly<Record<TestBreak, CheckResult['checker']>> = {
   'hand-off-before-commit': 'dead-letter',
   // A delivery sent after a later one, not marked redelivered.
   'reorder-deliveries': 'order',
+  // A message its queue delivered before, sent again with redelivered=false.
+  'redeliver-unflagged': 'redelivery',
+  // A lagging or new replica installs a snapshot without bodies; once it leads, the messages it
+  // holds have no body: confirmed messages never come out (lost), and the drain never ends.
+  'transfer-without-bodies': 'total-queue',
 };
 
 export interface BreakVerdict {

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckTopology } from './checkers.ts';
-import { checkDeadLetters, checkOrder, checkTotalQueue, formatOp, windowFor } from './checkers.ts';
+import {
+  checkAll,
+  checkDeadLetters,
+  checkOrder,
+  checkRedelivered,
+  checkReplicas,
+  checkTotalQueue,
+  formatOp,
+  windowFor,
+} from './checkers.ts';
 import type { DeathRecord, Intent, Op, OpInput } from './history.ts';
 
 // Each checker is shown to pass a correct history and to fail each way it claims to catch, on small
@@ -268,6 +277,102 @@ describe('order', () => {
   it('does not check queues outside the topology (a DLQ fed by a hand-off)', () => {
     const h = history().consume('a:2', 'rej.dlq').consume('a:1', 'rej.dlq');
     expect(checkOrder(h.ops, TOPOLOGY).valid).toBe(true);
+  });
+});
+
+describe('redelivery flag', () => {
+  it('holds when every delivery after the first of a message from a queue is marked redelivered', () => {
+    const h = history()
+      .publish('p:0', 'work', 'ok')
+      .publish('p:1', 'work', 'ok')
+      .deliver('p:0', 'work')
+      .deliver('p:1', 'work')
+      .consume('p:0', 'work', { redelivered: true })
+      .consume('p:1', 'work', { redelivered: true })
+      .consume('p:1', 'work', { redelivered: true });
+    const result = checkRedelivered(h.ops, TOPOLOGY);
+    expect(result.valid).toBe(true);
+    expect(result.counts).toMatchObject({ deliveredAgain: 3, flagged: 3, unflagged: 0 });
+  });
+
+  it('fails on a message delivered again from the same queue without the flag, whoever got it', () => {
+    const h = history().publish('p:0', 'work', 'ok').deliver('p:0', 'work').consume('p:0', 'work');
+    // The final sweep (process drain) counts as much as the workload's consumers.
+    h.publish('p:1', 'work', 'ok').deliver('p:1', 'work');
+    h.ops.push({
+      index: h.ops.length,
+      time: 1_000,
+      type: 'ok',
+      f: 'deliver',
+      process: 'drain',
+      queue: 'work',
+      id: 'p:1',
+      redelivered: false,
+    });
+    const result = checkRedelivered(h.ops, TOPOLOGY);
+    expect(result.valid).toBe(false);
+    expect(result.problems.map((p) => [p.kind, p.id, p.queue])).toEqual([
+      ['redelivered-unflagged', 'p:0', 'work'],
+      ['redelivered-unflagged', 'p:1', 'work'],
+    ]);
+    expect(result.problems[1]?.detail).toContain('by drain');
+    // Even when the first delivery was acked (an ack lost with its connection brings it back).
+    const afterAck = history().publish('p:0', 'work', 'ok').consume('p:0', 'work').consume('p:0', 'work');
+    expect(checkRedelivered(afterAck.ops, TOPOLOGY).valid).toBe(false);
+  });
+
+  it('counts, not fails, a first delivery of a message in another queue and a second dead-letter copy', () => {
+    const h = history()
+      .publish('p:0', 'rej', 'ok', 'reject')
+      .deliver('p:0', 'rej')
+      .reject('p:0', 'rej')
+      .consume('p:0', 'rej.dlq', { death: death('rej', 'rejected') })
+      .consume('p:0', 'rej.dlq', { death: death('rej', 'rejected') });
+    const result = checkRedelivered(h.ops, TOPOLOGY);
+    expect(result.valid).toBe(true);
+    expect(result.counts).toMatchObject({ deliveredAgain: 1, dlqUnflaggedCopies: 1, unflagged: 0 });
+  });
+
+  it('is one of the checks every run makes', () => {
+    const h = history().publish('p:0', 'work', 'ok').deliver('p:0', 'work').consume('p:0', 'work');
+    const redelivery = checkAll(h.ops, TOPOLOGY).find((c) => c.checker === 'redelivery');
+    expect(redelivery?.valid).toBe(false);
+  });
+});
+
+describe('replica check', () => {
+  const answer = (value: unknown): Op => ({
+    index: 0,
+    time: 0,
+    type: 'info',
+    f: 'replica-check',
+    process: 'harness',
+    value,
+  });
+
+  it('holds when every node answered ok, and counts a 404 (no such endpoint) as unavailable', () => {
+    const ok = checkReplicas([answer({ node: 'n1', status: 200, ok: true, bad: [] })]);
+    expect(ok).toMatchObject({ valid: true, counts: { nodes: 1, ok: 1, unavailable: 0 } });
+    const missing = checkReplicas([answer({ node: 'n1', status: 404, error: 'not found' })]);
+    expect(missing).toMatchObject({ valid: true, counts: { nodes: 1, ok: 0, unavailable: 1 } });
+    expect(checkReplicas([]).counts.nodes).toBe(0);
+  });
+
+  it('fails on a node that says a queue is not ok, and on one that did not answer', () => {
+    const bad = checkReplicas([
+      answer({
+        node: 'n2',
+        status: 503,
+        ok: false,
+        bad: [{ vhost: '/', name: 'chaos.work.1', problems: ['n3 is a learner', 'n3 is behind'] }],
+      }),
+      answer({ node: 'n3', status: 0, error: 'ECONNREFUSED' }),
+    ]);
+    expect(bad.valid).toBe(false);
+    expect(bad.problems.map((p) => [p.kind, p.queue ?? '', p.detail])).toEqual([
+      ['replica-not-ok', 'chaos.work.1', 'n2 (HTTP 503): n3 is a learner; n3 is behind'],
+      ['replica-check-failed', '', 'n3: HTTP 0 ECONNREFUSED'],
+    ]);
   });
 });
 

@@ -9,6 +9,12 @@
 // - order: per publisher, channel and queue, first deliveries come in publish order; a redelivered
 //   message, and one seen before, may come out of order (that is what "except around redeliveries"
 //   means), and so may messages of different channels (AMQP orders per channel only).
+// - redelivery flag: a message delivered again from the same queue must come with redelivered=true
+//   (AMQP 0-9-1, basic.deliver: the flag says the message "may have been previously delivered").
+//   Dead-letter queues are counted, not failed: at-least-once dead-lettering may hand the same
+//   message over twice, and each copy is a first delivery of a new message there.
+// - replica check: at the end of a run each node's GET /api/checks/queues (recorded in the history)
+//   answered ok; a node that has no such endpoint yet (404) is reported as unchecked, not passed.
 import type { Intent, Op } from './history.ts';
 import { parseId } from './history.ts';
 
@@ -20,7 +26,7 @@ export interface CheckTopology {
 }
 
 export interface Problem {
-  readonly checker: 'total-queue' | 'dead-letter' | 'order';
+  readonly checker: 'total-queue' | 'dead-letter' | 'order' | 'redelivery' | 'replica-check';
   readonly kind: string;
   readonly id?: string;
   readonly queue?: string;
@@ -295,8 +301,107 @@ export function checkOrder(ops: readonly Op[], topology: CheckTopology): CheckRe
   };
 }
 
+export function checkRedelivered(ops: readonly Op[], topology: CheckTopology): CheckResult {
+  const problems: Problem[] = [];
+  const dlqs = new Set(Object.values(topology.deadLetterQueues));
+  const seen = new Set<string>(); // per queue and id
+  let again = 0;
+  let flagged = 0;
+  let dlqCopies = 0;
+  for (const op of ops) {
+    if (op.f !== 'deliver' || op.type !== 'ok' || op.id === undefined || op.queue === undefined) continue;
+    const k = key(op.queue, op.id);
+    if (!seen.has(k)) {
+      seen.add(k);
+      continue;
+    }
+    again++;
+    if (op.redelivered === true) {
+      flagged++;
+      continue;
+    }
+    if (dlqs.has(op.queue)) {
+      dlqCopies++;
+      continue;
+    }
+    problems.push({
+      checker: 'redelivery',
+      kind: 'redelivered-unflagged',
+      id: op.id,
+      queue: op.queue,
+      detail: `delivered again from ${op.queue} (by ${op.process}) without the redelivered flag`,
+    });
+  }
+  return {
+    checker: 'redelivery',
+    valid: problems.length === 0,
+    counts: { deliveredAgain: again, flagged, unflagged: problems.length, dlqUnflaggedCopies: dlqCopies },
+    problems,
+  };
+}
+
+/** One node's answer to GET /api/checks/queues, as the harness records it (f 'replica-check'). */
+export interface ReplicaCheckAnswer {
+  readonly node: string;
+  /** HTTP status; 0 when the node did not answer at all. */
+  readonly status: number;
+  readonly ok?: boolean;
+  /** Each queue the node called not ok, with its problems. */
+  readonly bad?: readonly {
+    readonly vhost?: string;
+    readonly name?: string;
+    readonly problems?: readonly string[];
+  }[];
+  readonly error?: string;
+}
+
+/**
+ * The nodes' own replica checks at the end of a run. Valid when every answer is ok; a 404 (the
+ * endpoint does not exist on this build) is counted as `unavailable`, and a run with no check at all
+ * says so in its counts; neither fails the run, both are printed.
+ */
+export function checkReplicas(ops: readonly Op[]): CheckResult {
+  const problems: Problem[] = [];
+  let ok = 0;
+  let unavailable = 0;
+  let answers = 0;
+  for (const op of ops) {
+    if (op.f !== 'replica-check') continue;
+    answers++;
+    const answer = op.value as ReplicaCheckAnswer;
+    if (answer.status === 404) unavailable++;
+    else if (answer.status === 200 && answer.ok === true) ok++;
+    else if (answer.bad !== undefined && answer.bad.length > 0)
+      for (const queue of answer.bad)
+        problems.push({
+          checker: 'replica-check',
+          kind: 'replica-not-ok',
+          queue: queue.name ?? '?',
+          detail: `${answer.node} (HTTP ${answer.status}): ${(queue.problems ?? []).join('; ') || 'not ok'}`,
+        });
+    else
+      problems.push({
+        checker: 'replica-check',
+        kind: 'replica-check-failed',
+        detail: `${answer.node}: HTTP ${answer.status}${answer.error === undefined ? '' : ` ${answer.error}`}`,
+      });
+  }
+  return {
+    checker: 'replica-check',
+    valid: problems.length === 0,
+    counts: { nodes: answers, ok, unavailable, notOk: problems.length },
+    problems,
+  };
+}
+
 export function checkAll(ops: readonly Op[], topology: CheckTopology): CheckResult[] {
-  return [checkTotalQueue(ops, topology), checkDeadLetters(ops, topology), checkOrder(ops, topology)];
+  return [
+    checkTotalQueue(ops, topology),
+    checkDeadLetters(ops, topology),
+    checkOrder(ops, topology),
+    checkRedelivered(ops, topology),
+    checkReplicas(ops),
+  ];
 }
 
 /**

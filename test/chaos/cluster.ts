@@ -52,6 +52,12 @@ export interface QueueView {
   readonly online?: string[];
 }
 
+/** `GET /api/queues/{vhost}/{name}/quorum_status` (management/views.ts quorumStatusJson). */
+export interface QuorumStatus {
+  readonly leader: string;
+  readonly members: readonly { readonly node: string; readonly role: string; readonly online: boolean }[];
+}
+
 export class ChaosCluster {
   readonly nodes: ChaosNode[];
   readonly #secretFile: string;
@@ -163,6 +169,53 @@ export class ChaosCluster {
 
   queue(via: string, queue: string, timeoutMs?: number): Promise<QueueView> {
     return this.api<QueueView>(via, `/api/queues/%2F/${encodeURIComponent(queue)}`, timeoutMs);
+  }
+
+  /** `GET …/quorum_status`: the queue's Raft group as its leader reports it. */
+  quorumStatus(via: string, queue: string, timeoutMs?: number): Promise<QuorumStatus> {
+    return this.api<QuorumStatus>(
+      via,
+      `/api/queues/%2F/${encodeURIComponent(queue)}/quorum_status`,
+      timeoutMs,
+    );
+  }
+
+  /**
+   * `styx ctl ARGS` run inside node `via`'s namespace against its management API, as the workload's
+   * administrator; resolves with its output, rejects (CommandError) on a non-zero exit.
+   */
+  ctl(via: string, args: readonly string[], timeoutS = 20): Promise<string> {
+    const node = this.node(via);
+    return run(
+      'ip',
+      [
+        ...['netns', 'exec', node.host.namespace, process.execPath, CLI, 'ctl', ...args],
+        ...['--node', `http://127.0.0.1:${MANAGEMENT_PORT}`, '--username', USER, '--password', PASSWORD],
+        ...['--timeout', String(timeoutS)],
+      ],
+      (timeoutS + 10) * 1000,
+    );
+  }
+
+  /** GET a management path, whatever the status: the status and the body (JSON when it parses). */
+  async apiAnyStatus(
+    name: string,
+    path: string,
+    timeoutMs = 5_000,
+  ): Promise<{ status: number; body: unknown }> {
+    const { host } = this.node(name);
+    const response = await fetch(`http://${host.ip}:${MANAGEMENT_PORT}${path}`, {
+      headers: { authorization: AUTH },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await response.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: kept as text
+    }
+    return { status: response.status, body };
   }
 
   /** The queue's leader as the first answering running node sees it, or undefined if none answers. */

@@ -13,7 +13,9 @@ export type OpType = 'invoke' | 'ok' | 'fail' | 'unknown' | 'info';
  * nemesis. connection: a client lost or regained its node. depth: a queue's final message count.
  * phase: the run moved on (workload, heal, drain, done). sample: each node's CPU, memory and
  * process state, and the harness's own event-loop lag, every few seconds (a wedged node, or a
- * starved harness whose clients miss heartbeats, shows there).
+ * starved harness whose clients miss heartbeats, shows there). replica-check: a node's answer to
+ * GET /api/checks/queues at the end of the run. step: one step of a fault that has several (a
+ * kill-each's kills and restarts, a membership change's `styx ctl` verbs).
  */
 export type OpF =
   | 'publish'
@@ -25,7 +27,9 @@ export type OpF =
   | 'connection'
   | 'depth'
   | 'phase'
-  | 'sample';
+  | 'sample'
+  | 'replica-check'
+  | 'step';
 
 /** What the workload means to happen to a message, fixed at publish. */
 export type Intent = 'ack' | 'reject' | 'expire';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseOptions } from './args.ts';
 import { UsageError } from './errors.ts';
-import { describeFault, FAULT_KINDS, planSchedule } from './nemesis.ts';
+import { DEFAULT_FAULTS, describeFault, FAULT_KINDS, faultClass, planSchedule } from './nemesis.ts';
 import { seededRandom } from './random.ts';
 
 describe('the seeded generator', () => {
@@ -18,7 +18,7 @@ describe('the seeded generator', () => {
 });
 
 describe('the schedule', () => {
-  const options = { seed: 99, faults: [...FAULT_KINDS], nodes: 5, durationMs: 10 * 60_000, queues: 6 };
+  const options = { seed: 99, faults: [...DEFAULT_FAULTS], nodes: 5, durationMs: 10 * 60_000, queues: 6 };
 
   it('is the same for the same seed and options (a run replays its faults)', () => {
     expect(planSchedule(options)).toEqual(planSchedule(options));
@@ -38,7 +38,7 @@ describe('the schedule', () => {
 
   it('uses only the asked-for kinds, every one of them over a long run, and prefers leaders', () => {
     const schedule = planSchedule(options);
-    expect(new Set(schedule.map((f) => f.kind))).toEqual(new Set(FAULT_KINDS));
+    expect(new Set(schedule.map((f) => f.kind))).toEqual(new Set(DEFAULT_FAULTS));
     expect(new Set(schedule.filter((f) => f.kind === 'partition').map((f) => f.shape)).size).toBe(4);
     const aimed = schedule.filter((f) => f.target.leaderOf !== undefined).length;
     expect(aimed / schedule.length).toBeGreaterThan(0.5);
@@ -57,6 +57,67 @@ describe('the schedule', () => {
     }
   });
 
+  it('plans kill-each to last every node down and back, and membership with one change each', () => {
+    const schedule = planSchedule({ ...options, nodes: 3, faults: ['kill-each', 'membership'] });
+    const kinds = new Set(schedule.map((f) => f.kind));
+    expect(kinds).toEqual(new Set(['kill-each', 'membership']));
+    for (const fault of schedule.filter((f) => f.kind === 'kill-each')) {
+      expect(fault.downMs).toBeGreaterThanOrEqual(3_000);
+      expect(fault.downMs).toBeLessThanOrEqual(6_000);
+      expect(fault.durationMs).toBe(3 * ((fault.downMs ?? 0) + 4_000));
+    }
+    const changes = new Set(schedule.filter((f) => f.kind === 'membership').map((f) => f.change));
+    expect(changes).toEqual(new Set(['delete-add', 'shrink-grow', 'rebalance', 'leader-transfer']));
+    expect(describeFault(schedule.find((f) => f.kind === 'kill-each') as never)).toMatch(
+      /every node in turn/,
+    );
+  });
+
+  it('leaves the default schedule as it was when the new kinds exist (a seed replays its old faults)', () => {
+    // CI's seed 101, as planned before kill-each, membership and overlap existed.
+    const ci = planSchedule({
+      seed: 101,
+      faults: [...DEFAULT_FAULTS],
+      nodes: 3,
+      durationMs: 120_000,
+      queues: 6,
+    });
+    expect(ci.slice(0, 3).map(describeFault)).toEqual([
+      '#1 6.6s +8.2s kill n1',
+      '#2 22.3s +9.9s partition one-way of leader of queue #1',
+      '#3 36.5s +5.7s pause leader of queue #0',
+    ]);
+    expect(planSchedule({ ...options, overlap: false })).toEqual(planSchedule(options));
+  });
+
+  it('with overlap, starts a second fault of another class while the first is in force', () => {
+    const all = { ...options, faults: [...FAULT_KINDS], overlap: true };
+    const schedule = planSchedule(all);
+    expect(planSchedule(all)).toEqual(schedule);
+    const seconds = schedule.filter((f) => f.overlaps !== undefined);
+    expect(seconds.length).toBeGreaterThan(5);
+    expect(seconds.length).toBeLessThan(schedule.length / 2);
+    for (const second of seconds) {
+      const first = schedule.find((f) => f.n === second.overlaps);
+      if (first === undefined) throw new Error('no first fault');
+      expect(second.n).toBe(first.n + 1);
+      expect(faultClass(second.kind)).not.toBe(faultClass(first.kind));
+      expect(second.at).toBeGreaterThan(first.at);
+      expect(second.at).toBeLessThan(first.at + first.durationMs);
+      expect(describeFault(second)).toContain(`(during #${first.n})`);
+    }
+    // Every pair (or single fault) ends, with a quiet gap, before the next one starts.
+    let end = 0;
+    for (const fault of schedule) {
+      if (fault.overlaps === undefined) expect(fault.at).toBeGreaterThanOrEqual(end + 4_000);
+      end = Math.max(end, fault.at + fault.durationMs);
+    }
+    expect(end).toBeLessThanOrEqual(all.durationMs - 3_000);
+    // Only the asked-for kinds: a network fault alone cannot overlap another network fault.
+    const network = planSchedule({ ...all, faults: ['partition', 'slow'] });
+    expect(network.some((f) => f.overlaps !== undefined)).toBe(false);
+  });
+
   it('describes each fault on one line', () => {
     const lines = planSchedule(options).map(describeFault);
     expect(lines[0]).toMatch(/^#1 \d+\.\ds \+\d+\.\ds /);
@@ -68,7 +129,22 @@ describe('the command line', () => {
   const parse = (...args: string[]) => parseOptions(args, () => 1234);
 
   it('has defaults, and takes a leading -- from pnpm', () => {
-    expect(parse()).toMatchObject({ nodes: 3, minutes: 2, seed: 1234, faults: FAULT_KINDS, rate: 240 });
+    expect(parse()).toMatchObject({
+      nodes: 3,
+      minutes: 2,
+      seed: 1234,
+      faults: DEFAULT_FAULTS,
+      rate: 240,
+      overlap: false,
+      workload: 'steady',
+    });
+    expect(parse('--faults', 'all').faults).toEqual(FAULT_KINDS);
+    expect(parse('--workload', 'backlog', '--overlap', '--faults', 'kill-each,membership')).toMatchObject({
+      workload: 'backlog',
+      rate: 480,
+      overlap: true,
+      faults: ['kill-each', 'membership'],
+    });
     expect(
       parse('--', '--nodes', '5', '--seed', '7', '--faults', 'kill,slow', '--minutes', '0.5'),
     ).toMatchObject({
@@ -89,6 +165,8 @@ describe('the command line', () => {
     [['--faults', 'kill,fire']],
     [['--bogus']],
     [['--break', 'confirm-never']],
+    [['--workload', 'deep']],
+    [['--overlap', 'yes']],
   ])('refuses %j', (args) => {
     expect(() => parse(...args)).toThrow(UsageError);
   });

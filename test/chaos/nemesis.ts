@@ -1,17 +1,39 @@
 // The nemesis: a schedule of faults planned from the seed alone (planSchedule is pure, so a seed
 // replays the same faults at the same times), then carried out against the cluster by Nemesis.
 // One fault at a time, each healed before a quiet gap and the next: the report's recovery time is
-// then the cluster's, after that heal, not the sum of overlapping faults.
+// then the cluster's, after that heal, not the sum of overlapping faults. With `overlap`, some
+// faults get a second one of another class (network, process, membership) starting while the first
+// is in force; each heals only itself, and a heal while the other is still in force is marked
+// `concurrent` so the report keeps its recovery apart.
+//
+// Kinds beyond the default four (asked for by name): kill-each SIGKILLs every node in turn, each
+// down a few seconds and restarted before the next; membership changes a queue's replicas with
+// `styx ctl` (delete_member + add_member, shrink + grow, rebalance, and a leadership transfer as
+// delete_member of the leader + add_member: Styx has no transfer verb) and heals by waiting for the
+// queue's full replica set, every member a caught-up voter again.
 //
 // "Leaders preferred": a fault aimed at a leader names a workload queue; at run time it hits the
 // node leading that queue then (what the management API says), else the planned fallback node.
-import type { ChaosCluster } from './cluster.ts';
+import type { ChaosCluster, QuorumStatus } from './cluster.ts';
 import type { History } from './history.ts';
 import type { ChaosNetwork } from './network.ts';
 import { seededRandom } from './random.ts';
 
-export const FAULT_KINDS = ['kill', 'pause', 'partition', 'slow'] as const;
+export const FAULT_KINDS = ['kill', 'pause', 'partition', 'slow', 'kill-each', 'membership'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+/** What `--faults` means when not given: the first four (so a seed's schedule stays what it was). */
+export const DEFAULT_FAULTS: readonly FaultKind[] = ['kill', 'pause', 'partition', 'slow'];
+export const MEMBERSHIP_CHANGES = ['delete-add', 'shrink-grow', 'rebalance', 'leader-transfer'] as const;
+export type MembershipChange = (typeof MEMBERSHIP_CHANGES)[number];
+/** Faults of one class cannot overlap each other: they share what heals them. */
+export type FaultClass = 'network' | 'process' | 'membership';
+export function faultClass(kind: FaultKind): FaultClass {
+  if (kind === 'partition' || kind === 'slow') return 'network';
+  if (kind === 'membership') return 'membership';
+  return 'process';
+}
+/** kill-each: how long after a node's restart the next one is killed, planned. */
+export const KILL_EACH_SETTLE_MS = 4_000;
 export const PARTITION_SHAPES = ['halves', 'isolate-leader', 'one-way', 'flapping'] as const;
 export type PartitionShape = (typeof PARTITION_SHAPES)[number];
 
@@ -37,6 +59,12 @@ export interface PlannedFault {
   /** slow: egress rate to peers and random loss. */
   readonly rateKbit?: number;
   readonly lossPercent?: number;
+  /** kill-each: how long each node stays down. */
+  readonly downMs?: number;
+  /** membership: what changes. */
+  readonly change?: MembershipChange;
+  /** The fault (its n) this one starts during (`overlap`). */
+  readonly overlaps?: number;
 }
 
 export interface ScheduleOptions {
@@ -51,6 +79,8 @@ export interface ScheduleOptions {
   readonly gapMs?: readonly [number, number];
   /** Length of a fault, ms (default 3–12 s). */
   readonly faultMs?: readonly [number, number];
+  /** Give about half the faults a second one, of another class, starting while it is in force. */
+  readonly overlap?: boolean;
 }
 
 /** The whole schedule for a run, from the seed and options alone. */
@@ -61,11 +91,15 @@ export function planSchedule(options: ScheduleOptions): PlannedFault[] {
   const schedule: PlannedFault[] = [];
   if (options.faults.length === 0) return schedule;
   const nodes = Array.from({ length: options.nodes }, (_, i) => i + 1);
+  // Drawn from apart, so that a schedule without the new kinds or overlap is the one it always was.
+  const extra = seededRandom(options.seed ^ 0x0ae1);
   let t = 0;
   for (;;) {
     t += random.between(gapMin, gapMax);
     const kind = random.pick(options.faults);
-    const durationMs = random.between(faultMin, faultMax);
+    const drawn = random.between(faultMin, faultMax);
+    const downMs = extra.between(3_000, 6_000);
+    const durationMs = kind === 'kill-each' ? options.nodes * (downMs + KILL_EACH_SETTLE_MS) : drawn;
     if (t + durationMs > options.durationMs - 3_000) break;
     // Drawn for every fault whatever its kind, so adding a kind changes choices, not their count.
     const target: Target = {
@@ -90,8 +124,40 @@ export function planSchedule(options: ScheduleOptions): PlannedFault[] {
         ...(shape === 'flapping' ? { flapMs } : {}),
       });
     else if (kind === 'slow') schedule.push({ ...base, rateKbit, lossPercent });
+    else if (kind === 'kill-each') schedule.push({ ...base, downMs });
+    else if (kind === 'membership') schedule.push({ ...base, change: extra.pick(MEMBERSHIP_CHANGES) });
     else schedule.push(base);
-    t += durationMs;
+    let end = t + durationMs;
+    if (options.overlap === true && extra.chance(0.5)) {
+      const others = options.faults.filter((k) => faultClass(k) !== faultClass(kind));
+      const second = others.length === 0 ? undefined : extra.pick(others);
+      const at = t + Math.floor(durationMs * (extra.between(20, 60) / 100));
+      const down = extra.between(3_000, 6_000);
+      const length =
+        second === 'kill-each'
+          ? options.nodes * (down + KILL_EACH_SETTLE_MS)
+          : extra.between(faultMin, faultMax);
+      const node = extra.pick(nodes);
+      const change = extra.pick(MEMBERSHIP_CHANGES);
+      if (second !== undefined && at + length <= options.durationMs - 3_000) {
+        const overlapping = {
+          n: schedule.length + 1,
+          at,
+          kind: second,
+          durationMs: length,
+          target: { leaderOf: undefined, node },
+          overlaps: base.n,
+        };
+        if (second === 'partition')
+          schedule.push({ ...overlapping, shape: 'one-way' }); // acts on its target alone
+        else if (second === 'slow') schedule.push({ ...overlapping, rateKbit, lossPercent });
+        else if (second === 'kill-each') schedule.push({ ...overlapping, downMs: down });
+        else if (second === 'membership') schedule.push({ ...overlapping, change });
+        else schedule.push(overlapping);
+        end = Math.max(end, at + length);
+      }
+    }
+    t = end;
   }
   return schedule;
 }
@@ -103,17 +169,22 @@ export function describeFault(fault: PlannedFault): string {
       ? `leader of queue #${fault.target.leaderOf}`
       : `n${fault.target.node}`;
   const at = `${(fault.at / 1000).toFixed(1)}s +${(fault.durationMs / 1000).toFixed(1)}s`;
+  const over = fault.overlaps === undefined ? '' : ` (during #${fault.overlaps})`;
   switch (fault.kind) {
     case 'partition': {
       const sides = fault.groups?.map((g) => g.map((n) => `n${n}`).join(',')).join(' | ');
       return `#${fault.n} ${at} partition ${fault.shape}${sides !== undefined ? ` [${sides}]` : ` of ${target}`}${
         fault.flapMs !== undefined ? ` every ${fault.flapMs} ms` : ''
-      }`;
+      }${over}`;
     }
     case 'slow':
-      return `#${fault.n} ${at} slow links from ${target}: ${fault.rateKbit} kbit/s, ${fault.lossPercent}% loss`;
+      return `#${fault.n} ${at} slow links from ${target}: ${fault.rateKbit} kbit/s, ${fault.lossPercent}% loss${over}`;
+    case 'kill-each':
+      return `#${fault.n} ${at} kill-each: every node in turn, each down ${((fault.downMs ?? 0) / 1000).toFixed(1)}s${over}`;
+    case 'membership':
+      return `#${fault.n} ${at} membership ${fault.change} around ${target}${over}`;
     default:
-      return `#${fault.n} ${at} ${fault.kind} ${target}`;
+      return `#${fault.n} ${at} ${fault.kind} ${target}${over}`;
   }
 }
 
@@ -123,6 +194,9 @@ export interface NemesisStatus {
   readonly done: number;
 }
 
+/** How long a membership heal waits for the queue's full replica set, caught up. */
+const MEMBERSHIP_HEAL_MS = 90_000;
+
 /** Carries out a schedule against the cluster, recording every fault and heal in the history. */
 export class Nemesis {
   readonly #cluster: ChaosCluster;
@@ -130,7 +204,8 @@ export class Nemesis {
   readonly #history: History;
   readonly #schedule: readonly PlannedFault[];
   readonly #queues: readonly string[];
-  #current: string | undefined;
+  /** The faults in force now (their labels, by n). */
+  readonly #current = new Map<number, string>();
   #done = 0;
   readonly #byKind: Record<string, number> = {};
 
@@ -149,17 +224,25 @@ export class Nemesis {
   }
 
   status(): NemesisStatus {
-    return { current: this.#current, byKind: { ...this.#byKind }, done: this.#done };
+    const current = [...this.#current.values()].join(' + ');
+    return { current: current === '' ? undefined : current, byKind: { ...this.#byKind }, done: this.#done };
   }
 
   /** Runs the schedule from now; returns when it is over or `signal` aborts (after healing). */
   async run(signal: AbortSignal): Promise<void> {
     const startedAt = Date.now();
-    for (const fault of this.#schedule) {
+    const inFlight: Promise<void>[] = [];
+    for (const [i, fault] of this.#schedule.entries()) {
       await sleep(fault.at - (Date.now() - startedAt), signal);
-      if (signal.aborted) return;
-      await this.#apply(fault, signal);
+      if (signal.aborted) break;
+      const next = this.#schedule[i + 1];
+      const paired = fault.overlaps !== undefined || next?.overlaps === fault.n;
+      inFlight.push(this.#apply(fault, signal, paired));
+      if (next?.overlaps === fault.n) continue; // the second one starts while this is in force
+      await Promise.all(inFlight.splice(0));
+      if (paired) await this.healAll(); // each healed itself; this only makes sure
     }
+    await Promise.all(inFlight);
   }
 
   /** Undoes whatever is in force: every rule, every paused node, every node down. */
@@ -171,10 +254,13 @@ export class Nemesis {
     }
   }
 
-  async #apply(fault: PlannedFault, signal: AbortSignal): Promise<void> {
+  /** `paired`: another fault overlaps this one, so it heals only what it did itself. */
+  async #apply(fault: PlannedFault, signal: AbortSignal, paired: boolean): Promise<void> {
     const target = await this.#resolve(fault.target);
     const name = `n${target}`;
-    const label = `${fault.kind}${fault.shape !== undefined ? `/${fault.shape}` : ''}`;
+    const label = `${fault.kind}${fault.shape !== undefined ? `/${fault.shape}` : ''}${
+      fault.change !== undefined ? `/${fault.change}` : ''
+    }`;
     const groups = this.#groups(fault, target);
     // What the fault touches, as people read it: "n2" or "n1,n3 | n2".
     const touched =
@@ -182,8 +268,10 @@ export class Nemesis {
         ? groups.map((g) => g.map((n) => `n${n}`).join(',')).join(' | ')
         : fault.shape === 'one-way'
           ? `${name} -/-> others`
-          : name;
-    this.#current = `${label} ${touched}`;
+          : fault.kind === 'kill-each'
+            ? this.#cluster.nodes.map((n) => n.name).join(' → ')
+            : name;
+    this.#current.set(fault.n, `${label} ${touched}`);
     this.#byKind[label] = (this.#byKind[label] ?? 0) + 1;
     this.#history.append({
       type: 'info',
@@ -194,20 +282,34 @@ export class Nemesis {
         kind: label,
         nodes: touched,
         ...(fault.kind === 'slow' ? { rateKbit: fault.rateKbit, lossPercent: fault.lossPercent } : {}),
+        ...(fault.overlaps === undefined ? {} : { during: fault.overlaps }),
       },
     });
+    let heal: () => Promise<Record<string, unknown>> = async () => ({});
     switch (fault.kind) {
       case 'kill':
         await this.#cluster.kill(name);
+        heal = async () => {
+          await this.#cluster.restart(name);
+          return {};
+        };
         break;
       case 'pause':
         this.#cluster.pause(name);
+        heal = async () => {
+          this.#cluster.resume(name);
+          return {};
+        };
         break;
       case 'slow':
         await this.#network.slow(target, {
           rateKbit: fault.rateKbit ?? 256,
           lossPercent: fault.lossPercent ?? 0,
         });
+        heal = async () => {
+          await this.#network.heal();
+          return {};
+        };
         break;
       case 'partition':
         if (fault.shape === 'one-way') {
@@ -215,7 +317,19 @@ export class Nemesis {
           for (const peer of this.#cluster.nodes)
             if (peer.host.index !== target) await this.#network.cut(target, peer.host.index);
         } else await this.#network.partition(groups);
+        heal = async () => {
+          await this.#network.heal();
+          return {};
+        };
         break;
+      case 'kill-each':
+        await this.#killEach(fault, signal);
+        break;
+      case 'membership': {
+        const restore = await this.#changeMembership(fault, name, signal);
+        heal = restore;
+        break;
+      }
     }
     if (fault.shape === 'flapping') {
       // Cut, heal, cut... for the fault's duration, ending healed.
@@ -227,11 +341,138 @@ export class Nemesis {
         else await this.#network.partition(groups);
         cut = !cut;
       }
-    } else await sleep(fault.durationMs, signal);
-    await this.healAll();
-    this.#history.append({ type: 'info', process: 'nemesis', f: 'heal', value: { n: fault.n, kind: label } });
-    this.#current = undefined;
+    } else if (fault.kind !== 'kill-each') await sleep(fault.durationMs, signal);
+    const healed = await heal();
+    if (!paired) await this.healAll();
+    this.#current.delete(fault.n);
+    // Another fault still in force: this heal's recovery is not the cluster's own (reported apart).
+    const concurrent = this.#current.size > 0;
+    this.#history.append({
+      type: 'info',
+      process: 'nemesis',
+      f: 'heal',
+      value: { n: fault.n, kind: label, ...healed, ...(concurrent ? { concurrent: true } : {}) },
+    });
     this.#done++;
+  }
+
+  /** Every node in turn: SIGKILL, down `downMs`, restart (the next once it listens and settled). */
+  async #killEach(fault: PlannedFault, signal: AbortSignal): Promise<void> {
+    for (const node of this.#cluster.nodes) {
+      if (signal.aborted) return;
+      this.#step(fault, `kill ${node.name}`);
+      await this.#cluster.kill(node.name);
+      await sleep(fault.downMs ?? 3_000, signal);
+      await this.#cluster.restart(node.name);
+      this.#step(fault, `restarted ${node.name}`);
+      await sleep(KILL_EACH_SETTLE_MS, signal);
+    }
+  }
+
+  #step(fault: PlannedFault, what: string): void {
+    this.#history.append({ type: 'info', process: 'nemesis', f: 'step', value: { n: fault.n, step: what } });
+  }
+
+  /**
+   * Carries out a membership change with `styx ctl` on a running node; returns the heal: put back
+   * every replica the change removed and wait (up to MEMBERSHIP_HEAL_MS) until each touched queue
+   * has its full replica set again, every member a voter and online. A verb that fails under the
+   * faults (a node cut off from the metadata's quorum) is recorded and tried again at the heal.
+   */
+  async #changeMembership(
+    fault: PlannedFault,
+    node: string,
+    signal: AbortSignal,
+  ): Promise<() => Promise<Record<string, unknown>>> {
+    const queue = this.#queues[(fault.target.leaderOf ?? fault.target.node) % this.#queues.length] as string;
+    const before = new Map<string, readonly string[]>();
+    for (const q of this.#queues) {
+      const members = await this.#members(q);
+      if (members !== undefined) before.set(q, members);
+    }
+    const members = before.get(queue) ?? [];
+    const ctl = async (args: string[]): Promise<boolean> => {
+      const via = this.#cluster.nodes.find((n) => n.state === 'running')?.name ?? 'n1';
+      try {
+        await this.#cluster.ctl(via, args);
+        this.#step(fault, `styx ctl ${args.join(' ')} (via ${via}): done`);
+        return true;
+      } catch (error) {
+        this.#step(fault, `styx ctl ${args.join(' ')} (via ${via}): ${String(error).slice(0, 300)}`);
+        return false;
+      }
+    };
+    let touched: string[] = [queue];
+    switch (fault.change) {
+      case 'delete-add': {
+        const who = members.includes(node) ? node : (members.find((m) => m !== members[0]) ?? node);
+        await ctl(['delete_member', queue, who]);
+        break;
+      }
+      case 'leader-transfer': {
+        // No transfer verb: the leader leaves (it hands leadership over first) and comes back.
+        const leader = await this.#cluster.leaderOf(queue);
+        await ctl(['delete_member', queue, leader ?? node]);
+        break;
+      }
+      case 'shrink-grow':
+        await ctl(['shrink', node]);
+        touched = [...before.keys()];
+        break;
+      case 'rebalance':
+        await ctl(['rebalance', 'all']);
+        touched = [];
+        break;
+      case undefined:
+        break;
+    }
+    void signal;
+    return async () => {
+      if (fault.change === 'shrink-grow') await ctl(['grow', node, 'even']);
+      const deadline = Date.now() + MEMBERSHIP_HEAL_MS;
+      const missing = new Map<string, string[]>();
+      for (;;) {
+        missing.clear();
+        for (const q of touched) {
+          const want = before.get(q) ?? [];
+          const status = await this.#status(q);
+          const have = new Set(
+            (status?.members ?? []).filter((m) => m.role !== 'learner' && m.online).map((m) => m.node),
+          );
+          const lacking = want.filter((m) => !have.has(m));
+          if (status === undefined || lacking.length > 0) missing.set(q, lacking);
+        }
+        if (missing.size === 0 || Date.now() > deadline) break;
+        // Put back what is not even a member (a removal that went through, an add that failed).
+        for (const [q, lacking] of missing) {
+          const current = (await this.#members(q)) ?? [];
+          for (const m of lacking) if (!current.includes(m)) await ctl(['add_member', q, m]);
+        }
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      const restored = missing.size === 0;
+      return restored
+        ? { restored }
+        : { restored, missing: Object.fromEntries([...missing].map(([q, m]) => [q, m])) };
+    };
+  }
+
+  async #members(queue: string): Promise<readonly string[] | undefined> {
+    for (const node of this.#cluster.nodes) {
+      if (node.state !== 'running') continue;
+      const view = await this.#cluster.queue(node.name, queue, 2_000).catch(() => undefined);
+      if (view?.members !== undefined) return view.members;
+    }
+    return undefined;
+  }
+
+  async #status(queue: string): Promise<QuorumStatus | undefined> {
+    for (const node of this.#cluster.nodes) {
+      if (node.state !== 'running') continue;
+      const status = await this.#cluster.quorumStatus(node.name, queue, 3_000).catch(() => undefined);
+      if (status !== undefined) return status;
+    }
+    return undefined;
   }
 
   #groups(fault: PlannedFault, target: number): number[][] {

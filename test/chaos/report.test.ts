@@ -48,7 +48,9 @@ describe('recovery after a heal', () => {
       [900, ok('c-a')],
       [950, ok('p-a')],
     );
-    expect(recoveryTimes(history)).toEqual([{ n: 1, kind: 'kill', ms: 700, overlapped: false, stalled: [] }]);
+    expect(recoveryTimes(history)).toEqual([
+      { n: 1, kind: 'kill', ms: 700, overlapped: false, stalled: [], concurrent: false },
+    ]);
   });
 
   it('runs into the next fault when slower than the gap, and is null, naming the stalled, when never', () => {
@@ -60,11 +62,95 @@ describe('recovery after a heal', () => {
       [300, fault(2)],
       [400, ok('c-a')],
     );
-    expect(recoveryTimes(history)).toEqual([{ n: 1, kind: 'kill', ms: 200, overlapped: true, stalled: [] }]);
+    expect(recoveryTimes(history)).toEqual([
+      { n: 1, kind: 'kill', ms: 200, overlapped: true, stalled: [], concurrent: false },
+    ]);
     const stalled = ops([0, ok('p-a')], [0, ok('c-a')], [200, heal(1)], [250, ok('p-a')]);
     expect(recoveryTimes(stalled)).toEqual([
-      { n: 1, kind: 'kill', ms: null, overlapped: false, stalled: ['c-a'] },
+      { n: 1, kind: 'kill', ms: null, overlapped: false, stalled: ['c-a'], concurrent: false },
     ]);
+  });
+});
+
+describe('recovery with overlapping faults and late clients', () => {
+  it('does not wait for clients that first made progress after the heal (consumers started at the drain)', () => {
+    const history = ops(
+      [0, ok('p-a')],
+      [100, fault(1)],
+      [200, heal(1)],
+      [300, ok('p-a')],
+      [5_000, ok('c-a')],
+    );
+    expect(recoveryTimes(history).map((r) => r.ms)).toEqual([100]);
+  });
+
+  it('marks a heal made while another fault was in force, and the report keeps it out of the p50/p99', () => {
+    const concurrentHeal: OpInput = {
+      type: 'info',
+      f: 'heal',
+      process: 'nemesis',
+      value: { n: 1, kind: 'slow', concurrent: true },
+    };
+    const history = ops(
+      [0, ok('p-a')],
+      [100, fault(1)],
+      [150, fault(2)],
+      [200, concurrentHeal],
+      [9_200, ok('p-a')],
+      [9_300, heal(2)],
+      [9_400, ok('p-a')],
+    );
+    expect(recoveryTimes(history).map((r) => [r.n, r.ms, r.concurrent])).toEqual([
+      [1, 9_000, true],
+      [2, 100, false],
+    ]);
+    const report = buildReport({
+      seed: 1,
+      nodes: 3,
+      minutes: 1,
+      faults: ['slow', 'kill'],
+      ratePerSecond: 10,
+      startedAt: new Date(0),
+      durationS: 60,
+      drained: true,
+      formed: true,
+      swept: 0,
+      ops: history,
+      checks: [],
+      schedule: [],
+      overlap: true,
+      workload: 'backlog',
+    });
+    expect(report.recovery.p99Ms).toBe(100);
+    expect(report.recovery.concurrent).toEqual({ count: 1, p50Ms: 9_000, maxMs: 9_000 });
+    expect(report.replay).toContain('--workload backlog --overlap');
+    expect(renderMarkdown(report)).toContain('(another fault still in force)');
+  });
+
+  it('is invalid when a membership fault left a queue without its full replica set', () => {
+    const unrestored: OpInput = {
+      type: 'info',
+      f: 'heal',
+      process: 'nemesis',
+      value: { n: 1, kind: 'membership/delete-add', restored: false },
+    };
+    const report = buildReport({
+      seed: 1,
+      nodes: 3,
+      minutes: 1,
+      faults: ['membership'],
+      ratePerSecond: 10,
+      startedAt: new Date(0),
+      durationS: 60,
+      drained: true,
+      formed: true,
+      swept: 0,
+      ops: ops([0, ok('p-a')], [10, unrestored]),
+      checks: [],
+      schedule: [],
+    });
+    expect(report.membershipNotRestored).toBe(1);
+    expect(report.valid).toBe(false);
   });
 });
 

@@ -29,6 +29,11 @@ export interface Recovery {
   readonly overlapped: boolean;
   /** The processes that never made progress again (when ms is null). */
   readonly stalled: readonly string[];
+  /**
+   * Another fault was still in force at this heal (`--overlap`): what follows is not the cluster's
+   * recovery from this fault alone, so it is kept out of the p50/p99 and reported apart.
+   */
+  readonly concurrent: boolean;
 }
 
 const isClient = (process: string): boolean => process.startsWith('p-') || process.startsWith('c-');
@@ -41,12 +46,17 @@ const progress = (op: Op): boolean =>
  * into the next fault; it is still measured (and flagged), so slow recoveries weigh in the p99.
  */
 export function recoveryTimes(ops: readonly Op[]): Recovery[] {
-  const clients = new Set(ops.filter((op) => isClient(op.process) && progress(op)).map((op) => op.process));
+  // Only clients that had made progress before the heal: a deep-backlog run's consumers start at
+  // the drain, after every fault, and are not waited for.
+  const firstProgress = new Map<string, number>();
+  for (const op of ops)
+    if (isClient(op.process) && progress(op) && !firstProgress.has(op.process))
+      firstProgress.set(op.process, op.index);
   const out: Recovery[] = [];
   for (const [i, heal] of ops.entries()) {
     if (heal.f !== 'heal') continue;
-    const value = heal.value as { n?: number; kind?: string } | undefined;
-    const waiting = new Set(clients);
+    const value = heal.value as { n?: number; kind?: string; concurrent?: boolean } | undefined;
+    const waiting = new Set([...firstProgress].filter(([, first]) => first < heal.index).map(([p]) => p));
     let last = heal.time;
     let overlapped = false;
     for (let j = i + 1; j < ops.length && waiting.size > 0; j++) {
@@ -60,6 +70,7 @@ export function recoveryTimes(ops: readonly Op[]): Recovery[] {
       ms: waiting.size === 0 ? last - heal.time : null,
       overlapped,
       stalled: [...waiting].sort(),
+      concurrent: value?.concurrent === true,
     });
   }
   return out;
@@ -119,8 +130,18 @@ export interface RunReport {
     readonly maxMs: number | undefined;
     readonly notRecovered: number;
     readonly overlapped: number;
+    /** Heals while another fault was in force (`--overlap`), measured apart. */
+    readonly concurrent: {
+      readonly count: number;
+      readonly p50Ms: number | undefined;
+      readonly maxMs: number | undefined;
+    };
     readonly each: readonly Recovery[];
   };
+  /** Membership faults whose queues did not get their full replica set back at the heal. */
+  readonly membershipNotRestored: number;
+  /** Whether the nodes' GET /api/checks/queues existed (false: every node answered 404). */
+  readonly replicaCheck: 'ok' | 'not ok' | 'unavailable (404)' | 'not run';
   readonly resources: Resources;
   readonly checks: readonly CheckResult[];
   readonly finalDepths: readonly unknown[];
@@ -147,13 +168,30 @@ export interface ReportInput {
   readonly checks: readonly CheckResult[];
   readonly schedule: readonly PlannedFault[];
   readonly testBreak?: TestBreak | undefined;
+  /** `--workload` when not the default. */
+  readonly workload?: string | undefined;
+  readonly overlap?: boolean | undefined;
 }
 
 export function buildReport(input: ReportInput): RunReport {
   const { ops, checks } = input;
   const total = checks.find((c) => c.checker === 'total-queue');
-  const recoveries = recoveryTimes(ops);
+  const all = recoveryTimes(ops);
+  const recoveries = all.filter((r) => !r.concurrent);
   const measured = recoveries.flatMap((r) => (r.ms === null ? [] : [r.ms]));
+  const concurrent = all.filter((r) => r.concurrent).flatMap((r) => (r.ms === null ? [] : [r.ms]));
+  const membershipNotRestored = ops.filter(
+    (op) => op.f === 'heal' && (op.value as { restored?: boolean } | undefined)?.restored === false,
+  ).length;
+  const replica = checks.find((c) => c.checker === 'replica-check');
+  const replicaCheck =
+    replica === undefined || replica.counts.nodes === 0
+      ? 'not run'
+      : !replica.valid
+        ? 'not ok'
+        : replica.counts.unavailable === replica.counts.nodes
+          ? 'unavailable (404)'
+          : 'ok';
   const faultsByKind: Record<string, number> = {};
   for (const op of ops)
     if (op.f === 'fault') {
@@ -169,7 +207,12 @@ export function buildReport(input: ReportInput): RunReport {
     ratePerSecond: input.ratePerSecond,
     startedAt: input.startedAt.toISOString(),
     durationS: input.durationS,
-    valid: checks.every((c) => c.valid) && input.drained && input.formed && input.swept === 0,
+    valid:
+      checks.every((c) => c.valid) &&
+      input.drained &&
+      input.formed &&
+      input.swept === 0 &&
+      membershipNotRestored === 0,
     drained: input.drained,
     formed: input.formed,
     swept: input.swept,
@@ -189,8 +232,15 @@ export function buildReport(input: ReportInput): RunReport {
       maxMs: measured.length === 0 ? undefined : Math.max(...measured),
       notRecovered: recoveries.length - measured.length,
       overlapped: recoveries.filter((r) => r.overlapped).length,
-      each: recoveries,
+      concurrent: {
+        count: all.length - recoveries.length,
+        p50Ms: percentile(concurrent, 50),
+        maxMs: concurrent.length === 0 ? undefined : Math.max(...concurrent),
+      },
+      each: all,
     },
+    membershipNotRestored,
+    replicaCheck,
     checks,
     finalDepths: ops.filter((op) => op.f === 'depth').map((op) => op.value),
     schedule: input.schedule.map(describeFault),
@@ -201,6 +251,8 @@ export function buildReport(input: ReportInput): RunReport {
     replay:
       `npx -y pnpm@10 chaos --nodes ${input.nodes} --minutes ${input.minutes} --seed ${input.seed} ` +
       `--faults ${input.faults.join(',') || 'none'} --rate ${input.ratePerSecond}` +
+      (input.workload === undefined || input.workload === 'steady' ? '' : ` --workload ${input.workload}`) +
+      (input.overlap === true ? ' --overlap' : '') +
       (input.testBreak === undefined ? '' : ` --break ${input.testBreak}`),
     broken: input.testBreak === undefined ? undefined : breakVerdict(input.testBreak, checks),
   };
@@ -237,6 +289,9 @@ export function renderMarkdown(report: RunReport): string {
     `| messages the final sweep found left in the queues | ${report.swept < 0 ? 'sweep failed' : report.swept} |`,
     `| recovery after a heal, p50 / p99 / max | ${ms(report.recovery.p50Ms)} / ${ms(report.recovery.p99Ms)} / ${ms(report.recovery.maxMs)} |`,
     `| heals whose recovery ran into the next fault / never recovered | ${report.recovery.overlapped} / ${report.recovery.notRecovered} |`,
+    `| heals while another fault was in force (not in the p50/p99): count, p50 / max | ${report.recovery.concurrent.count}, ${ms(report.recovery.concurrent.p50Ms)} / ${ms(report.recovery.concurrent.maxMs)} |`,
+    `| membership faults not restored to the full replica set | ${report.membershipNotRestored} |`,
+    `| nodes' replica check (GET /api/checks/queues) | ${report.replicaCheck} |`,
     '',
     '## Faults by kind',
     '',
@@ -257,7 +312,9 @@ export function renderMarkdown(report: RunReport): string {
     '',
     ...report.recovery.each.map(
       (r) =>
-        `- #${r.n} ${r.kind}: ${r.ms === null ? `not recovered (stalled: ${r.stalled.join(', ')})` : `${r.ms} ms`}`,
+        `- #${r.n} ${r.kind}: ${r.ms === null ? `not recovered (stalled: ${r.stalled.join(', ')})` : `${r.ms} ms`}${
+          r.concurrent ? ' (another fault still in force)' : ''
+        }`,
     ),
     '',
     '## Resources (peaks of the 5 s samples)',

@@ -9,6 +9,11 @@
 //   chaos.*.dlq    one consumer each, acking and recording x-death
 //
 // Queues are declared from different nodes so that their leaders (the declaring node leads) spread.
+//
+// The deep-backlog workload (`--workload backlog`) has the same publishers and NO consumers while
+// the faults run: every queue and its DLQ grows deep (tens of thousands), so faults meet replicas
+// holding a large state (snapshots, catch-up of a restarted or new replica). The consumers start at
+// the drain, which empties every queue and is checked by id like any other run.
 
 import type { Channel, ConfirmChannel, Connection, ConsumeMessage, RecoveringConnection } from '@styx/client';
 import * as amqp from '@styx/client';
@@ -385,10 +390,15 @@ export function deathOf(headers: Record<string, unknown> | undefined): DeathReco
   };
 }
 
+export const WORKLOADS = ['steady', 'backlog'] as const;
+export type WorkloadKind = (typeof WORKLOADS)[number];
+
 export interface WorkloadOptions {
   /** Messages per second over all publishers. */
   readonly ratePerSecond: number;
   readonly random: Random;
+  /** steady (default): consumers keep every queue shallow; backlog: consumers only at the drain. */
+  readonly kind?: WorkloadKind;
 }
 
 export class Workload {
@@ -466,8 +476,20 @@ export class Workload {
     const ratePerSecond = this.#options.ratePerSecond / specs.length;
     for (const [name, queue, intent] of specs)
       this.publishers.push(new Publisher(name, urls(), history, queue, { intent, ratePerSecond }));
-    await Promise.all([...this.consumers, ...this.publishers].map((p) => p.open()));
+    const backlog = this.#options.kind === 'backlog';
+    await Promise.all([...(backlog ? [] : this.consumers), ...this.publishers].map((p) => p.open()));
     for (const publisher of this.publishers) publisher.start();
+  }
+
+  /** The deep-backlog workload's consumers, which start at the drain (a no-op otherwise). */
+  async startConsumers(): Promise<void> {
+    if (this.#options.kind !== 'backlog') return;
+    await Promise.all(this.consumers.map((c) => c.open()));
+  }
+
+  /** Messages in every queue now (ready, unacked, pending dead letters), as their leaders say. */
+  async depthTotal(): Promise<number> {
+    return (await this.#depths()).reduce((sum, d) => sum + Math.max(0, d.total), 0);
   }
 
   async stopPublishers(graceMs: number): Promise<void> {
