@@ -3,6 +3,8 @@ import type { UserRecord } from '../metadata/types.ts';
 import { forbidden } from './api-error.ts';
 
 export const ADMINISTRATOR = 'administrator';
+/** Reads the whole node's state and health (RabbitMQ's `monitoring` tag). */
+export const MONITORING = 'monitoring';
 
 /** 403 unless `user` has one of `tags` ("Not administrator or monitoring user", as RabbitMQ words it). */
 export function requireTag(user: UserRecord, tags: readonly string[]): void {

@@ -18,6 +18,8 @@
  *   DELETE              /api/queues/{vhost}/{name}/members/{node}
  *   POST                /api/queues/grow, /api/queues/shrink, /api/rebalance/queues
  *                       (the queue replica endpoints: queue-replicas-api.ts)
+ *   GET                 /api/checks/queues[?vhost=], /api/checks/queues/{vhost}/{name}
+ *                       (the queue consistency checks: queue-checks-api.ts)
  *
  * Authorization (the user is already authenticated):
  * - tag `administrator`: everything, every vhost;
@@ -42,6 +44,8 @@ import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../me
 import { ADMINISTRATOR } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import { clusterRoutes } from './cluster-api.ts';
+import type { QueueCheckOps } from './queue-checks-api.ts';
+import { queueCheckRoutes } from './queue-checks-api.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
 import type { BodyObject } from './request-body.ts';
@@ -64,6 +68,8 @@ export interface ApiRequest {
   readonly method: string;
   /** The path's parameters in order (decoded: '%2F' is the vhost '/'). */
   readonly params: readonly string[];
+  /** The query string's parameters. */
+  readonly query: URLSearchParams;
   readonly user: UserRecord;
   /** The JSON body (read on demand: only handlers that take one read it). */
   readonly body: () => Promise<unknown>;
@@ -117,12 +123,13 @@ export class ManagementApi {
 
   /**
    * `cluster` defaults to the node alone (`singleNodeClusterView`); `replicas`, the operations on
-   * queue replicas, to the broker's own.
+   * queue replicas, to the broker's own; `checks`, the queue consistency checks, too.
    */
   constructor(
     broker: Broker,
     cluster: ClusterView = singleNodeClusterView({ nodeName: broker.nodeName }),
     replicas: QueueReplicaOps = broker,
+    checks: QueueCheckOps = broker.queueChecks,
   ) {
     this.broker = broker;
     this.replicas = replicas;
@@ -135,6 +142,7 @@ export class ManagementApi {
         cluster,
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
+      ...queueCheckRoutes({ ops: checks, metadata: broker.metadataView }),
       { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
       { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
       { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },

@@ -116,7 +116,10 @@ export class ManagementServer {
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const method = request.method ?? 'GET';
-    const path = (request.url ?? '/').split('?', 1)[0] as string;
+    const url = request.url ?? '/';
+    const queryAt = url.indexOf('?');
+    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    const query = new URLSearchParams(queryAt < 0 ? '' : url.slice(queryAt + 1));
     let status = 500;
     let user: string | undefined;
     try {
@@ -129,7 +132,13 @@ export class ManagementServer {
         request.socket.remoteAddress,
       );
       user = record.name;
-      const result = await handler({ method, params, user: record, body: () => readJsonBody(request) });
+      const result = await handler({
+        method,
+        params,
+        query,
+        user: record,
+        body: () => readJsonBody(request),
+      });
       status = result.status;
       send(response, status, result.body);
     } catch (err) {
