@@ -168,6 +168,38 @@ describe('LmdbBodyStore', () => {
     expect(storage.bodyStore.count('alive')).toBe(1);
   });
 
+  it('keeps the bodies of a group written again once its deletion is over (a replica removed, then added back)', async () => {
+    const total = DELETE_CHUNK_KEYS + 10;
+    const message = sampleMessage(8);
+    for (let id = 1; id <= total; id++) storage.bodyStore.put('g', id, message);
+    await storage.bodyStore.flushed();
+    storage.bodyStore.deleteGroup('g');
+    await storage.bodyStore.whenGroupDeleted('g');
+    // The new replica's bodies (ids as the group's log numbers them: the same range again).
+    for (let id = 1; id <= 20; id++) storage.bodyStore.put('g', id, message);
+    await storage.bodyStore.flushed();
+    await reopen();
+    expect(storage.bodyStore.count('g')).toBe(20);
+    expectSameMessage(storage.bodyStore.get('g', 20), message);
+    await expect(storage.bodyStore.whenGroupDeleted('never-deleted')).resolves.toBeUndefined();
+  });
+
+  it('makes a deletion resumed at open awaitable before the group is written again', async () => {
+    for (let id = 1; id <= 100; id++) storage.bodyStore.put('g', id, sampleMessage(4));
+    await storage.close();
+    const env = open({ path: storage.path });
+    await env
+      .openDB({ name: BODY_DELETIONS_DB, keyEncoding: 'binary', encoding: 'binary' })
+      .put(groupIdBytes('g'), Buffer.from([1]));
+    await env.close();
+    storage = await openNodeStorage(dir.path);
+    await storage.bodyStore.whenGroupDeleted('g');
+    storage.bodyStore.put('g', 1, sampleMessage(4));
+    await storage.bodyStore.flushed();
+    await reopen();
+    expect(storage.bodyStore.count('g')).toBe(1);
+  });
+
   it('refuses writes after close and bad ids or group ids', async () => {
     expect(() => storage.bodyStore.put('g', -1, sampleMessage(1))).toThrow(RangeError);
     expect(() => storage.bodyStore.put('g', 1.5, sampleMessage(1))).toThrow(RangeError);

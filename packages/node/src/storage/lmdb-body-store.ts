@@ -52,8 +52,9 @@
  * queue does not hold the event loop); a record in `body-deletions` marks the deletion as under way,
  * so a node that stops in the middle finishes it when it opens the store again.
  *
- * Precondition: nothing is written to a group after `deleteGroup` (a re-created queue has a new
- * group id). A failed commit fails the store: later writes throw `BodyStoreFailedError`.
+ * Precondition: nothing is written to a group after `deleteGroup` until `whenGroupDeleted`
+ * resolved (a re-created queue has a new group id; a replica removed and added back on this node
+ * waits for it). A failed commit fails the store: later writes throw `BodyStoreFailedError`.
  */
 import type { AttachedWrite, LogStore } from '@styx/raft';
 import type { Database, RootDatabase } from 'lmdb';
@@ -159,6 +160,8 @@ export class LmdbBodyStore implements BodyStore {
   /** Oldest first; done generations are removed as soon as their promise resolves. */
   #generations: Generation[] = [];
   readonly #runningDeletions = new Set<Promise<void>>();
+  /** groupId → its deletion under way (resolves once every body of the group is gone). */
+  readonly #deletingGroups = new Map<string, Promise<void>>();
   #failure: BodyStoreFailedError | undefined;
   #closing = false;
   readonly #recentLimit: number;
@@ -562,10 +565,27 @@ export class LmdbBodyStore implements BodyStore {
     this.#logger.error({ err: cause }, 'body store write failed; the store accepts no more writes');
   }
 
+  /**
+   * Resolves once no deletion of `groupId` is under way (at once when none is). A replica of the
+   * same group made again on this node (removed, then added back) writes its bodies only after
+   * this: a deletion still running would delete them, and one resumed after a crash too.
+   */
+  whenGroupDeleted(groupId: string): Promise<void> {
+    return this.#deletingGroups.get(groupId) ?? Promise.resolve();
+  }
+
   #startGroupDeletion(groupId: string): void {
     const run = this.#deleteGroupRange(groupId);
     this.#runningDeletions.add(run);
-    const done = run.finally(() => this.#runningDeletions.delete(run));
+    const done = run.finally(() => {
+      this.#runningDeletions.delete(run);
+      if (this.#deletingGroups.get(groupId) === settled) this.#deletingGroups.delete(groupId);
+    });
+    const settled = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#deletingGroups.set(groupId, settled);
     const generation: Generation = {
       promise: done,
       writes: new Map(),
