@@ -17,13 +17,13 @@ afterEach(() => {
  * A follower whose state has `OWNER` consuming with message 3 checked out to it, and whose owner
  * does not resolve (its node counted down, as a leader just resumed from a pause sees every peer).
  */
-async function followerWithUnreachableOwner() {
+async function followerWithUnreachableOwner(prefetch = 1) {
   const log = new ScriptedLog('follower');
   const t = makeActor(log);
   const owner: RecordingOwner = t.sinks.owner(OWNER);
   await t.actor.open();
   log.append({ type: 'setConfig', config: queueConfig() });
-  log.append({ type: 'consume', owner: OWNER, tag: 'ctag', prefetch: 1, noAck: false, exclusive: false });
+  log.append({ type: 'consume', owner: OWNER, tag: 'ctag', prefetch, noAck: false, exclusive: false });
   log.append(enqueueCommand(storedMessage(1)));
   t.sinks.owners.delete(OWNER);
   const ownerDowns = (): QueueCommand[] => log.proposed.filter((c) => c.type === 'ownerDown');
@@ -46,6 +46,27 @@ describe('QueueActor taking leadership: owners it cannot reach', () => {
     await vi.advanceTimersByTimeAsync(OWNER_GRACE_MS * 2);
     expect(t.ownerDowns()).toEqual([]);
     expect(t.actor.counts()).toMatchObject({ unacked: 1, consumers: 1 });
+  });
+
+  it('does not give up, within the grace, an owner it cannot reach a new delivery for', async () => {
+    const t = await followerWithUnreachableOwner(0);
+    t.log.setRole('leader');
+    await t.actor.enqueue(storedMessage(2), undefined); // delivered to OWNER, which does not resolve
+    await vi.advanceTimersByTimeAsync(OWNER_GRACE_MS - 1);
+    expect(t.ownerDowns()).toEqual([]);
+    t.sinks.owners.set(OWNER, t.owner);
+    await vi.advanceTimersByTimeAsync(1);
+    // Every delivery it holds goes to it once it resolves again.
+    expect(t.owner.deliveries.map((d) => [d.id, d.redelivered])).toEqual([
+      [3, true],
+      [4, true],
+    ]);
+    expect(t.ownerDowns()).toEqual([]);
+    // After the grace, an owner that does not resolve is given up at once again.
+    t.sinks.owners.delete(OWNER);
+    await t.actor.enqueue(storedMessage(3), undefined);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.ownerDowns()).toEqual([{ type: 'ownerDown', owner: OWNER }]);
   });
 
   it('gives up, after the grace, an owner that still does not resolve', async () => {

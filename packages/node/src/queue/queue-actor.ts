@@ -188,6 +188,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   private unsubscribeRole: (() => void) | undefined = undefined;
   /** Leaderships taken so far: a check scheduled by one is void in a later one. */
   private leaderships = 0;
+  /**
+   * While the grace after a leader change runs (`OWNER_GRACE_MS`): the owners that did not resolve
+   * meanwhile, checked again when it ends. Undefined otherwise.
+   */
+  private graceOwners: Set<OwnerId> | undefined = undefined;
   /** Owners with an `ownerDown` proposal in flight (so a burst of failed deliveries proposes one). */
   private readonly ownersGoing = new Set<OwnerId>();
 
@@ -308,7 +313,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
    * channel, or the node is down): its consumers go and its unacked messages come back.
    */
   ownerLost(owner: OwnerId): void {
-    if (this.state === 'open' && this.log.role === 'leader') this.ownerGone(owner);
+    if (this.state === 'open' && this.log.role === 'leader') this.ownerGone(owner, true);
   }
 
   /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
@@ -639,7 +644,12 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   }
 
   /** A delivery's owner is gone: return its messages (once per owner while the proposal is in flight). */
-  private ownerGone(owner: OwnerId): void {
+  private ownerGone(owner: OwnerId, now = false): void {
+    if (!now && this.graceOwners !== undefined) {
+      // Does not resolve during the grace after a leader change: checked again when it ends.
+      this.graceOwners.add(owner);
+      return;
+    }
     if (this.ownersGoing.has(owner)) return;
     this.ownersGoing.add(owner);
     // Proposed after the current apply completes: never re-enter the log from inside apply.
@@ -664,6 +674,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       if (!this.leading) this.takeLeadership();
     } else {
       this.leading = false;
+      this.graceOwners = undefined;
       this.stopTimer();
       this.stopHandOffs();
     }
@@ -675,8 +686,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   }
 
   /**
-   * Re-derive the leader's duties from the state. An owner that does not resolve is given up at
-   * once only when `atOpen`; after a leader change it gets `OWNER_GRACE_MS` (see there).
+   * Re-derive the leader's duties from the state. An owner that does not resolve (now, or for a
+   * delivery during the grace) is given up at once only when `atOpen`; after a leader change it
+   * gets `OWNER_GRACE_MS` (see there).
    */
   private takeLeadership(atOpen = false): void {
     this.leading = true;
@@ -715,13 +727,15 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
         this.logger.error({ err }, 'onQueueExpired failed');
       }
     }
-    const unresolved = this.resumeOwners(this.machine.ownerIds(), atOpen);
-    if (unresolved.length > 0) {
+    this.graceOwners = atOpen ? undefined : new Set();
+    this.resumeOwners(this.machine.ownerIds());
+    if (!atOpen) {
       setTimeout(() => {
         if (this.state !== 'open' || !this.leading || this.leaderships !== leadership) return;
+        const unresolved = this.graceOwners ?? new Set<OwnerId>();
+        this.graceOwners = undefined;
         const still = new Set(this.machine.ownerIds());
-        const owners = unresolved.filter((owner) => still.has(owner));
-        this.resumeOwners(owners, true);
+        this.resumeOwners([...unresolved].filter((owner) => still.has(owner)));
       }, OWNER_GRACE_MS).unref?.();
     }
     try {
@@ -733,15 +747,13 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
 
   /**
    * Send each owner's outstanding deliveries again (redelivered: the previous leader may have sent
-   * them). An owner that does not resolve is given up when `giveUp`, else returned.
+   * them); an owner that does not resolve is gone (or, during the grace, checked again after it).
    */
-  private resumeOwners(owners: readonly OwnerId[], giveUp: boolean): OwnerId[] {
-    const unresolved: OwnerId[] = [];
+  private resumeOwners(owners: readonly OwnerId[]): void {
     for (const owner of owners) {
       const sink = this.sinks.resolveOwner(owner);
       if (sink === undefined) {
-        if (giveUp) this.ownerGone(owner);
-        else unresolved.push(owner);
+        this.ownerGone(owner);
         continue;
       }
       for (const delivery of this.machine.outstandingDeliveries(owner)) {
@@ -758,7 +770,6 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
         }
       }
     }
-    return unresolved;
   }
 
   // ------------------------------------------------------------------------------ the timer
