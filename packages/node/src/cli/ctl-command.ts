@@ -5,22 +5,25 @@
  *   styx ctl set_policy DLX ".*" '{"dead-letter-exchange":"my-dlx"}' --apply-to queues
  *
  * rabbitmq-queues' verbs for queue replicas (add_member, grow, quorum_status, ...) are here too, in
- * ctl-queue-commands.ts; what every command is made of is in ctl-context.ts.
+ * ctl-queue-commands.ts, and the queue consistency checks (check_queue, check_queues) in
+ * ctl-check-commands.ts; what every command is made of is in ctl-context.ts.
  *
  * Options may come before or after the positional arguments (as rabbitmqctl's). Output is
  * rabbitmqctl's: an informational line ("Listing queues for vhost / ..."), then for list commands
  * a tab-separated table with a header; `--formatter json` prints JSON only; -q drops the
  * informational line, -s the header too.
  *
- * Exit codes: 0 done; 1 refused by the node (its reason is printed); 2 bad usage; 69 the node is not
- * reachable; 75 the node did not answer within --timeout.
+ * Exit codes: 0 done; 1 refused by the node (its reason is printed) or a check failed; 2 bad usage;
+ * 69 the node is not reachable; 75 the node did not answer within --timeout.
  */
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
+import { QUEUE_CHECK_COMMANDS } from './ctl-check-commands.ts';
 import type { Column, CommandOption, CommandSpec, Context, CtlIo, Row } from './ctl-context.ts';
 import {
   announce,
   arg,
+  CheckFailedError,
   COMMAND_OPTIONS,
   cell,
   field,
@@ -493,6 +496,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     },
   },
   ...QUEUE_REPLICA_COMMANDS,
+  ...QUEUE_CHECK_COMMANDS,
 };
 
 export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]
@@ -506,7 +510,8 @@ ${Object.entries(COMMANDS)
 
 ${GLOBAL_OPTIONS}
 
-Exit codes: 0 done, 1 refused by the node, 2 bad usage, 69 node not reachable, 75 timed out.`;
+Exit codes: 0 done, 1 refused by the node or a check failed, 2 bad usage, 69 node not reachable,
+75 timed out.`;
 
 /** How many arguments a command takes: '1 argument', '0 or more arguments', 'at most 1 argument'. */
 function arity(spec: CommandSpec): string {
@@ -536,8 +541,9 @@ function makeRequest(
   timeoutMs: number,
 ): Context['request'] {
   const authorization = `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`;
-  return async (method, path, body) => {
-    const url = `${node}/api/${path.map(encodeURIComponent).join('/')}`;
+  return async (method, path, body, options) => {
+    const query = options?.query === undefined ? '' : `?${new URLSearchParams(options.query)}`;
+    const url = `${node}/api/${path.map(encodeURIComponent).join('/')}${query}`;
     let response: Response;
     try {
       response = await fetch(url, {
@@ -571,7 +577,7 @@ function makeRequest(
         `the node at ${node} answered with something that is not JSON`,
       );
     }
-    if (response.ok) return parsed;
+    if (response.ok || options?.accept?.includes(response.status)) return parsed;
     const reason = (parsed as { reason?: unknown } | undefined)?.reason;
     let message = typeof reason === 'string' ? reason : `HTTP ${response.status}`;
     if (response.status === 401)
@@ -654,6 +660,7 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
     };
     const ctx: Context = {
       vhost: values.vhost ?? '/',
+      vhostGiven: values.vhost !== undefined,
       node,
       json: formatter === 'json',
       quiet: values.quiet ?? false,
@@ -675,7 +682,7 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       io.stderr(`styx ctl: Error: ${err.message}\n`);
       return err.exitCode;
     }
-    if (err instanceof NodeRefusedError) {
+    if (err instanceof NodeRefusedError || err instanceof CheckFailedError) {
       io.stderr(`styx ctl: Error: ${err.message}\n`);
       return EXIT_REFUSED;
     }

@@ -2,7 +2,7 @@
  * What every `styx ctl` command is made of: its spec (usage, arguments, options), the context it
  * runs in (the node's API, output mode), and rabbitmqctl's output (an informational line, then a
  * tab-separated table with a header, or JSON with `--formatter json`). The commands themselves are
- * in ctl-command.ts and, for the replicas of queues, ctl-queue-commands.ts.
+ * in ctl-command.ts and, for the replicas of queues, ctl-queue-commands.ts and ctl-check-commands.ts.
  */
 import { UsageError } from './args.ts';
 
@@ -28,8 +28,31 @@ export const COMMAND_OPTIONS = {
 
 export type CommandOption = keyof typeof COMMAND_OPTIONS;
 
+/** How a request reads its answer (see `Context.request`). */
+export interface RequestOptions {
+  /** Query string parameters. */
+  readonly query?: Readonly<Record<string, string>>;
+  /**
+   * Error statuses whose JSON body is an answer, not a refusal: a health check answers 503 with
+   * its report when it fails.
+   */
+  readonly accept?: readonly number[];
+}
+
+/** A check the node ran did not pass (exit 1, as a refusal); the output said why. */
+export class CheckFailedError extends Error {
+  readonly code = 'CTL_CHECK_FAILED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckFailedError';
+  }
+}
+
 export interface Context {
+  /** `-p` or '/'. */
   readonly vhost: string;
+  /** Whether `-p` was given (a command over every vhost narrows to it only then). */
+  readonly vhostGiven: boolean;
   readonly node: string;
   readonly json: boolean;
   readonly quiet: boolean;
@@ -41,6 +64,7 @@ export interface Context {
     method: 'GET' | 'PUT' | 'POST' | 'DELETE',
     path: readonly string[],
     body?: unknown,
+    options?: RequestOptions,
   ): Promise<unknown>;
 }
 
