@@ -55,6 +55,7 @@ import { durableQueueGroup } from '../storage/durable-queue-log.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
+import { ClusterBodySource, serveBodies } from './body-fetch.ts';
 import type { ChannelSink, QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
@@ -190,6 +191,10 @@ export class Broker {
   private readonly connections = new Map<string, Connection>();
   /** The queues of the cluster as this node serves them (absent on a node alone). */
   private readonly clusterQueues: ClusterQueues | undefined;
+  /** Replicas being removed from this node, by group id: one added back waits for its removal. */
+  private readonly droppingReplicas = new Map<string, Promise<void>>();
+  /** Where a durable queue's replica asks for bodies it lacks (clustered nodes only). */
+  private readonly bodySource: ClusterBodySource | undefined;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
   readonly queueChecks: QueueChecks;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
@@ -266,6 +271,11 @@ export class Broker {
       group: (groupId) => this.clusterQueues?.group(groupId),
       cluster: this.cluster,
     });
+    if (this.cluster !== undefined && this.storage !== undefined) {
+      // Replicas not whole fetch missing bodies from the others (queue/body-repair.ts).
+      serveBodies(this.cluster, (groupId) => this.replicaOf(groupId), this.storage.bodyStore);
+      this.bodySource = new ClusterBodySource(this.cluster, (groupId) => this.membersOfGroup(groupId));
+    }
     // A member back from a partition may have given up this node's consumers: register them again.
     // And a member back (or new) should lead its share of the queues again.
     this.cluster?.onNodeUp(() => {
@@ -351,6 +361,14 @@ export class Broker {
         for (const q of reply.deletedQueues) void this.stopActor(q.vhost, q.name, true);
       })
       .catch((err: unknown) => this.logger.warn({ err }, 'failed to delete exclusive queues'));
+  }
+
+  /** The members of the queue group `groupId` as the metadata places them (none if unknown here). */
+  private membersOfGroup(groupId: string): readonly string[] {
+    const actor = this.replicasByGroup.get(groupId);
+    const record = actor === undefined ? undefined : this.metadata.queue(actor.vhost, actor.name);
+    if (record === undefined || record.groupId !== groupId) return [];
+    return this.clusterQueues?.membersOf(record) ?? [];
   }
 
   private resolveOwner(owner: string): OwnerSink | undefined {
@@ -727,6 +745,12 @@ export class Broker {
 
   /** Start this node's replica of a clustered queue (no-op when it runs). */
   private async startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void> {
+    // Added back while its removal here still runs (its log destroyed, its bodies deleted in chunks,
+    // maybe resumed after a restart): the new replica starts once the old one is gone, or the
+    // deletion would take the new replica's bodies with it.
+    await this.droppingReplicas.get(record.groupId);
+    await this.storage?.bodyStore.whenGroupDeleted(record.groupId);
+    // No await between this check and startActor's registration of the new replica.
     if (this.replicasByGroup.has(record.groupId)) return;
     await this.startActor(record, this.effectiveConfig(record).config, start);
   }
@@ -739,7 +763,13 @@ export class Broker {
     this.actors.get(record.vhost)?.delete(record.name);
     this.replicasByGroup.delete(record.groupId);
     this.clusterQueues?.forgetGroup(record.groupId);
-    await actor.delete({ notifyConsumers: false });
+    const dropping = actor.delete({ notifyConsumers: false }).then(
+      () => undefined,
+      (err: unknown) => this.logger.warn({ err, queue: record.name }, 'removing a replica failed'),
+    );
+    this.droppingReplicas.set(record.groupId, dropping);
+    await dropping;
+    if (this.droppingReplicas.get(record.groupId) === dropping) this.droppingReplicas.delete(record.groupId);
   }
 
   /** A replica took up the leader's duties: its config follows the policies, its membership the record. */
@@ -781,6 +811,7 @@ export class Broker {
       logger: this.logger.child({ queue: record.name, vhost: record.vhost }),
       sinks: this.sinks,
       deliveryCountHeader: showsDeliveryCount(record.arguments),
+      ...(durable && this.bodySource !== undefined ? { bodySource: this.bodySource } : {}),
     });
     let byName = this.actors.get(record.vhost);
     if (byName === undefined) {

@@ -269,11 +269,18 @@ export class ManagementApi {
     let consumers = 0;
     let ready = 0;
     let unacked = 0;
+    const alarms: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
       exchanges += this.metadata.exchanges(vhost).length;
       for (const q of this.metadata.queues(vhost)) {
         queues++;
-        const counts = this.broker.queueActor(vhost, q.name)?.counts();
+        const actor = this.broker.queueActor(vhost, q.name);
+        const repair = actor?.bodyRepairStatus();
+        if (repair !== undefined && (repair.missing > 0 || repair.lost > 0)) {
+          // A replica here is not whole: bodies being fetched from the others, or lost everywhere.
+          alarms.push({ type: 'queue_bodies_missing', vhost, queue: q.name, ...repair });
+        }
+        const counts = actor?.counts();
         if (counts === undefined) continue;
         consumers += counts.consumers;
         ready += counts.ready;
@@ -294,6 +301,7 @@ export class ManagementApi {
         consumers,
       },
       queue_totals: { messages: ready + unacked, messages_ready: ready, messages_unacknowledged: unacked },
+      alarms,
     });
   }
 
@@ -526,6 +534,7 @@ export class ManagementApi {
         policy: this.metadata.policyFor(q.vhost, 'queue', q.name),
         removalTotals: running?.removalTotals(),
         deadLetterTotals: running?.deadLetterTotals(),
+        bodyRepair: running?.bodyRepairStatus(),
         replicas: replicaNames(this.replicas, q, nameOf),
       },
       this.broker.nodeName,

@@ -472,6 +472,7 @@ describe('queues, exchanges and bindings', () => {
       arguments: { 'x-max-length': 1 },
       node: 'mgmt-test',
       type: 'quorum',
+      replica_bodies: { missing: 0, repaired: 0, lost: 0 },
       state: 'running',
       messages: 1,
       messages_ready: 0,
@@ -1064,5 +1065,26 @@ describe('the server', () => {
     });
     await server.close();
     await expect(fetch(`${base}/api/whoami`)).rejects.toThrow();
+  });
+});
+
+describe('replicas that are not whole (body repair alarms)', () => {
+  it('shows a replica missing bodies in the queue view and as an overview alarm', async () => {
+    await declare('orders');
+    await declare('calm');
+    let overview = (await api('GET', '/api/overview')).body as { alarms: unknown[] };
+    expect(overview.alarms).toEqual([]);
+    const calm = (await api('GET', '/api/queues/%2F/calm')).body as { replica_bodies: unknown };
+    expect(calm.replica_bodies).toEqual({ missing: 0, repaired: 0, lost: 0 });
+
+    const actor = broker.queueActor('/', 'orders');
+    if (actor === undefined) throw new Error('no actor');
+    actor.bodyRepairStatus = () => ({ missing: 3, repaired: 5, lost: 1 });
+    overview = (await api('GET', '/api/overview')).body as { alarms: unknown[] };
+    expect(overview.alarms).toEqual([
+      { type: 'queue_bodies_missing', vhost: '/', queue: 'orders', missing: 3, repaired: 5, lost: 1 },
+    ]);
+    const orders = (await api('GET', '/api/queues/%2F/orders')).body as { replica_bodies: unknown };
+    expect(orders.replica_bodies).toEqual({ missing: 3, repaired: 5, lost: 1 });
   });
 });

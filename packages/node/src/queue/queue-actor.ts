@@ -33,6 +33,8 @@ import {
 import { AggregatedLog, DEFAULT_AGGREGATION_INTERVAL_MS } from './aggregated-log.ts';
 import { AtLeastOnceHandOffs } from './at-least-once-hand-offs.ts';
 import { AtMostOnceDeadLetters } from './at-most-once-dead-letters.ts';
+import type { BodyRepairStatus, BodySource } from './body-repair.ts';
+import { BodyRepair } from './body-repair.ts';
 import type { BodyStore } from './body-store.ts';
 import { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
@@ -123,6 +125,11 @@ export interface QueueActorOptions {
   readonly sinks: QueueActorSinks;
   readonly deadLettering?: DeadLetteringOptions;
   /**
+   * Where a leader missing a live message's body asks for it: the group's other replicas (see
+   * body-repair.ts). Undefined on a node alone: a missing body is then lost, and its message removed.
+   */
+  readonly bodySource?: BodySource;
+  /**
    * Whether deliveries carry `x-delivery-count` (RabbitMQ quorum queues do, classic ones do not;
    * see `showsDeliveryCount`); default false. The node reads it when it builds a delivery's
    * properties.
@@ -150,6 +157,9 @@ const MAX_TIMER_DELAY_MS = 2_147_483_647;
  * (channels closed meanwhile) and redelivers to the owners that resolve again.
  */
 export const OWNER_GRACE_MS = 3_500;
+
+/** Live messages checked for their body per turn when a replica takes over a queue. */
+const BODY_SCAN_CHUNK = 4096;
 
 const EXPIRE_COMMAND: QueueCommand = Object.freeze({ type: 'expire' });
 const TOUCH_COMMAND: QueueCommand = Object.freeze({ type: 'touch' });
@@ -208,6 +218,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   private readonly atMostOnce: AtMostOnceDeadLetters;
   /** The at-least-once hand-offs of the current leadership; undefined while not leading. */
   private handOffs: AtLeastOnceHandOffs | undefined = undefined;
+  /** Fetches bodies this replica lacks from the others while it leads (see body-repair.ts). */
+  private readonly repair: BodyRepair;
 
   constructor(options: QueueActorOptions) {
     this.opened = new Promise<void>((resolve, reject) => {
@@ -242,6 +254,13 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       route: this.sinks.routeDeadLetter,
       drops: this.drops,
       logger: this.logger,
+    });
+    this.repair = new BodyRepair({
+      groupId: this.groupId,
+      bodyStore: this.bodyStore,
+      source: options.bodySource,
+      logger: this.logger,
+      isLive: (id) => this.machine.isLive(id),
     });
     this.machine = new QueueMachine(options.config, {
       ...(this.deadLettering.pendingLimits === undefined
@@ -372,6 +391,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   private shutDown(): void {
     this.state = 'closed';
     this.leading = false;
+    this.repair.stop();
     this.stopTimer();
     this.stopHandOffs();
     this.drops.close();
@@ -452,6 +472,16 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
 
   counts(): QueueCounts {
     return this.machine.counts();
+  }
+
+  /** Bodies this replica found missing, repaired from another replica, or found lost everywhere. */
+  bodyRepairStatus(): BodyRepairStatus {
+    return this.repair.status();
+  }
+
+  /** Index of the last entry this replica applied (message ids are such indexes). */
+  get appliedIndex(): number {
+    return this.machine.lastAppliedIndex;
   }
 
   /** Ids of the live messages in this replica's state (ready, unacked, pending dead-letters). */
@@ -628,8 +658,67 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       return;
     }
     const message = this.bodyStore.get(this.groupId, id);
-    if (message === undefined) throw new QueueBodyMissingError(this.groupId, id);
+    if (message === undefined) {
+      // Not whole (a bug, a damaged disk): fetch it, then deliver — or remove it if lost everywhere.
+      this.repair.missing(id, (repaired) =>
+        this.deliverRepaired(owner, tag, id, redelivered, deliveryCount, repaired),
+      );
+      return;
+    }
     sink.deliver(this, tag, id, redelivered, deliveryCount, message);
+  }
+
+  /**
+   * A delivery that waited for its body: sent if this replica still leads and the message is still
+   * the owner's (a noAck delivery left the queue when it was made: it is sent all the same); a body
+   * lost on every replica removes the message (settled for its owner) so the queue does not stall.
+   */
+  private deliverRepaired(
+    owner: OwnerId,
+    tag: string,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+    message: StoredMessage | undefined,
+  ): void {
+    if (this.state !== 'open' || !this.leading) return;
+    const held = this.machine.heldBy(id) === owner;
+    if (message === undefined) {
+      if (held) this.removeLost(owner, id);
+      return;
+    }
+    const noAck = this.machine.consumers().some((c) => c.owner === owner && c.tag === tag && c.noAck);
+    if (!held && !noAck) return;
+    try {
+      this.sinks.resolveOwner(owner)?.deliver(this, tag, id, redelivered, deliveryCount, message);
+    } catch (err) {
+      this.logger.error({ err, owner }, 'delivery of a repaired message failed');
+    }
+  }
+
+  /** Settle, for its owner, an unacked message whose body is lost on every replica. */
+  private removeLost(owner: OwnerId, id: number): void {
+    this.log.propose({ type: 'settle', owner, ids: [id] }).catch((err: unknown) => {
+      this.logger.warn({ err, id }, 'removing a message whose body is lost failed');
+    });
+  }
+
+  /**
+   * Look for live messages without a body (a replica taking over the queue), a chunk per turn so a
+   * deep queue does not hold the event loop; each one found is fetched from the other replicas.
+   */
+  private scanBodies(): void {
+    const ids = this.machine.liveIds();
+    const step = (): void => {
+      if (this.state !== 'open' || !this.leading) return;
+      for (let n = 0; n < BODY_SCAN_CHUNK; n++) {
+        const next = ids.next();
+        if (next.done === true) return;
+        if (!this.bodyStore.has(this.groupId, next.value)) this.repair.missing(next.value);
+      }
+      setImmediate(step);
+    };
+    step();
   }
 
   /** At-most-once: publish the copies now, while the bodies are still stored. */
@@ -637,8 +726,18 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     const messages: StoredMessage[] = [];
     for (const id of ids) {
       const message = this.bodyStore.get(this.groupId, id);
-      if (message === undefined) this.logger.error({ id, reason }, 'body missing for a removed message');
-      else messages.push(message);
+      if (message !== undefined) {
+        messages.push(message);
+        continue;
+      }
+      // Another replica may still hold it (it has not applied this removal yet): fetch and publish.
+      this.repair.missing(id, (repaired) => {
+        if (repaired === undefined) {
+          this.logger.error({ id, reason }, 'body missing for a dead-lettered message: no copy published');
+          return;
+        }
+        this.atMostOnce.publish([repaired], reason, deadLetteredAt, this.machine.currentConfig());
+      });
     }
     this.atMostOnce.publish(messages, reason, deadLetteredAt, this.machine.currentConfig());
   }
@@ -675,6 +774,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     } else {
       this.leading = false;
       this.graceOwners = undefined;
+      this.repair.reset();
       this.stopTimer();
       this.stopHandOffs();
     }
@@ -709,6 +809,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       groupId: this.groupId,
       machine: this.machine,
       bodyStore: this.bodyStore,
+      missingBody: (id) => {
+        if (this.repair.isLost(id)) return 'lost';
+        this.repair.missing(id);
+        return 'repairing';
+      },
       route: this.sinks.routeDeadLetter,
       proposeSettled: (ids) => this.log.propose({ type: 'deadLetterSettled', ids }),
       clock: this.clock,
@@ -720,6 +825,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     // Every pending message is due now: the previous leader's attempts are unknown here, and a
     // repeat is harmless (the targets dedupe by hand-off id).
     this.handOffs.resumeAll();
+    this.scanBodies();
     if (this.machine.isQueueExpired()) {
       try {
         this.sinks.onQueueExpired(this);
@@ -759,7 +865,10 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       for (const delivery of this.machine.outstandingDeliveries(owner)) {
         const message = this.bodyStore.get(this.groupId, delivery.id);
         if (message === undefined) {
-          this.logger.error({ id: delivery.id }, 'body missing for an outstanding delivery');
+          const { tag, id, deliveryCount } = delivery;
+          this.repair.missing(id, (repaired) =>
+            this.deliverRepaired(owner, tag, id, true, deliveryCount, repaired),
+          );
           continue;
         }
         // Redelivered: the previous leader may have sent it already.
@@ -837,18 +946,32 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     };
   };
 
-  private readonly getResult = (result: QueueApplyResult): QueueGetResult | undefined => {
+  private readonly getResult = (
+    result: QueueApplyResult,
+  ): QueueGetResult | undefined | Promise<QueueGetResult> => {
     const { reply } = result;
     if (reply.type !== 'got') return undefined;
     const { message } = result as GotApplyResult;
-    if (message === undefined) throw new QueueBodyMissingError(this.groupId, reply.id);
-    return {
+    const got = (body: StoredMessage): QueueGetResult => ({
       id: reply.id,
       redelivered: reply.redelivered,
       deliveryCount: reply.deliveryCount,
       messageCount: reply.messageCount,
-      message,
-    };
+      message: body,
+    });
+    if (message !== undefined) return got(message);
+    // Not whole: wait for the body from another replica (or fail, the message removed, if lost).
+    return new Promise<QueueGetResult>((resolve, reject) => {
+      this.repair.missing(reply.id, (repaired) => {
+        if (repaired !== undefined) {
+          resolve(got(repaired));
+          return;
+        }
+        const owner = this.machine.heldBy(reply.id);
+        if (owner !== undefined) this.removeLost(owner, reply.id);
+        reject(new QueueBodyMissingError(this.groupId, reply.id));
+      });
+    });
   };
 }
 
