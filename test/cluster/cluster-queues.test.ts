@@ -141,6 +141,15 @@ describe('a three-node cluster: queues replicated on every node', () => {
     const check = await (await (await connect('n2')).createChannel()).checkQueue('orders');
     expect(check.messageCount).toBe(0);
     expect(check.consumerCount).toBe(1);
+    // The consistency check, asked on node 3: every replica answered, whole and in agreement.
+    type Checks = { ok: boolean; queues: { name: string; replicas: { node: string; online: boolean }[] }[] };
+    const checks = await cluster.api<Checks>('n3', '/api/checks/queues');
+    expect(checks).toMatchObject({ ok: true, queues: [{ name: 'orders', ok: true, problems: [] }] });
+    expect(checks.queues[0]?.replicas.map((r) => `${r.node} ${r.online}`).sort()).toEqual([
+      'n1 true',
+      'n2 true',
+      'n3 true',
+    ]);
   }, 60_000);
 
   it("SIGKILL of a queue's leader during a confirmed publish stream and a consume: nothing confirmed is lost, consumers go on", async () => {
