@@ -193,7 +193,7 @@ export class QueueChecks {
       answer[groupId] = replicaReport(this.#host.selfId, this.#position(groupId, actor), {
         counts: actor.counts(),
         liveIds: () => actor.liveIds(),
-        hasBody: (id) => bodyStore.get(groupId, id) !== undefined,
+        hasBody: (id) => bodyStore.has(groupId, id),
       });
     }
     return answer;
