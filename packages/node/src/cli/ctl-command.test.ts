@@ -485,7 +485,7 @@ describe('the replicas of queues: add_member, delete_member, grow, shrink, rebal
     expect(await onCluster('quorum_status', 'events')).toEqual({
       code: 0,
       stdout:
-        'Status of quorum queue events in vhost / (leader styx-3, commit index 42) ...\n' +
+        'Status of quorum queue events in vhost / (leader styx-3, term 4, commit index 42) ...\n' +
         'Node Name\tRaft State\tMatch Index\tOnline\n' +
         'styx-2\tfollower\t40\tfalse\n' +
         'styx-3\tleader\t42\ttrue\n',

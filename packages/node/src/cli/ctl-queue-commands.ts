@@ -15,6 +15,8 @@ import { announce, arg, field, printList } from './ctl-context.ts';
 /** `GET /api/queues/{vhost}/{name}/quorum_status` as queue-replicas-api.ts answers it. */
 interface QuorumStatusJson {
   readonly leader: string;
+  /** Null from a node of an earlier version, which did not report it. */
+  readonly term: number | null;
   readonly commit_index: number;
   readonly members: readonly Row[];
 }
@@ -152,9 +154,9 @@ export const QUEUE_REPLICA_COMMANDS: Readonly<Record<string, CommandSpec>> = {
   quorum_status: {
     usage: '[-p vhost] QUEUE',
     summary:
-      "show a queue's Raft group as its leader reports it: per replica its node, Raft state (leader, " +
-      'follower or learner), match index (the last log entry known to be on its disk) and whether the ' +
-      'leader heard from it within the last election timeout (online)',
+      "show a durable queue's Raft group as its leader reports it (its term and commit index): per replica " +
+      'its node, Raft state (leader, follower or learner), match index (the last log entry known to be on ' +
+      'its disk) and whether the leader heard from it within the last election timeout (online)',
     min: 1,
     max: 1,
     async run(ctx, args) {
@@ -171,8 +173,8 @@ export const QUEUE_REPLICA_COMMANDS: Readonly<Record<string, CommandSpec>> = {
       }
       printList(
         ctx,
-        `Status of quorum queue ${queue} in vhost ${ctx.vhost} (leader ${status.leader}, commit index ` +
-          `${status.commit_index}) ...`,
+        `Status of quorum queue ${queue} in vhost ${ctx.vhost} (leader ${status.leader}, term ` +
+          `${status.term ?? 'unknown'}, commit index ${status.commit_index}) ...`,
         status.members,
         STATUS_COLUMNS,
       );
