@@ -7,6 +7,7 @@ import type { QueueLinkHandler } from './queue-link.ts';
 import {
   QUEUE_LINK_PROTOCOL,
   QueueLink,
+  QueueLinkBusyError,
   QueueLinkError,
   QueueLinkFrameError,
   QueueLinkLostError,
@@ -40,7 +41,10 @@ afterEach(async () => {
 });
 
 /** `count` nodes on loopback, each with a queue link that knows the others' addresses. */
-async function mesh(count: number, options: { maxFrameBytes?: number } = {}): Promise<LinkNode[]> {
+async function mesh(
+  count: number,
+  options: { maxFrameBytes?: number; maxQueuedBytes?: number } = {},
+): Promise<LinkNode[]> {
   const locals = await cluster.startMesh(count);
   const nodes: LinkNode[] = [];
   for (const local of locals) {
@@ -49,6 +53,7 @@ async function mesh(count: number, options: { maxFrameBytes?: number } = {}): Pr
       logger: local.logger,
       admit: (peer) => local.gater.isMember(peer) && !refusals.has(`${local.nodeId}>${peer}`),
       ...(options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes }),
+      ...(options.maxQueuedBytes === undefined ? {} : { maxQueuedBytes: options.maxQueuedBytes }),
     });
     links.push(link);
     nodes.push({ local, link, id: local.nodeId });
@@ -531,5 +536,74 @@ describe('QueueLink: lost peers', () => {
     expect(atB.state).toBe('rejected');
     expect((atB as { error: unknown }).error).toBeInstanceOf(QueueLinkLostError);
     await expect(a.link.call(b.id, 1, 'g', new Uint8Array(0))).rejects.toBeInstanceOf(QueueLinkLostError);
+  });
+});
+
+describe('QueueLink: back-pressure', () => {
+  const MiB = 1024 * 1024;
+
+  async function boundedPair(maxQueuedBytes: number): Promise<[LinkNode, LinkNode]> {
+    const [a, b] = await mesh(2, { maxQueuedBytes });
+    if (a === undefined || b === undefined) throw new Error('no nodes');
+    return [a, b];
+  }
+
+  it('a peer that does not read: calls past the bound fail at once with QueueLinkBusyError; the bytes held stay bounded', async () => {
+    const [a, b] = await boundedPair(4 * MiB);
+    // b takes the stream and never reads it (a stalled peer; its window stays shut).
+    await b.link.close();
+    const held: Stream[] = [];
+    await b.local.node.handle(QUEUE_LINK_PROTOCOL, (stream) => {
+      stream.pause();
+      held.push(stream);
+    });
+    const body = new Uint8Array(MiB);
+    const calls = Array.from({ length: 64 }, () => a.link.call(b.id, 1, 'g', body, 60_000));
+    const outcomes = await Promise.all(calls.map((call) => settledWithin(call, 3_000)));
+    const busy = outcomes.filter(
+      (o) => o.state === 'rejected' && (o as { error: unknown }).error instanceof QueueLinkBusyError,
+    );
+    // The bound and about two frames (one taken by the stream, one let through over the bound).
+    expect(a.link.bufferedBytes(b.id)).toBeLessThanOrEqual(4 * MiB + 3 * MiB);
+    expect(busy.length).toBeGreaterThanOrEqual(64 - 7);
+    const error = (busy[0] as { error: QueueLinkBusyError }).error;
+    expect(error).toBeInstanceOf(QueueLinkLostError); // retried by callers like a lost call
+    expect(error.code).toBe('LINK_BUSY');
+    expect(error.message).toContain(b.id);
+  });
+
+  it('once the peer reads again, what waited is sent in order and answered', async () => {
+    const [a, b] = await boundedPair(4 * MiB);
+    const seen: number[] = [];
+    b.link.handle((_op, _group, body) => {
+      seen.push(readU32(body));
+      return body.subarray(0, 4);
+    });
+    const body = (n: number): Uint8Array => {
+      const out = new Uint8Array(256 * 1024);
+      out.set(u32(n));
+      return out;
+    };
+    // Sent in a burst far faster than the stream's window opens: some wait here, none is refused.
+    const calls = Array.from({ length: 12 }, (_, n) => a.link.call(b.id, 1, 'g', body(n), 60_000));
+    const answers = await Promise.all(calls);
+    expect(answers.map(readU32)).toEqual(Array.from({ length: 12 }, (_, n) => n));
+    expect(seen).toEqual(Array.from({ length: 12 }, (_, n) => n));
+    expect(a.link.bufferedBytes(b.id)).toBe(0);
+  });
+
+  it('a caller that does not read its answers: its stream is closed once they pass the bound', async () => {
+    const [a, b] = await boundedPair(4 * MiB);
+    a.link.handle(() => new Uint8Array(MiB));
+    const target = peerMultiaddr(a.local.address, a.local.node.peerId);
+    const raw = await b.local.node.dialProtocol(target, QUEUE_LINK_PROTOCOL);
+    raw.pause(); // never reads the answers
+    for (let id = 1; id <= 64; id++) raw.send(encodeFrame(new Uint8Array([1, ...u32(id), 1, 0, 1, 0x67])));
+    const outcome = await settledWithin(closed(raw), 5_000);
+    expect(outcome.state).toBe('fulfilled');
+    await vi.waitFor(
+      () => expect(warnings(a.local, 'answers not read').length).toBeGreaterThanOrEqual(1),
+      WAIT,
+    );
   });
 });

@@ -19,6 +19,14 @@
  * waiting is dropped (it cannot be told from one that came after its call timed out). A call whose stream breaks or
  * that gets no answer in time rejects with `QueueLinkLostError` / `QueueLinkTimeoutError`: its
  * outcome is unknown (the caller retries with an idempotency id, or reports the loss).
+ *
+ * Back-pressure: a request is handed to the stream only while it takes more (`send` returned true,
+ * no `drain` awaited); the others wait here, in order, and go on `drain`. At most `maxQueuedBytes`
+ * of them wait per peer (plus one frame, so a request of any allowed size can go): past it a call
+ * fails at once with `QueueLinkBusyError` (not sent; callers retry it as a lost one), and a
+ * request whose call timed out while waiting is never sent. On the answering side, a caller that
+ * leaves more than `maxQueuedBytes` of answers unread has its stream closed (its calls fail as
+ * lost) instead of the answers piling up here (the streams' own write buffers are unbounded).
  */
 import type { Connection, Libp2p, Stream } from '@libp2p/interface';
 import type { Multiaddr } from '@multiformats/multiaddr';
@@ -31,6 +39,9 @@ export const QUEUE_LINK_PROTOCOL = '/styx/queue-rpc/1.0.0';
 
 /** Bound on one frame, bytes: a message body (at most 128 MiB in AMQP) plus its command. */
 export const DEFAULT_QUEUE_LINK_MAX_FRAME_BYTES = 160 * 1024 * 1024;
+
+/** Bytes of requests that may wait per peer for the stream to take them, and of unread answers per stream. */
+export const DEFAULT_QUEUE_LINK_MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
 /** Default time a call waits for its answer, dial included, ms. */
 export const DEFAULT_QUEUE_LINK_TIMEOUT_MS = 10_000;
@@ -70,8 +81,8 @@ export class QueueLinkRemoteError extends ClusterError {
 /** The stream broke (or could not be opened) before the answer came: the outcome is unknown. */
 export class QueueLinkLostError extends ClusterError {
   readonly peer: string;
-  constructor(peer: string, reason: string) {
-    super('LINK_LOST', `queue link to ${peer} lost: ${reason}`);
+  constructor(peer: string, reason: string, code = 'LINK_LOST') {
+    super(code, `queue link to ${peer} lost: ${reason}`);
     this.peer = peer;
   }
 }
@@ -82,6 +93,16 @@ export class QueueLinkTimeoutError extends ClusterError {
   constructor(peer: string, ms: number) {
     super('LINK_TIMEOUT', `no answer from ${peer} within ${ms} ms`);
     this.peer = peer;
+  }
+}
+
+/**
+ * The request was not sent: more than the bound already waits for the stream to the peer (a peer
+ * that does not keep up). A kind of lost call for callers (they retry it), with its own code.
+ */
+export class QueueLinkBusyError extends QueueLinkLostError {
+  constructor(peer: string, queuedBytes: number, limit: number) {
+    super(peer, `${queuedBytes} bytes already wait to be sent (bound ${limit} bytes)`, 'LINK_BUSY');
   }
 }
 
@@ -103,8 +124,19 @@ interface OutboundLink {
   stream: Stream | undefined;
   opening: Promise<void> | undefined;
   readonly pending: Map<number, PendingCall>;
-  /** Frames made while the stream is being opened, written in order once it is. */
-  queued: Uint8Array[];
+  /**
+   * Requests waiting for the stream (being opened, or full until its `drain`), in order, and their
+   * bytes (at most `maxQueuedBytes` plus one frame).
+   */
+  queued: QueuedFrame[];
+  queuedBytes: number;
+  /** The stream whose `drain` is awaited, if any. */
+  awaiting: Stream | undefined;
+}
+
+interface QueuedFrame {
+  readonly id: number;
+  readonly frame: Uint8Array;
 }
 
 export interface QueueLinkOptions {
@@ -113,6 +145,8 @@ export interface QueueLinkOptions {
   /** Whether a peer may open queue-link streams to this node (cluster members only). */
   readonly admit: (peerId: string) => boolean;
   readonly maxFrameBytes?: number;
+  /** See `DEFAULT_QUEUE_LINK_MAX_QUEUED_BYTES`, bytes. */
+  readonly maxQueuedBytes?: number;
 }
 
 export class QueueLink {
@@ -121,6 +155,7 @@ export class QueueLink {
   readonly #log: Logger;
   readonly #admit: (peerId: string) => boolean;
   readonly #maxFrameBytes: number;
+  readonly #maxQueuedBytes: number;
   readonly #addresses = new Map<string, Multiaddr>();
   readonly #links = new Map<string, OutboundLink>();
   readonly #inbound = new Set<Stream>();
@@ -135,6 +170,7 @@ export class QueueLink {
     this.#log = options.logger.child({ component: 'queue-link' });
     this.#admit = options.admit;
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_QUEUE_LINK_MAX_FRAME_BYTES;
+    this.#maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_QUEUE_LINK_MAX_QUEUED_BYTES;
   }
 
   static async start(options: QueueLinkOptions): Promise<QueueLink> {
@@ -158,6 +194,13 @@ export class QueueLink {
     this.#links.delete(nodeId);
     this.#fail(nodeId, link, 'peer removed');
     link.stream?.abort(new Error('peer removed'));
+  }
+
+  /** Bytes of requests to `peer` held in this process: waiting here, or in the stream's buffer. */
+  bufferedBytes(peer: string): number {
+    const link = this.#links.get(peer);
+    if (link === undefined) return 0;
+    return link.queuedBytes + (link.stream?.writeBufferLength ?? 0);
   }
 
   /** Answer requests with `handler` (one handler per node). */
@@ -189,13 +232,16 @@ export class QueueLink {
     payload.set(groupBytes, 8);
     payload.set(body, 8 + groupBytes.byteLength);
     const link = this.#link(peer);
+    const frame = encodeFrame(payload);
+    if (link.queued.length > 0 && link.queuedBytes + frame.byteLength > this.#maxQueuedBytes)
+      return Promise.reject(new QueueLinkBusyError(peer, link.queuedBytes, this.#maxQueuedBytes));
     return new Promise<Uint8Array>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (link.pending.delete(id)) reject(new QueueLinkTimeoutError(peer, timeoutMs));
       }, timeoutMs);
       timer.unref();
       link.pending.set(id, { resolve, reject, timer });
-      this.#write(peer, link, encodeFrame(payload));
+      this.#write(peer, link, id, frame);
     });
   }
 
@@ -219,21 +265,61 @@ export class QueueLink {
   #link(peer: string): OutboundLink {
     let link = this.#links.get(peer);
     if (link === undefined) {
-      link = { stream: undefined, opening: undefined, pending: new Map(), queued: [] };
+      link = {
+        stream: undefined,
+        opening: undefined,
+        pending: new Map(),
+        queued: [],
+        queuedBytes: 0,
+        awaiting: undefined,
+      };
       this.#links.set(peer, link);
     }
     return link;
   }
 
-  #write(peer: string, link: OutboundLink, frame: Uint8Array): void {
+  #write(peer: string, link: OutboundLink, id: number, frame: Uint8Array): void {
     const stream = link.stream;
-    if (stream !== undefined && stream.writeStatus === 'writable' && link.queued.length === 0) {
-      // `send` queues the frame even when the buffer is full; callers bound what is in flight.
-      stream.send(frame);
+    const writable = stream !== undefined && stream.writeStatus === 'writable';
+    if (writable && link.queued.length === 0 && !stream.writableNeedsDrain) {
+      if (!stream.send(frame)) this.#awaitDrain(link, stream);
       return;
     }
-    link.queued.push(frame);
-    if (link.opening === undefined) link.opening = this.#open(peer, link);
+    link.queued.push({ id, frame });
+    link.queuedBytes += frame.byteLength;
+    if (writable) this.#awaitDrain(link, stream);
+    else if (link.opening === undefined) link.opening = this.#open(peer, link);
+  }
+
+  /** Hand the waiting requests to `stream` while it takes more; skips those whose call ended. */
+  #flush(link: OutboundLink, stream: Stream): void {
+    const queued = link.queued;
+    let i = 0;
+    while (i < queued.length && stream.writeStatus === 'writable' && !stream.writableNeedsDrain) {
+      const { id, frame } = queued[i++] as QueuedFrame;
+      link.queuedBytes -= frame.byteLength;
+      if (!link.pending.has(id)) continue; // timed out while waiting: never sent
+      stream.send(frame);
+    }
+    queued.splice(0, i);
+    if (queued.length === 0) link.queuedBytes = 0;
+    else if (stream.writeStatus === 'writable') this.#awaitDrain(link, stream);
+  }
+
+  /**
+   * Flush once `stream` takes more. (The 'drain' event, not `onDrain()`: libp2p keeps the first
+   * `onDrain` promise once resolved and hands it out again, so awaiting it spun.) A stream that
+   * closes first never drains: its close fails the calls, and `#fail` drops what waited.
+   */
+  #awaitDrain(link: OutboundLink, stream: Stream): void {
+    if (link.awaiting === stream) return;
+    link.awaiting = stream;
+    const drained = (): void => {
+      if (link.awaiting === stream) link.awaiting = undefined;
+      if (link.stream === stream) this.#flush(link, stream);
+    };
+    if (!stream.writableNeedsDrain) queueMicrotask(drained);
+    else stream.addEventListener('drain', drained, { once: true });
   }
 
   /** Open the stream and write what queued meanwhile; a failure fails the calls waiting (never throws). */
@@ -255,12 +341,14 @@ export class QueueLink {
         link.stream = undefined;
         this.#fail(peer, link, 'stream closed');
       });
-      const queued = link.queued;
-      link.queued = [];
-      for (const frame of queued) stream.send(frame);
+      if (stream.writeStatus !== 'writable') {
+        // Closed as it opened (the peer refused it), perhaps before the listener was there.
+        link.stream = undefined;
+        throw new Error(`stream ${stream.writeStatus} as it opened`);
+      }
+      this.#flush(link, stream);
     } catch (error) {
       this.#log.debug({ peer, err: error }, 'cannot open a queue link to the peer');
-      link.queued = [];
       this.#fail(peer, link, `cannot open a stream: ${(error as Error).message}`);
     } finally {
       link.opening = undefined;
@@ -269,6 +357,8 @@ export class QueueLink {
 
   /** Every call waiting on `link` fails: its outcome is unknown. */
   #fail(peer: string, link: OutboundLink, reason: string): void {
+    link.queued = [];
+    link.queuedBytes = 0;
     if (link.pending.size === 0) return;
     const pending = [...link.pending.values()];
     link.pending.clear();
@@ -391,6 +481,16 @@ export class QueueLink {
 
   #reply(stream: Stream, payload: Uint8Array): void {
     if (stream.writeStatus !== 'writable') return; // the caller learns from the broken stream
+    // A caller that does not read its answers: more than the bound waits already. Its stream goes
+    // (its calls fail as lost and are retried) rather than answers piling up here without end.
+    if (stream.writableNeedsDrain && stream.writeBufferLength > this.#maxQueuedBytes) {
+      this.#log.warn(
+        { waiting: stream.writeBufferLength, bound: this.#maxQueuedBytes },
+        'queue-link answers not read by the caller: closing its stream',
+      );
+      stream.abort(new Error(`queue-link answers not read: ${stream.writeBufferLength} bytes waiting`));
+      return;
+    }
     try {
       stream.send(encodeFrame(payload));
     } catch (error) {
