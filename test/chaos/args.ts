@@ -36,6 +36,9 @@ Options:
                    of thousands), consumers only at the drain, which empties every queue (its time
                    bound grows with the depth) and is checked by id
   --rate N         messages per second over all publishers (default 240; 480 with --workload backlog)
+  --compact-every N  every node's queue logs compact after N entries (STYX_TEST_COMPACT_EVERY)
+                   instead of the default policy's 20,000, so a short run reaches snapshot catch-up
+                   (default 2000 with --workload backlog; 0 for the node's own policy)
   --out DIR        where results go (default test/chaos/results)
   --break NAME     run every node deliberately broken, to show a checker catches the bug; the run
                    succeeds (exit 0) only when that checker fails the history:
@@ -56,6 +59,8 @@ export interface Options {
   readonly overlap: boolean;
   readonly workload: WorkloadKind;
   readonly rate: number;
+  /** STYX_TEST_COMPACT_EVERY for the nodes; undefined for their own policy. */
+  readonly compactEvery: number | undefined;
   readonly out: string;
   /** A deliberately broken broker (`--break`), or undefined for the real one. */
   readonly break: TestBreak | undefined;
@@ -80,6 +85,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
         overlap: { type: 'boolean' },
         workload: { type: 'string' },
         rate: { type: 'string' },
+        'compact-every': { type: 'string' },
         out: { type: 'string' },
         break: { type: 'string' },
         check: { type: 'string' },
@@ -103,6 +109,10 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
     throw new UsageError(`unknown workload "${workload}" (known: ${WORKLOADS.join(', ')})`);
   const rate = Number(str('rate') ?? (workload === 'backlog' ? '480' : '240'));
   if (!(rate > 0)) throw new UsageError(`--rate must be a positive number, not ${str('rate')}`);
+  const compactText = str('compact-every') ?? (workload === 'backlog' ? '2000' : '0');
+  const compactEvery = Number(compactText);
+  if (!Number.isSafeInteger(compactEvery) || compactEvery < 0)
+    throw new UsageError(`--compact-every must be a non-negative integer, not ${compactText}`);
   const faultsText = str('faults');
   let faults: FaultKind[] = [...DEFAULT_FAULTS];
   if (faultsText === 'all') faults = [...FAULT_KINDS];
@@ -128,6 +138,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
     overlap: values.overlap === true,
     workload: workload as WorkloadKind,
     rate,
+    compactEvery: compactEvery === 0 ? undefined : compactEvery,
     out: str('out') ?? 'test/chaos/results',
     break: breakName as TestBreak | undefined,
     check: str('check'),

@@ -7,6 +7,8 @@ import type { CheckResult } from './checkers.ts';
 
 export type { TestBreak };
 export { TEST_BREAK_ENV, TEST_BREAKS };
+/** `--compact-every N`: the nodes' STYX_TEST_COMPACT_EVERY (test-breaks.ts; a tuning, not a break). */
+export const TEST_COMPACT_EVERY_ENV = 'STYX_TEST_COMPACT_EVERY';
 
 /** The checker each break must trip, and why it is the one that sees it. */
 export const CAUGHT_BY: Readonly<Record<TestBreak, CheckResult['checker']>> = {

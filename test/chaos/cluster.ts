@@ -7,7 +7,7 @@ import type { WriteStream } from 'node:fs';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { TEST_BREAK_ENV } from './breaks.ts';
+import { TEST_BREAK_ENV, TEST_COMPACT_EVERY_ENV } from './breaks.ts';
 import { ClusterError } from './errors.ts';
 import type { ChaosNetwork, Host } from './network.ts';
 import { run } from './shell.ts';
@@ -72,10 +72,13 @@ export class ChaosCluster {
     dataRoot: string,
     logFile: string,
     testBreak: string | undefined,
+    compactEvery: number | undefined,
   ) {
     this.#env = { ...process.env };
     delete this.#env[TEST_BREAK_ENV];
+    delete this.#env[TEST_COMPACT_EVERY_ENV];
     if (testBreak !== undefined) this.#env[TEST_BREAK_ENV] = testBreak;
+    if (compactEvery !== undefined) this.#env[TEST_COMPACT_EVERY_ENV] = String(compactEvery);
     this.#secretFile = join(dataRoot, 'cluster-secret');
     this.#log = createWriteStream(logFile, { flags: 'a' });
     this.nodes = network.hosts.map((host) => ({
@@ -91,15 +94,17 @@ export class ChaosCluster {
   /**
    * Starts n1 (it forms the cluster), adds the workload's user, then the others (they join through
    * n1), and resolves once every node sees every member running. `testBreak` starts every node
-   * deliberately broken (see breaks.ts).
+   * deliberately broken (see breaks.ts); `compactEvery` makes every queue log compact after that
+   * many entries (STYX_TEST_COMPACT_EVERY).
    */
   static async start(
     network: ChaosNetwork,
     dataRoot: string,
     logFile: string,
     testBreak?: string,
+    compactEvery?: number,
   ): Promise<ChaosCluster> {
-    const cluster = new ChaosCluster(network, dataRoot, logFile, testBreak);
+    const cluster = new ChaosCluster(network, dataRoot, logFile, testBreak, compactEvery);
     const { writeFile } = await import('node:fs/promises');
     await writeFile(cluster.#secretFile, 'the chaos harness cluster secret\n', { mode: 0o600 });
     const [first, ...rest] = cluster.nodes;

@@ -85,6 +85,9 @@ async function runChaos(options: Options): Promise<number> {
   say(
     `seed ${options.seed}: ${options.nodes} nodes, ${options.minutes} min, faults ${options.faults.join(',') || 'none'}` +
       `${options.overlap ? ' (overlapping)' : ''}, workload ${options.workload} at ${options.rate} msg/s` +
+      (options.compactEvery === undefined
+        ? ''
+        : `, queue logs compacting every ${options.compactEvery} entries`) +
       (options.break === undefined ? '' : `; every node deliberately broken: ${options.break}`),
   );
   say(`results in ${runDir}`);
@@ -94,7 +97,13 @@ async function runChaos(options: Options): Promise<number> {
   rmSync(dataRoot, { recursive: true, force: true });
   mkdirSync(dataRoot, { recursive: true });
   say(`network: ${network.hosts.map((h) => `n${h.index}=${h.ip} (${h.namespace})`).join(', ')}`);
-  cluster = await ChaosCluster.start(network, dataRoot, join(runDir, 'nodes.log'), options.break);
+  cluster = await ChaosCluster.start(
+    network,
+    dataRoot,
+    join(runDir, 'nodes.log'),
+    options.break,
+    options.compactEvery,
+  );
   say('cluster formed');
   const history = new History(join(runDir, 'history.jsonl'));
   const random = seededRandom(options.seed ^ 0x5eed);
@@ -181,6 +190,7 @@ async function runChaos(options: Options): Promise<number> {
     testBreak: options.break,
     workload: options.workload,
     overlap: options.overlap,
+    compactEvery: options.compactEvery,
   });
   const files = await writeReport(runDir, report);
   process.stdout.write(renderMarkdown(report));

@@ -144,7 +144,11 @@ describe('the command line', () => {
       rate: 480,
       overlap: true,
       faults: ['kill-each', 'membership'],
+      compactEvery: 2000,
     });
+    expect(parse().compactEvery).toBeUndefined();
+    expect(parse('--workload', 'backlog', '--compact-every', '0').compactEvery).toBeUndefined();
+    expect(parse('--compact-every', '500').compactEvery).toBe(500);
     expect(
       parse('--', '--nodes', '5', '--seed', '7', '--faults', 'kill,slow', '--minutes', '0.5'),
     ).toMatchObject({
@@ -167,6 +171,7 @@ describe('the command line', () => {
     [['--break', 'confirm-never']],
     [['--workload', 'deep']],
     [['--overlap', 'yes']],
+    [['--compact-every', '-5']],
   ])('refuses %j', (args) => {
     expect(() => parse(...args)).toThrow(UsageError);
   });

@@ -171,6 +171,7 @@ export interface ReportInput {
   /** `--workload` when not the default. */
   readonly workload?: string | undefined;
   readonly overlap?: boolean | undefined;
+  readonly compactEvery?: number | undefined;
 }
 
 export function buildReport(input: ReportInput): RunReport {
@@ -253,6 +254,11 @@ export function buildReport(input: ReportInput): RunReport {
       `--faults ${input.faults.join(',') || 'none'} --rate ${input.ratePerSecond}` +
       (input.workload === undefined || input.workload === 'steady' ? '' : ` --workload ${input.workload}`) +
       (input.overlap === true ? ' --overlap' : '') +
+      (input.workload === 'backlog'
+        ? ` --compact-every ${input.compactEvery ?? 0}`
+        : input.compactEvery === undefined
+          ? ''
+          : ` --compact-every ${input.compactEvery}`) +
       (input.testBreak === undefined ? '' : ` --break ${input.testBreak}`),
     broken: input.testBreak === undefined ? undefined : breakVerdict(input.testBreak, checks),
   };

@@ -6,6 +6,7 @@
  */
 import type { Clock, RaftGroupLog, ReplicatedLog } from '@styx/raft';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
+import { TEST_COMPACT_EVERY } from '../test-support/test-breaks.ts';
 import type { CompactionPolicy } from './compaction-policy.ts';
 import { queueCommandWeight, withCompaction } from './compaction-policy.ts';
 import type { NodeStorage } from './node-storage.ts';
@@ -70,7 +71,11 @@ export function durableQueueGroup(
     // those likely to be live at the snapshot. Younger ones (a consumer keeps up) are never written.
     trickle: (lastApplied) =>
       storage.bodyStore.persistLoggedUpTo(groupId, lastApplied - PERSIST_AGE_ENTRIES, PERSIST_CHUNK_BODIES),
-    ...(options.compaction === undefined ? {} : { policy: options.compaction }),
+    ...(options.compaction === undefined
+      ? TEST_COMPACT_EVERY === undefined
+        ? {}
+        : { policy: { maxEntries: TEST_COMPACT_EVERY } }
+      : { policy: options.compaction }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.compactOnClose === undefined ? {} : { compactOnClose: options.compactOnClose }),
   });

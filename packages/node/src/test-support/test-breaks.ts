@@ -56,3 +56,13 @@ export const HAND_OFF_BEFORE_COMMIT = testBreaks.breaks.has('hand-off-before-com
 export const REORDER_DELIVERIES = testBreaks.breaks.has('reorder-deliveries');
 export const REDELIVER_UNFLAGGED = testBreaks.breaks.has('redeliver-unflagged');
 export const TRANSFER_WITHOUT_BODIES = testBreaks.breaks.has('transfer-without-bodies');
+
+/**
+ * Testing only, not a break: `STYX_TEST_COMPACT_EVERY=N` makes every durable queue log compact after
+ * N entries instead of the default policy's 20,000, so that a short chaos run reaches the paths a
+ * compacted log takes (a lagging or new replica catching up from a snapshot). Read once.
+ */
+export const TEST_COMPACT_EVERY_ENV = 'STYX_TEST_COMPACT_EVERY';
+const compactEvery = Number(process.env[TEST_COMPACT_EVERY_ENV] ?? '');
+export const TEST_COMPACT_EVERY: number | undefined =
+  Number.isSafeInteger(compactEvery) && compactEvery > 0 ? compactEvery : undefined;
