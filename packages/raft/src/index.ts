@@ -11,6 +11,7 @@ export {
   ReplicatedLogError,
 } from './errors.ts';
 export {
+  AdmissionQueueFullError,
   BarrierTimeoutError,
   GroupAlreadyOpenError,
   GroupOverloadedError,

@@ -224,10 +224,10 @@ describe('ClusterQueue: finding the leader', () => {
     expect(port.calls.length).toBeLessThan(FORWARD_DEADLINE_MS / 25 / 4);
   });
 
-  it('UNKNOWN_GROUP and UNAVAILABLE answers are retried (a replica not started yet)', async () => {
+  it('UNKNOWN_GROUP, UNAVAILABLE and overload answers are retried (a replica not started yet, a busy leader)', async () => {
     const port = new FakePort();
     const leader = new RemoteLeader();
-    const answers = [QueueLinkCode.unknownGroup, 'UNAVAILABLE'];
+    const answers = [QueueLinkCode.unknownGroup, 'UNAVAILABLE', 'GROUP_OVERLOADED', 'ADMISSION_QUEUE_FULL'];
     port.respond = (call, body) => {
       const code = answers.shift();
       if (code !== undefined) throw new QueueLinkRemoteError(code, 'not yet', call.peer);
@@ -235,7 +235,7 @@ describe('ClusterQueue: finding the leader', () => {
     };
     const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
     expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
-    expect(port.peers()).toEqual(['id-b', 'id-b', 'id-b']);
+    expect(port.peers()).toEqual(['id-b', 'id-b', 'id-b', 'id-b', 'id-b']);
   });
 
   it('a queue without members is served by its home node', async () => {

@@ -378,7 +378,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
             this.#leaderHint = hint === '' || hint === peer || hint === this.#port.selfId ? undefined : hint;
             return { error, hinted: this.#leaderHint !== undefined };
           }
-          if (error.code === QueueLinkCode.unknownGroup || error.code === 'UNAVAILABLE') return { error };
+          if (retriedCode(error.code)) return { error };
           throw remoteFailure(error);
         }
         if (error instanceof QueueLinkLostError || error instanceof QueueLinkTimeoutError) {
@@ -534,7 +534,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
                   hint === '' || hint === peer || hint === this.#port.selfId ? undefined : hint;
                 // Straight to the hinted leader, a few times in a row at most.
                 if (this.#leaderHint !== undefined && hops < MAX_HOPS) pause = false;
-              } else if (error.code !== QueueLinkCode.unknownGroup && error.code !== 'UNAVAILABLE') {
+              } else if (!retriedCode(error.code)) {
                 throw remoteFailure(error);
               }
             } else if (error instanceof QueueLinkLostError || error instanceof QueueLinkTimeoutError) {
@@ -571,6 +571,19 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     if (members.length === 0) return undefined;
     return members[tried % members.length];
   }
+}
+
+/**
+ * Answers worth another attempt: no replica there yet, or the leader too busy to take the command
+ * now (its group's uncommitted bound, or its node's queue of proposals waiting to be admitted).
+ */
+function retriedCode(code: string): boolean {
+  return (
+    code === QueueLinkCode.unknownGroup ||
+    code === 'UNAVAILABLE' ||
+    code === 'GROUP_OVERLOADED' ||
+    code === 'ADMISSION_QUEUE_FULL'
+  );
 }
 
 /** An error the leader answered with: an AMQP channel error keeps its code. */

@@ -21,8 +21,27 @@ export class GroupAlreadyOpenError extends ReplicatedLogError {
  * (`RaftConfig.maxUncommittedEntriesBytes`): nothing was appended; retry once the backlog commits.
  */
 export class GroupOverloadedError extends ReplicatedLogError {
-  constructor(groupId: string) {
-    super('GROUP_OVERLOADED', `group ${groupId}: too many uncommitted bytes, proposal refused`);
+  constructor(
+    groupId: string,
+    code = 'GROUP_OVERLOADED',
+    message = `group ${groupId}: too many uncommitted bytes, proposal refused`,
+  ) {
+    super(code, message);
+  }
+}
+
+/**
+ * The node's queue of proposals waiting for its in-flight bound is full
+ * (`RaftHostOptions.maxWaitingProposals`): nothing was appended; retry once the node catches up.
+ * An overload like `GroupOverloadedError`, so callers that retry that retry this too.
+ */
+export class AdmissionQueueFullError extends GroupOverloadedError {
+  constructor(groupId: string, limit: number) {
+    super(
+      groupId,
+      'ADMISSION_QUEUE_FULL',
+      `group ${groupId}: ${limit} proposals already wait for the node's in-flight bound, proposal refused`,
+    );
   }
 }
 

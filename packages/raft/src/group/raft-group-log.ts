@@ -13,6 +13,7 @@ import type { ConfState, NodeId } from '../raft/types.ts';
 import { EMPTY_CONF_STATE } from '../raft/types.ts';
 import type { CommandCodec, ReplicatedLog, Role, RoleChange, StateMachine } from '../replicated-log.ts';
 import { RoleListeners } from '../role-listeners.ts';
+import { AdmissionQueueFullError } from './errors.ts';
 import {
   bootstrapGroup,
   migrateSingleVoterGroup,
@@ -289,11 +290,13 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     if (this.#host.underInFlightBound()) return replica.propose(command);
     // Over the node's in-flight bound: the proposal waits its turn.
     return new Promise<R>((resolve, reject) => {
-      this.#host.whenUnderInFlightBound(() => {
+      const waiting = this.#host.whenUnderInFlightBound(() => {
         const proposed =
           this.#state === 'open' ? replica.propose(command) : Promise.reject(this.#notOpenError());
         proposed.then(resolve, reject);
       });
+      // Too many wait already: refused now, not held.
+      if (!waiting) reject(new AdmissionQueueFullError(this.groupId, this.#host.maxWaitingProposals));
     });
   }
 

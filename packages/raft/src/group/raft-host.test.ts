@@ -5,7 +5,7 @@ import { LogClosedError } from '../errors.ts';
 import { MessageType, message } from '../raft/types.ts';
 import { LogStore } from '../storage/log-store.ts';
 import { ManualSyncLogStorage } from '../storage/manual-sync-log-storage.ts';
-import { PeerUnreachableError } from './errors.ts';
+import { AdmissionQueueFullError, GroupOverloadedError, PeerUnreachableError } from './errors.ts';
 import { InProcessHub } from './in-process-transport.ts';
 import { RaftHost } from './raft-host.ts';
 import type { PeerBatch } from './transport.ts';
@@ -94,6 +94,34 @@ describe('RaftHost', () => {
     expect(results).toHaveLength(n);
     expect(machine.state.values).toHaveLength(n);
     expect(host.stats.bytesInFlight).toBe(0);
+    await host.close();
+  });
+
+  it('bounds the proposals waiting for the in-flight bound: past it one is refused at once, clearly', async () => {
+    const host = new RaftHost({
+      nodeId: 'a',
+      logStore: store(),
+      maxBytesInFlight: 1,
+      maxWaitingProposals: 100,
+    });
+    const log = host.createLog<CounterCommand, CounterResult>('g', counterCodec);
+    const machine = new CounterMachine();
+    await log.open(machine);
+    const proposals = Array.from({ length: 1_000 }, (_, i) => log.propose({ add: i + 1 }));
+    // One admitted, 100 waiting; the rest refused, not held.
+    expect(host.stats.waitingProposals).toBe(100);
+    const outcomes = await Promise.allSettled(proposals);
+    const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+    expect(refused).toHaveLength(899);
+    for (const reason of refused) {
+      expect(reason).toBeInstanceOf(AdmissionQueueFullError);
+      // An overload: callers that retry a full group retry this too.
+      expect(reason).toBeInstanceOf(GroupOverloadedError);
+      expect((reason as AdmissionQueueFullError).code).toBe('ADMISSION_QUEUE_FULL');
+    }
+    expect(machine.state.values).toEqual(Array.from({ length: 101 }, (_, i) => i + 1));
+    // Room again once they drained.
+    expect((await log.propose({ add: 5 })).index).toBe(102);
     await host.close();
   });
 

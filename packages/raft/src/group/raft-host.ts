@@ -33,6 +33,13 @@ export interface RaftHostOptions {
    * per-follower and uncommitted bounds still apply inside each group.
    */
   readonly maxBytesInFlight?: number;
+  /**
+   * Bound on the proposals waiting for the in-flight bound, a count (default
+   * `DEFAULT_MAX_WAITING_PROPOSALS`). Past it a proposal is refused at once with
+   * `AdmissionQueueFullError` (nothing appended; retry later) instead of waiting: a node that cannot
+   * drain (its store or peers stalled) no longer holds every command sent to it meanwhile.
+   */
+  readonly maxWaitingProposals?: number;
   /** Election jitter (default: Math.random). */
   readonly random?: RaftRandom;
   /** Default clock for the leader's entry timestamps (default: the wall clock). */
@@ -43,6 +50,11 @@ export interface RaftHostOptions {
 export const DEFAULT_TICK_MS = 100;
 /** Default per-node bound on bytes in flight: 64 MiB. */
 export const DEFAULT_MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
+/**
+ * Default per-node bound on proposals waiting for the in-flight bound: 65,536 (each holds its
+ * command until admitted: for a queue's enqueue, a message and its body).
+ */
+export const DEFAULT_MAX_WAITING_PROPOSALS = 65_536;
 
 /** Counters for tests, benchmarks and management. */
 export interface RaftHostStats {
@@ -94,6 +106,7 @@ export class RaftHost {
   readonly #tickMs: number;
   readonly #tuning: RaftTuning;
   readonly #maxBytesInFlight: number;
+  readonly #maxWaitingProposals: number;
   readonly #random: RaftRandom;
   readonly #clock: Clock;
 
@@ -109,7 +122,10 @@ export class RaftHost {
   #waiters: HostedReplica[] = [];
   #timer: NodeJS.Timeout | undefined;
   #bytesInFlight = 0;
-  /** Proposals waiting for the in-flight bound, oldest first (`#admittedHead` is the next). */
+  /**
+   * Proposals waiting for the in-flight bound, oldest first (`#admittedHead` is the next); at most
+   * `#maxWaitingProposals` of them.
+   */
   #admission: (() => void)[] = [];
   #admissionHead = 0;
   #closed = false;
@@ -125,6 +141,7 @@ export class RaftHost {
     this.#transport = options.transport;
     this.#tickMs = options.tickMs ?? DEFAULT_TICK_MS;
     this.#maxBytesInFlight = options.maxBytesInFlight ?? DEFAULT_MAX_BYTES_IN_FLIGHT;
+    this.#maxWaitingProposals = options.maxWaitingProposals ?? DEFAULT_MAX_WAITING_PROPOSALS;
     // A group's own uncommitted bound above the node's in-flight bound (unless tuned): a burst into
     // one group then waits in the node's admission queue instead of being dropped by its core.
     this.#tuning = { maxUncommittedEntriesBytes: 2 * this.#maxBytesInFlight, ...(options.raft ?? {}) };
@@ -132,6 +149,7 @@ export class RaftHost {
     this.#clock = options.clock ?? systemClock;
     if (!(this.#tickMs > 0)) throw new RangeError(`tickMs must be positive, got ${this.#tickMs}`);
     if (!(this.#maxBytesInFlight > 0)) throw new RangeError('maxBytesInFlight must be positive');
+    if (!(this.#maxWaitingProposals >= 1)) throw new RangeError('maxWaitingProposals must be at least 1');
     this.#services = {
       nodeId: this.nodeId,
       send: (groupId, m) => this.#send(groupId, m),
@@ -243,10 +261,20 @@ export class RaftHost {
     return this.#bytesInFlight < this.#maxBytesInFlight && this.#admissionHead === this.#admission.length;
   }
 
-  /** @internal Run `propose` once the node is under its in-flight bound, in arrival order. */
-  whenUnderInFlightBound(propose: () => void): void {
+  /**
+   * @internal Run `propose` once the node is under its in-flight bound, in arrival order; false
+   * (and `propose` dropped, for the caller to refuse) when `maxWaitingProposals` already wait.
+   */
+  whenUnderInFlightBound(propose: () => void): boolean {
+    if (this.#admission.length - this.#admissionHead >= this.#maxWaitingProposals) return false;
     this.#admission.push(propose);
     this.#drainAdmission();
+    return true;
+  }
+
+  /** @internal See `RaftHostOptions.maxWaitingProposals`. */
+  get maxWaitingProposals(): number {
+    return this.#maxWaitingProposals;
   }
 
   // ------------------------------------------------------------------------------ the turn
