@@ -16,7 +16,7 @@ import type { BodyStore } from '../queue/body-store.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { ByteCursor, utf8Size, varintSize, writeString, writeVarint } from '../storage/binary.ts';
 import { decodeStoredMessage, encodeStoredMessage } from '../storage/stored-message-codec.ts';
-import type { BrokerCluster } from './broker.ts';
+import type { BrokerCluster } from './broker-cluster.ts';
 
 export const RPC_QUEUE_BODIES = 'queue.bodies';
 /** How long a leader waits for one replica's answer, ms. */

@@ -26,6 +26,7 @@ import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
 import type { EffectiveQueueConfig } from '../metadata/effective-config.ts';
 import { effectiveQueueConfig, sameQueueConfig } from '../metadata/effective-config.ts';
+import type { MetadataListener } from '../metadata/metadata-group.ts';
 import type {
   ExchangeRecord,
   MetadataCommand,
@@ -56,7 +57,8 @@ import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
 import { ClusterBodySource, serveBodies } from './body-fetch.ts';
-import type { ChannelSink, QueueClusterPort } from './cluster-queues.ts';
+import type { BrokerCluster } from './broker-cluster.ts';
+import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { QueueChecks } from './queue-checks.ts';
@@ -89,53 +91,6 @@ export interface BrokerOptions {
   /** The cluster this node belongs to (requires `storage`); absent for a node on its own. */
   readonly cluster?: BrokerCluster;
 }
-
-/**
- * What the broker needs from the cluster it belongs to (see cluster/cluster.ts). Without one the
- * node is alone: its metadata group has one voter, itself.
- */
-export interface BrokerCluster {
-  /** This node's id (its Raft node id and libp2p peer id). */
-  readonly nodeId: string;
-  /** The metadata replica opens as a joiner: a fresh data dir joining an existing cluster. */
-  readonly joining: boolean;
-  /**
-   * Called once the metadata replica is open, before the broker bootstraps or recovers anything:
-   * a joiner asks to join and waits until its replica has caught up; a member announces itself.
-   */
-  attach(metadata: MetadataGroup): Promise<void>;
-  /** Run `command` on the metadata leader (this replica does not lead); its reply once committed. */
-  forward(command: MetadataCommand, leaderHint: string | undefined): Promise<MetadataReply>;
-  /** Queue commands and deliveries between nodes. */
-  readonly queueLink: QueueClusterPort['queueLink'];
-  /** Whether a member is down as far as this node can tell. */
-  isDown(nodeId: string): boolean;
-  /** Called each time a member is counted down. */
-  onNodeDown(listener: (nodeId: string) => void): () => void;
-  /** Called each time a member is reachable again. */
-  onNodeUp(listener: (nodeId: string) => void): () => void;
-  /** Answer cluster RPCs of `kind` from members (one handler per kind). */
-  handleRpc(kind: string, handler: (payload: Uint8Array, from: string) => Promise<Uint8Array>): void;
-  /** Call `kind` on member `nodeId`: its handler's answer, or a rejection (unreachable, timeout, remote error). */
-  callRpc(nodeId: string, kind: string, payload: Uint8Array, timeoutMs?: number): Promise<Uint8Array>;
-}
-
-/** The metadata group as the cluster layer sees it: its Raft replica and the applied state. */
-export interface MetadataGroup {
-  readonly log: RaftGroupLog<MetadataCommand, MetadataReply>;
-  readonly state: MetadataMachine;
-  /**
-   * Listen to every applied command (on every node, whoever proposed it), and to snapshots
-   * installed from the leader (command and reply undefined: everything may have changed).
-   */
-  onApplied(listener: MetadataListener): () => void;
-}
-
-/** See `MetadataGroup.onApplied`. */
-export type MetadataListener = (
-  command: MetadataCommand | undefined,
-  reply: MetadataReply | undefined,
-) => void;
 
 /** How long a node waits for its replica to catch up with a metadata change it forwarded, ms. */
 const FORWARDED_APPLY_TIMEOUT_MS = 10_000;

@@ -23,7 +23,7 @@ import type { QueueActor } from '../queue/queue-actor.ts';
 import type { ReplicaCheck, ReplicaRaftPosition, ReplicaReport } from '../queue/replica-check.ts';
 import { queueVerdict, replicaReport } from '../queue/replica-check.ts';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
-import type { BrokerCluster } from './broker.ts';
+import type { BrokerCluster } from './broker-cluster.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
 /** The cluster RPC kind a node answers with its replica reports. */

@@ -1,10 +1,11 @@
 import { ReplyCode } from '@styx/client/wire';
 import { NotLeaderError, PeerUnreachableError } from '@styx/raft';
-import type { BrokerCluster, MetadataGroup } from '../broker/broker.ts';
+import type { BrokerCluster } from '../broker/broker-cluster.ts';
 import { Code, ConnectionError } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
 import { fieldJsonReplacer, fieldJsonReviver } from '../metadata/field-values.ts';
+import type { MetadataGroup } from '../metadata/metadata-group.ts';
 import type { ClusterNodeRecord, MetadataCommand, MetadataReply } from '../metadata/metadata-machine.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';

@@ -1,6 +1,6 @@
 import type { ConfState, MemberProgress, MembershipChange, NodeId } from '@styx/raft';
-import type { MetadataGroup } from '../broker/broker.ts';
 import type { Logger } from '../logging/logger.ts';
+import type { MetadataGroup } from '../metadata/metadata-group.ts';
 
 /** Most voters the metadata group has; further members follow as learners (DESIGN.md). */
 export const MAX_METADATA_VOTERS = 5;
