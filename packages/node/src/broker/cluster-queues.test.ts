@@ -92,6 +92,12 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
       calls,
       lost,
       reasserted: () => reasserted,
+      forget: (id: string) => {
+        nodes.splice(
+          nodes.findIndex((n) => n.id === id),
+          1,
+        );
+      },
       failNext: (n: number) => {
         failNext = n;
       },
@@ -127,6 +133,40 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
       await vi.advanceTimersByTimeAsync(2_000);
       expect(t.calls.map((c) => c.op)).toEqual([QueueOp.reassert, QueueOp.reassert, QueueOp.reassert]);
       t.queues.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('keeps telling a node that is up, with capped back-off, until it hears; not once it is forgotten', async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setUp();
+      t.failNext(30);
+      t.down('id-n2');
+      t.up('id-n2');
+      // 10 tries used to be all it got (5 s): a node that stays unreachable that long kept no consumers.
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(t.calls.length).toBeGreaterThan(11);
+      expect(t.calls.length).toBeLessThan(25); // backed off: at most one try per 10 s past the first few
+      t.failNext(0);
+      await vi.advanceTimersByTimeAsync(60_000);
+      const told = t.calls.length;
+      expect(told).toBeLessThan(31);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(t.calls.length).toBe(told); // heard: no more tries
+
+      const u = setUp();
+      u.failNext(100);
+      u.down('id-n2');
+      u.up('id-n2');
+      await vi.advanceTimersByTimeAsync(1_000);
+      u.forget('id-n2');
+      const before = u.calls.length;
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(u.calls.length).toBeLessThanOrEqual(before + 1);
+      t.queues.stop();
+      u.queues.stop();
     } finally {
       vi.useRealTimers();
     }

@@ -50,10 +50,13 @@ const TAKEOVER_OWNER_CHECK_MS = 3_000;
 const MEMBERSHIP_CHECK_MS = 1_000;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
 const CAUGHT_UP_SLACK = 64;
-/** Attempts, after the first, at telling a node that is up to register its consumers again. */
-const REASSERT_NOTICE_RETRIES = 10;
-/** Their spacing, ms. */
-const REASSERT_NOTICE_RETRY_MS = 500;
+/**
+ * Pause before telling a node that is up, again, to register its consumers again, ms: doubling up
+ * to the max, for as long as the node is up and a member (a node counted down is told when it is
+ * back; a node removed from the cluster is not told at all).
+ */
+const REASSERT_NOTICE_FIRST_DELAY_MS = 500;
+const REASSERT_NOTICE_MAX_DELAY_MS = 10_000;
 
 /** A channel as the cluster sees it: deliveries and cancellations name the queue's handle. */
 export type ChannelSink = OwnerSink<QueueHandle>;
@@ -284,19 +287,25 @@ export class ClusterQueues {
   }
 
   /** A node answers again: if this node gave up any of its consumers, tell it to register them again. */
-  #nodeUp(nodeId: string, attempt = 0): void {
-    if (this.#stopped || (attempt === 0 && !this.#owesReassert.delete(nodeId))) return;
+  #nodeUp(nodeId: string, delay = 0): void {
+    if (this.#stopped || (delay === 0 && !this.#owesReassert.delete(nodeId))) return;
     this.#cluster.queueLink.call(nodeId, QueueOp.reassert, '', EMPTY, 5_000).catch((error: unknown) => {
-      if (this.#stopped || this.#cluster.isDown(nodeId)) {
+      if (this.#stopped || this.#host.metadata.clusterNode(nodeId) === undefined) return; // removed
+      if (this.#cluster.isDown(nodeId)) {
         // Down again: told when it next comes back.
         this.#owesReassert.add(nodeId);
         return;
       }
-      if (attempt >= REASSERT_NOTICE_RETRIES) {
-        this.#log.warn({ err: error, node: nodeId }, 'could not tell a node to register its consumers again');
-        return;
-      }
-      setTimeout(() => this.#nodeUp(nodeId, attempt + 1), REASSERT_NOTICE_RETRY_MS).unref();
+      const next = Math.min(
+        Math.max(delay * 2, REASSERT_NOTICE_FIRST_DELAY_MS),
+        REASSERT_NOTICE_MAX_DELAY_MS,
+      );
+      if (next === REASSERT_NOTICE_MAX_DELAY_MS && delay < next)
+        this.#log.warn(
+          { err: error, node: nodeId },
+          'cannot tell a node to register its consumers again: still trying',
+        );
+      setTimeout(() => this.#nodeUp(nodeId, next), next).unref();
     });
   }
 
