@@ -9,18 +9,7 @@ import type {
 import { isConnectionError } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
-import type { Assignment, GrowStrategy, LeaderTransfer, QueueSelector } from '../cluster/placement.ts';
-import {
-  growPlan,
-  INITIAL_GROUP_SIZE_ARG,
-  parseQueueKey,
-  placeReplicas,
-  QuorumGroupSizeError,
-  queueKey,
-  rebalanceLeaders,
-  shrinkPlan,
-} from '../cluster/placement.ts';
-import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
+import { INITIAL_GROUP_SIZE_ARG, placeReplicas, QuorumGroupSizeError } from '../cluster/placement.ts';
 import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
@@ -62,6 +51,7 @@ import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { QueueChecks } from './queue-checks.ts';
+import { QueueReplicaOperations } from './queue-replica-ops.ts';
 
 /** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
 export interface Session {
@@ -94,23 +84,6 @@ export interface BrokerOptions {
 
 /** How long a node waits for its replica to catch up with a metadata change it forwarded, ms. */
 const FORWARDED_APPLY_TIMEOUT_MS = 10_000;
-
-/** Where a queue's replicas are (`Broker.queueReplicas`). */
-export interface QueueReplicas {
-  readonly members: readonly string[];
-  readonly leader: string | undefined;
-  readonly online: readonly string[];
-}
-
-function notClustered(): ChannelError {
-  return new ChannelError(
-    Code.PRECONDITION_FAILED,
-    'this node is not in a cluster: its queues have one replica',
-  );
-}
-
-/** How long after a member joins or returns the queue leaders are rebalanced, ms. */
-const REBALANCE_DELAY_MS = 10_000;
 
 /** How long a declare waits for a new queue's replicas to join its group, ms. */
 const QUEUE_MEMBERS_WAIT_MS = 5_000;
@@ -152,6 +125,8 @@ export class Broker {
   private readonly bodySource: ClusterBodySource | undefined;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
   readonly queueChecks: QueueChecks;
+  /** The operators' verbs on queue replicas (`styx ctl add_member`, `grow`, `rebalance`...). */
+  readonly replicaOps: QueueReplicaOperations;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string = randomBytes(4).toString('base64url');
   /** Bodies of non-durable queues; durable queues keep theirs in `storage.bodyStore`. */
@@ -164,7 +139,6 @@ export class Broker {
    */
   private readonly proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   private memoryTimer: NodeJS.Timeout | undefined;
-  private rebalanceTimer: NodeJS.Timeout | undefined;
   private memoryBlocked = false;
 
   /** Whether the node is over its memory budget (publishers are blocked). */
@@ -215,6 +189,14 @@ export class Broker {
             },
             this.cluster,
           );
+    this.replicaOps = new QueueReplicaOperations({
+      metadata: this.metadata,
+      logger: this.logger,
+      cluster: this.cluster,
+      clusterQueues: this.clusterQueues,
+      leadsMetadata: () => this.metaGroup?.role === 'leader',
+      runMeta: (command) => this.runMeta(command),
+    });
     this.queueChecks = new QueueChecks({
       selfId: this.nodeId(),
       selfName: this.nodeName,
@@ -235,7 +217,7 @@ export class Broker {
     // And a member back (or new) should lead its share of the queues again.
     this.cluster?.onNodeUp(() => {
       this.reassertConsumers();
-      this.scheduleRebalance();
+      this.replicaOps.scheduleRebalance();
     });
     this.serverProperties = {
       entries: [
@@ -442,7 +424,7 @@ export class Broker {
       case 'setQueueMembers':
       case 'addClusterNode':
       case 'forgetClusterNode':
-        if (command.type === 'addClusterNode') this.scheduleRebalance();
+        if (command.type === 'addClusterNode') this.replicaOps.scheduleRebalance();
         // After this apply: starting a replica opens a log, never from inside another's apply.
         queueMicrotask(() => void clusterQueues.reconcileReplicas());
         if (command.type === 'setQueueMembers') {
@@ -672,7 +654,7 @@ export class Broker {
     const cluster = this.cluster;
     const members = this.metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster?.isDown(n.id) }));
     if (!members.some((m) => m.id === self)) members.push({ id: self, online: true });
-    const assignment = this.assignment();
+    const assignment = this.replicaOps.assignment();
     let replicas: readonly string[];
     try {
       replicas = placeReplicas({
@@ -1093,180 +1075,12 @@ export class Broker {
     }
   }
 
-  // ------------------------------------------------------------------------------ queue replicas (operators)
-
-  /**
-   * Where a queue's replicas are: its members (node ids, the preferred leader first), the leader as
-   * this node knows it, and which members are online. Undefined on a node alone.
-   */
-  queueReplicas(record: QueueRecord): QueueReplicas | undefined {
-    const clusterQueues = this.clusterQueues;
-    const cluster = this.cluster;
-    if (clusterQueues === undefined || cluster === undefined) return undefined;
-    const members = clusterQueues.membersOf(record);
-    return {
-      members,
-      leader: clusterQueues.handle(record).leader,
-      online: members.filter((id) => !cluster.isDown(id)),
-    };
-  }
-
-  /** The queue group's status as its leader reports it (`quorum_status`). */
-  async quorumStatus(vhost: string, name: string): Promise<GroupStatus> {
-    const { clusterQueues, record } = this.clusteredQueue(vhost, name);
-    return clusterQueues.status(record);
-  }
-
-  /** `add_member`: a replica of the queue on `node` (a member's id or name). */
-  async addQueueMember(vhost: string, name: string, node: string): Promise<readonly string[]> {
-    const { clusterQueues, record } = this.clusteredQueue(vhost, name);
-    const id = this.memberId(node);
-    const members = clusterQueues.membersOf(record);
-    if (members.includes(id))
-      throw new ChannelError(Code.PRECONDITION_FAILED, `node ${node} already holds a replica of '${name}'`);
-    return this.setQueueMembers(record, [...members, id]);
-  }
-
-  /** `delete_member`: remove the queue's replica on `node`; never its last one. */
-  async deleteQueueMember(vhost: string, name: string, node: string): Promise<readonly string[]> {
-    const { clusterQueues, record } = this.clusteredQueue(vhost, name);
-    const id = this.memberId(node);
-    const members = clusterQueues.membersOf(record);
-    if (!members.includes(id)) throw notFound(`node ${node} holds no replica of '${name}'`);
-    if (members.length === 1) {
-      throw new ChannelError(Code.PRECONDITION_FAILED, `node ${node} holds the last replica of '${name}'`);
-    }
-    return this.setQueueMembers(
-      record,
-      members.filter((m) => m !== id),
-    );
-  }
-
-  /** `grow NODE all|even`: a replica on `node` for every selected durable queue lacking one. */
-  async growQueues(node: string, strategy: GrowStrategy, selector: QueueSelector): Promise<number> {
-    const id = this.memberId(node);
-    const changes = growPlan({ node: id, assignment: this.assignment(), selector, strategy });
-    for (const change of changes) {
-      const { vhost, name } = parseQueueKey(change.queueKey);
-      const record = this.metadata.queue(vhost, name);
-      if (record === undefined || this.clusterQueues === undefined) continue;
-      await this.setQueueMembers(record, [...this.clusterQueues.membersOf(record), id]);
-    }
-    return changes.length;
-  }
-
-  /** `shrink NODE`: remove `node`'s replica from every queue, except where it is the last. */
-  async shrinkQueues(
-    node: string,
-  ): Promise<{ readonly removed: number; readonly skipped: readonly string[] }> {
-    const id = this.memberId(node);
-    const plan = shrinkPlan({ node: id, assignment: this.assignment() });
-    for (const change of plan.remove) {
-      const { vhost, name } = parseQueueKey(change.queueKey);
-      const record = this.metadata.queue(vhost, name);
-      if (record === undefined || this.clusterQueues === undefined) continue;
-      await this.setQueueMembers(
-        record,
-        this.clusterQueues.membersOf(record).filter((m) => m !== id),
-      );
-    }
-    return { removed: plan.remove.length, skipped: plan.skipped.map((s) => s.queueKey) };
-  }
-
-  /** `rebalance`: even out queue leaders over the online members; the transfers asked for. */
-  async rebalanceQueues(): Promise<readonly LeaderTransfer[]> {
-    const cluster = this.cluster;
-    const clusterQueues = this.clusterQueues;
-    if (cluster === undefined || clusterQueues === undefined) throw notClustered();
-    const members = this.metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster.isDown(n.id) }));
-    const transfers = rebalanceLeaders({ members, assignment: this.assignment() });
-    for (const transfer of transfers) {
-      const { vhost, name } = parseQueueKey(transfer.queueKey);
-      const record = this.metadata.queue(vhost, name);
-      if (record === undefined) continue;
-      try {
-        await clusterQueues.transferLeadership(record, transfer.to);
-      } catch (err) {
-        this.logger.warn({ err, queue: name, vhost }, 'leadership transfer not asked');
-      }
-    }
-    return transfers;
-  }
-
-  /**
-   * After a member joins or comes back, the metadata leader evens out queue leaders (once things
-   * settle: a restarted node first catches its replicas up, and a flapping one moves nothing).
-   */
-  private scheduleRebalance(): void {
-    if (this.rebalanceTimer !== undefined || this.metaGroup?.role !== 'leader') return;
-    this.rebalanceTimer = setTimeout(() => {
-      this.rebalanceTimer = undefined;
-      if (this.metaGroup?.role !== 'leader') return;
-      this.rebalanceQueues().then(
-        (transfers) => {
-          if (transfers.length > 0)
-            this.logger.info({ transfers: transfers.length }, 'queue leaders rebalanced');
-        },
-        (err: unknown) => this.logger.warn({ err }, 'queue leader rebalance failed'),
-      );
-    }, REBALANCE_DELAY_MS);
-    this.rebalanceTimer.unref();
-  }
-
-  /** The placement of every replicated queue, leaders as this node knows them. */
-  private assignment(): Assignment {
-    const assignment = new Map<string, { replicas: readonly string[]; leader?: string }>();
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues === undefined) return assignment;
-    for (const record of this.metadata.queues()) {
-      if (record.members === undefined || !record.durable || record.exclusiveOwner !== undefined) continue;
-      const leader = clusterQueues.handle(record).leader;
-      assignment.set(
-        queueKey(record),
-        leader === undefined ? { replicas: record.members } : { replicas: record.members, leader },
-      );
-    }
-    return assignment;
-  }
-
-  private clusteredQueue(vhost: string, name: string): { clusterQueues: ClusterQueues; record: QueueRecord } {
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues === undefined) throw notClustered();
-    const record = this.metadata.queue(vhost, name);
-    if (record === undefined) throw notFound(`no queue '${name}' in vhost '${vhost}'`);
-    return { clusterQueues, record };
-  }
-
-  /** A member's node id from its id or name; 404 otherwise. */
-  private memberId(node: string): string {
-    const record = this.metadata.clusterNode(node);
-    if (record === undefined) throw notFound(`no cluster member '${node}'`);
-    return record.id;
-  }
-
-  private async setQueueMembers(record: QueueRecord, members: readonly string[]): Promise<readonly string[]> {
-    if (!record.durable || record.exclusiveOwner !== undefined) {
-      throw new ChannelError(
-        Code.PRECONDITION_FAILED,
-        `queue '${record.name}' in vhost '${record.vhost}' is not durable: it lives on its node alone`,
-      );
-    }
-    await this.runMeta({
-      type: 'setQueueMembers',
-      vhost: record.vhost,
-      name: record.name,
-      groupId: record.groupId,
-      members,
-    });
-    return members;
-  }
-
   // ------------------------------------------------------------------------------ lifecycle
 
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
   async shutdown(): Promise<void> {
     if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
-    if (this.rebalanceTimer !== undefined) clearTimeout(this.rebalanceTimer);
+    this.replicaOps.stop();
     this.clusterQueues?.stop();
     for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
     const closing: Promise<void>[] = [];

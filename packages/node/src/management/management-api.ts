@@ -128,7 +128,7 @@ export class ManagementApi {
   constructor(
     broker: Broker,
     cluster: ClusterView = singleNodeClusterView({ nodeName: broker.nodeName }),
-    replicas: QueueReplicaOps = broker,
+    replicas: QueueReplicaOps = broker.replicaOps,
     checks: QueueCheckOps = broker.queueChecks,
   ) {
     this.broker = broker;

@@ -15,7 +15,7 @@
  * a cluster": its queues have one replica each and nothing to move. Refusals map to HTTP statuses
  * in `fromQueueReplicaError`.
  */
-import type { Broker } from '../broker/broker.ts';
+import type { QueueReplicaOperations } from '../broker/queue-replica-ops.ts';
 import { isReplicatedQueue, notReplicatedError } from '../broker/replicated-queue.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import type { QueueSelector } from '../cluster/placement.ts';
@@ -32,7 +32,7 @@ import { quorumStatusJson } from './views.ts';
 
 /** The broker's operations on queue replicas (a test gives a fake: they need a real cluster). */
 export type QueueReplicaOps = Pick<
-  Broker,
+  QueueReplicaOperations,
   | 'queueReplicas'
   | 'quorumStatus'
   | 'addQueueMember'
@@ -66,7 +66,7 @@ export function nodeNames(metadata: MetadataMachine): (id: string) => string {
   return (id) => names.get(id) ?? id;
 }
 
-/** `Broker.queueReplicas` by node name, for the queue JSON; undefined on a node alone. */
+/** `QueueReplicaOperations.queueReplicas` by node name, for the queue JSON; undefined on a node alone. */
 export function replicaNames(
   ops: QueueReplicaOps,
   queue: QueueRecord,

@@ -115,7 +115,7 @@ export interface QueueLiveState {
   readonly bodyRepair?: BodyRepairStatus | undefined;
 }
 
-/** A queue's replicas by node name (`Broker.queueReplicas` with ids mapped to names). */
+/** A queue's replicas by node name (`QueueReplicaOperations.queueReplicas` with ids mapped to names). */
 export interface QueueReplicaNames {
   /** The leader as the answering node knows it; undefined while none is known. */
   readonly leader: string | undefined;

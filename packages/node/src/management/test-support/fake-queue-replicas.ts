@@ -4,7 +4,8 @@
  * shrink and rebalance decide with the real placement functions, and refusals are the broker's
  * ChannelErrors, so the API's mapping of them is what runs in production.
  */
-import type { Broker, QueueReplicas } from '../../broker/broker.ts';
+import type { Broker } from '../../broker/broker.ts';
+import type { QueueReplicas } from '../../broker/queue-replica-ops.ts';
 import type { ClusterMemberStatus } from '../../cluster/cluster-view.ts';
 import type {
   Assignment,

@@ -1,0 +1,230 @@
+/**
+ * The operators' verbs on the replicas of queues (`rabbitmq-queues`' add_member, delete_member,
+ * grow, shrink, rebalance and quorum_status, which the management API and `styx ctl` call), and the
+ * rebalance of queue leaders after a member joins or comes back. Membership changes are metadata
+ * commands (`setQueueMembers`); each node then starts or drops its replicas as they apply
+ * (ClusterQueues). On a node alone every verb refuses: its queues have one replica each.
+ */
+import type { Assignment, GrowStrategy, LeaderTransfer, QueueSelector } from '../cluster/placement.ts';
+import { growPlan, parseQueueKey, queueKey, rebalanceLeaders, shrinkPlan } from '../cluster/placement.ts';
+import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
+import { ChannelError, Code, notFound } from '../errors/amqp-error.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { MetadataCommand, MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
+import type { BrokerCluster } from './broker-cluster.ts';
+import type { ClusterQueues } from './cluster-queues.ts';
+
+/** Where a queue's replicas are (`QueueReplicaOperations.queueReplicas`). */
+export interface QueueReplicas {
+  readonly members: readonly string[];
+  readonly leader: string | undefined;
+  readonly online: readonly string[];
+}
+
+/** How long after a member joins or returns the queue leaders are rebalanced, ms. */
+const REBALANCE_DELAY_MS = 10_000;
+
+/** What the replica operations need of their broker. */
+export interface QueueReplicaOpsHost {
+  readonly metadata: MetadataMachine;
+  readonly logger: Logger;
+  /** Absent on a node alone, and `clusterQueues` with it. */
+  readonly cluster: Pick<BrokerCluster, 'isDown'> | undefined;
+  readonly clusterQueues:
+    | Pick<ClusterQueues, 'membersOf' | 'handle' | 'status' | 'transferLeadership'>
+    | undefined;
+  /** Whether this node leads the metadata group. */
+  leadsMetadata(): boolean;
+  /** Propose a metadata command; error replies are thrown as channel or connection errors. */
+  runMeta(command: MetadataCommand): Promise<unknown>;
+}
+
+function notClustered(): ChannelError {
+  return new ChannelError(
+    Code.PRECONDITION_FAILED,
+    'this node is not in a cluster: its queues have one replica',
+  );
+}
+
+export class QueueReplicaOperations {
+  readonly #host: QueueReplicaOpsHost;
+  #rebalanceTimer: NodeJS.Timeout | undefined;
+
+  constructor(host: QueueReplicaOpsHost) {
+    this.#host = host;
+  }
+
+  /** Cancel a pending rebalance (the node shuts down). */
+  stop(): void {
+    if (this.#rebalanceTimer !== undefined) clearTimeout(this.#rebalanceTimer);
+  }
+
+  /**
+   * Where a queue's replicas are: its members (node ids, the preferred leader first), the leader as
+   * this node knows it, and which members are online. Undefined on a node alone.
+   */
+  queueReplicas(record: QueueRecord): QueueReplicas | undefined {
+    const { clusterQueues, cluster } = this.#host;
+    if (clusterQueues === undefined || cluster === undefined) return undefined;
+    const members = clusterQueues.membersOf(record);
+    return {
+      members,
+      leader: clusterQueues.handle(record).leader,
+      online: members.filter((id) => !cluster.isDown(id)),
+    };
+  }
+
+  /** The queue group's status as its leader reports it (`quorum_status`). */
+  async quorumStatus(vhost: string, name: string): Promise<GroupStatus> {
+    const { clusterQueues, record } = this.#clusteredQueue(vhost, name);
+    return clusterQueues.status(record);
+  }
+
+  /** `add_member`: a replica of the queue on `node` (a member's id or name). */
+  async addQueueMember(vhost: string, name: string, node: string): Promise<readonly string[]> {
+    const { clusterQueues, record } = this.#clusteredQueue(vhost, name);
+    const id = this.#memberId(node);
+    const members = clusterQueues.membersOf(record);
+    if (members.includes(id))
+      throw new ChannelError(Code.PRECONDITION_FAILED, `node ${node} already holds a replica of '${name}'`);
+    return this.#setQueueMembers(record, [...members, id]);
+  }
+
+  /** `delete_member`: remove the queue's replica on `node`; never its last one. */
+  async deleteQueueMember(vhost: string, name: string, node: string): Promise<readonly string[]> {
+    const { clusterQueues, record } = this.#clusteredQueue(vhost, name);
+    const id = this.#memberId(node);
+    const members = clusterQueues.membersOf(record);
+    if (!members.includes(id)) throw notFound(`node ${node} holds no replica of '${name}'`);
+    if (members.length === 1) {
+      throw new ChannelError(Code.PRECONDITION_FAILED, `node ${node} holds the last replica of '${name}'`);
+    }
+    return this.#setQueueMembers(
+      record,
+      members.filter((m) => m !== id),
+    );
+  }
+
+  /** `grow NODE all|even`: a replica on `node` for every selected durable queue lacking one. */
+  async growQueues(node: string, strategy: GrowStrategy, selector: QueueSelector): Promise<number> {
+    const id = this.#memberId(node);
+    const changes = growPlan({ node: id, assignment: this.assignment(), selector, strategy });
+    for (const change of changes) {
+      const { vhost, name } = parseQueueKey(change.queueKey);
+      const record = this.#host.metadata.queue(vhost, name);
+      const clusterQueues = this.#host.clusterQueues;
+      if (record === undefined || clusterQueues === undefined) continue;
+      await this.#setQueueMembers(record, [...clusterQueues.membersOf(record), id]);
+    }
+    return changes.length;
+  }
+
+  /** `shrink NODE`: remove `node`'s replica from every queue, except where it is the last. */
+  async shrinkQueues(
+    node: string,
+  ): Promise<{ readonly removed: number; readonly skipped: readonly string[] }> {
+    const id = this.#memberId(node);
+    const plan = shrinkPlan({ node: id, assignment: this.assignment() });
+    for (const change of plan.remove) {
+      const { vhost, name } = parseQueueKey(change.queueKey);
+      const record = this.#host.metadata.queue(vhost, name);
+      const clusterQueues = this.#host.clusterQueues;
+      if (record === undefined || clusterQueues === undefined) continue;
+      await this.#setQueueMembers(
+        record,
+        clusterQueues.membersOf(record).filter((m) => m !== id),
+      );
+    }
+    return { removed: plan.remove.length, skipped: plan.skipped.map((s) => s.queueKey) };
+  }
+
+  /** `rebalance`: even out queue leaders over the online members; the transfers asked for. */
+  async rebalanceQueues(): Promise<readonly LeaderTransfer[]> {
+    const { cluster, clusterQueues, metadata } = this.#host;
+    if (cluster === undefined || clusterQueues === undefined) throw notClustered();
+    const members = metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster.isDown(n.id) }));
+    const transfers = rebalanceLeaders({ members, assignment: this.assignment() });
+    for (const transfer of transfers) {
+      const { vhost, name } = parseQueueKey(transfer.queueKey);
+      const record = metadata.queue(vhost, name);
+      if (record === undefined) continue;
+      try {
+        await clusterQueues.transferLeadership(record, transfer.to);
+      } catch (err) {
+        this.#host.logger.warn({ err, queue: name, vhost }, 'leadership transfer not asked');
+      }
+    }
+    return transfers;
+  }
+
+  /**
+   * After a member joins or comes back, the metadata leader evens out queue leaders (once things
+   * settle: a restarted node first catches its replicas up, and a flapping one moves nothing).
+   */
+  scheduleRebalance(): void {
+    if (this.#rebalanceTimer !== undefined || !this.#host.leadsMetadata()) return;
+    this.#rebalanceTimer = setTimeout(() => {
+      this.#rebalanceTimer = undefined;
+      if (!this.#host.leadsMetadata()) return;
+      this.rebalanceQueues().then(
+        (transfers) => {
+          if (transfers.length > 0)
+            this.#host.logger.info({ transfers: transfers.length }, 'queue leaders rebalanced');
+        },
+        (err: unknown) => this.#host.logger.warn({ err }, 'queue leader rebalance failed'),
+      );
+    }, REBALANCE_DELAY_MS);
+    this.#rebalanceTimer.unref();
+  }
+
+  /** The placement of every replicated queue, leaders as this node knows them. */
+  assignment(): Assignment {
+    const assignment = new Map<string, { replicas: readonly string[]; leader?: string }>();
+    const clusterQueues = this.#host.clusterQueues;
+    if (clusterQueues === undefined) return assignment;
+    for (const record of this.#host.metadata.queues()) {
+      if (record.members === undefined || !record.durable || record.exclusiveOwner !== undefined) continue;
+      const leader = clusterQueues.handle(record).leader;
+      assignment.set(
+        queueKey(record),
+        leader === undefined ? { replicas: record.members } : { replicas: record.members, leader },
+      );
+    }
+    return assignment;
+  }
+
+  #clusteredQueue(
+    vhost: string,
+    name: string,
+  ): { clusterQueues: NonNullable<QueueReplicaOpsHost['clusterQueues']>; record: QueueRecord } {
+    const clusterQueues = this.#host.clusterQueues;
+    if (clusterQueues === undefined) throw notClustered();
+    const record = this.#host.metadata.queue(vhost, name);
+    if (record === undefined) throw notFound(`no queue '${name}' in vhost '${vhost}'`);
+    return { clusterQueues, record };
+  }
+
+  /** A member's node id from its id or name; 404 otherwise. */
+  #memberId(node: string): string {
+    const record = this.#host.metadata.clusterNode(node);
+    if (record === undefined) throw notFound(`no cluster member '${node}'`);
+    return record.id;
+  }
+
+  async #setQueueMembers(record: QueueRecord, members: readonly string[]): Promise<readonly string[]> {
+    if (!record.durable || record.exclusiveOwner !== undefined) {
+      throw new ChannelError(
+        Code.PRECONDITION_FAILED,
+        `queue '${record.name}' in vhost '${record.vhost}' is not durable: it lives on its node alone`,
+      );
+    }
+    await this.#host.runMeta({
+      type: 'setQueueMembers',
+      vhost: record.vhost,
+      name: record.name,
+      groupId: record.groupId,
+      members,
+    });
+    return members;
+  }
+}
