@@ -423,7 +423,7 @@ export function windowFor(ops: readonly Op[], problem: Problem, max = 40): Op[] 
   const picked = ops.filter(
     (op) =>
       (op.id !== undefined && (ids.has(op.id) || neighbours.has(op.id))) ||
-      ((op.f === 'fault' || op.f === 'heal') && op.time >= from && op.time <= to),
+      ((op.f === 'fault' || op.f === 'heal' || op.f === 'step') && op.time >= from && op.time <= to),
   );
   if (picked.length <= max) return picked;
   // Too long: keep the problem's own ops and the faults, then as many neighbours as fit.

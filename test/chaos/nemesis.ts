@@ -270,7 +270,9 @@ export class Nemesis {
           ? `${name} -/-> others`
           : fault.kind === 'kill-each'
             ? this.#cluster.nodes.map((n) => n.name).join(' → ')
-            : name;
+            : fault.kind === 'membership'
+              ? `${this.#membershipQueue(fault)} around ${name}`
+              : name;
     this.#current.set(fault.n, `${label} ${touched}`);
     this.#byKind[label] = (this.#byKind[label] ?? 0) + 1;
     this.#history.append({
@@ -384,7 +386,7 @@ export class Nemesis {
     node: string,
     signal: AbortSignal,
   ): Promise<() => Promise<Record<string, unknown>>> {
-    const queue = this.#queues[(fault.target.leaderOf ?? fault.target.node) % this.#queues.length] as string;
+    const queue = this.#membershipQueue(fault);
     const before = new Map<string, readonly string[]>();
     for (const q of this.#queues) {
       const members = await this.#members(q);
@@ -455,6 +457,11 @@ export class Nemesis {
         ? { restored }
         : { restored, missing: Object.fromEntries([...missing].map(([q, m]) => [q, m])) };
     };
+  }
+
+  /** The queue a membership fault changes (shrink-grow and rebalance touch others as well). */
+  #membershipQueue(fault: PlannedFault): string {
+    return this.#queues[(fault.target.leaderOf ?? fault.target.node) % this.#queues.length] as string;
   }
 
   async #members(queue: string): Promise<readonly string[] | undefined> {
