@@ -14,7 +14,7 @@ import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '..
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
 import type { EffectiveQueueConfig } from '../metadata/effective-config.ts';
-import { effectiveQueueConfig, sameQueueConfig } from '../metadata/effective-config.ts';
+import { effectiveQueueConfig } from '../metadata/effective-config.ts';
 import type { MetadataListener } from '../metadata/metadata-group.ts';
 import type {
   ExchangeRecord,
@@ -31,25 +31,21 @@ import {
   validateExpiration,
 } from '../metadata/queue-arguments.ts';
 import { checkExclusiveAccess } from '../metadata/replies.ts';
-import type { BodyStore } from '../queue/body-store.ts';
-import { InMemoryBodyStore } from '../queue/body-store.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
-import { showsDeliveryCount, withDeliveryCount } from '../queue/delivery-count-header.ts';
-import type { OwnerSink, QueueActorSinks } from '../queue/queue-actor.ts';
-import { QueueActor } from '../queue/queue-actor.ts';
+import { withDeliveryCount } from '../queue/delivery-count-header.ts';
+import type { OwnerSink, QueueActor } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
-import type { QueueApplyResult, QueueCommand, QueueConfig, StoredMessage } from '../queue/types.ts';
+import type { StoredMessage } from '../queue/types.ts';
 import { route } from '../router/route.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
-import { durableQueueGroup } from '../storage/durable-queue-log.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
-import { ClusterBodySource, serveBodies } from './body-fetch.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
+import { QueueActors } from './queue-actors.ts';
 import { QueueChecks } from './queue-checks.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
 
@@ -112,32 +108,19 @@ export class Broker {
   private readonly appliedListeners = new Set<MetadataListener>();
   /** Queue incarnations this node is deleting itself (it reports their message counts). */
   private readonly localDeletes = new Set<string>();
-  /** vhost → queue name → actor (the replica running here). */
-  private readonly actors = new Map<string, Map<string, QueueActor>>();
-  /** The same actors by group id. */
-  private readonly replicasByGroup = new Map<string, QueueActor>();
+  /** The queue actors running here (the replicas held here, in a cluster). */
+  private readonly actors: QueueActors;
   private readonly connections = new Map<string, Connection>();
   /** The queues of the cluster as this node serves them (absent on a node alone). */
   private readonly clusterQueues: ClusterQueues | undefined;
-  /** Replicas being removed from this node, by group id: one added back waits for its removal. */
-  private readonly droppingReplicas = new Map<string, Promise<void>>();
-  /** Where a durable queue's replica asks for bodies it lacks (clustered nodes only). */
-  private readonly bodySource: ClusterBodySource | undefined;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
   readonly queueChecks: QueueChecks;
   /** The operators' verbs on queue replicas (`styx ctl add_member`, `grow`, `rebalance`...). */
   readonly replicaOps: QueueReplicaOperations;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string = randomBytes(4).toString('base64url');
-  /** Bodies of non-durable queues; durable queues keep theirs in `storage.bodyStore`. */
-  private readonly memoryBodyStore: BodyStore = new InMemoryBodyStore();
   private readonly storage: NodeStorage | undefined;
   private readonly loopbackUsers: ReadonlySet<string>;
-  /**
-   * The last effective config proposed to each actor (it may not be applied yet), so a policy set
-   * and cleared in quick succession compares against what the log will hold, not what it holds now.
-   */
-  private readonly proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   private memoryTimer: NodeJS.Timeout | undefined;
   private memoryBlocked = false;
 
@@ -145,13 +128,6 @@ export class Broker {
   get isMemoryBlocked(): boolean {
     return this.memoryBlocked;
   }
-  private readonly sinks: QueueActorSinks = {
-    resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
-    routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>
-      this.routeDeadLetter(vhost, exchange, routingKeys, headers),
-    onQueueExpired: (queue: QueueActor): void => this.onQueueExpired(queue),
-    onLeader: (queue: QueueActor): void => this.onQueueLeader(queue),
-  };
 
   private constructor(options: BrokerOptions) {
     this.options = options;
@@ -180,15 +156,30 @@ export class Broker {
             {
               metadata: this.metadata,
               logger: this.logger,
-              replica: (groupId) => this.replicaOf(groupId),
-              replicas: () => this.allReplicas(),
+              replica: (groupId) => this.actors.replicaOf(groupId),
+              replicas: () => this.actors.replicas(),
               localChannel: (owner) => this.localChannel(owner),
               reassertConsumers: () => this.reassertConsumers(),
-              startReplica: (record, start) => this.startReplica(record, start),
-              dropReplica: (record) => this.dropReplica(record),
+              startReplica: (record, start) => this.actors.startReplica(record, start),
+              dropReplica: (record) => this.actors.dropReplica(record),
             },
             this.cluster,
           );
+    this.actors = new QueueActors({
+      metadata: this.metadata,
+      logger: this.logger,
+      clock: this.clock,
+      storage: this.storage,
+      cluster: this.cluster,
+      clusterQueues: this.clusterQueues,
+      sinks: {
+        resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
+        routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>
+          this.routeDeadLetter(vhost, exchange, routingKeys, headers),
+        onQueueExpired: (queue: QueueActor): void => this.onQueueExpired(queue),
+      },
+      effectiveConfig: (record) => this.effectiveConfig(record),
+    });
     this.replicaOps = new QueueReplicaOperations({
       metadata: this.metadata,
       logger: this.logger,
@@ -204,15 +195,10 @@ export class Broker {
       logger: this.logger,
       bodyStore: this.storage?.bodyStore,
       membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
-      replica: (groupId) => this.replicaOf(groupId),
+      replica: (groupId) => this.actors.replicaOf(groupId),
       group: (groupId) => this.clusterQueues?.group(groupId),
       cluster: this.cluster,
     });
-    if (this.cluster !== undefined && this.storage !== undefined) {
-      // Replicas not whole fetch missing bodies from the others (queue/body-repair.ts).
-      serveBodies(this.cluster, (groupId) => this.replicaOf(groupId), this.storage.bodyStore);
-      this.bodySource = new ClusterBodySource(this.cluster, (groupId) => this.membersOfGroup(groupId));
-    }
     // A member back from a partition may have given up this node's consumers: register them again.
     // And a member back (or new) should lead its share of the queues again.
     this.cluster?.onNodeUp(() => {
@@ -295,17 +281,9 @@ export class Broker {
     // Exclusive queues die with their connection.
     this.runMeta({ type: 'deleteExclusive', connectionId: connection.id })
       .then((reply) => {
-        for (const q of reply.deletedQueues) void this.stopActor(q.vhost, q.name, true);
+        for (const q of reply.deletedQueues) void this.actors.stop(q.vhost, q.name, true);
       })
       .catch((err: unknown) => this.logger.warn({ err }, 'failed to delete exclusive queues'));
-  }
-
-  /** The members of the queue group `groupId` as the metadata places them (none if unknown here). */
-  private membersOfGroup(groupId: string): readonly string[] {
-    const actor = this.replicasByGroup.get(groupId);
-    const record = actor === undefined ? undefined : this.metadata.queue(actor.vhost, actor.name);
-    if (record === undefined || record.groupId !== groupId) return [];
-    return this.clusterQueues?.membersOf(record) ?? [];
   }
 
   private resolveOwner(owner: string): OwnerSink | undefined {
@@ -328,15 +306,6 @@ export class Broker {
     const slash = owner.lastIndexOf('/');
     const connection = this.connections.get(owner.slice(0, slash));
     return connection?.channelFor(Number(owner.slice(slash + 1)));
-  }
-
-  /** The replica of a queue incarnation running on this node. */
-  private replicaOf(groupId: string): QueueActor | undefined {
-    return this.replicasByGroup.get(groupId);
-  }
-
-  private allReplicas(): Iterable<QueueActor> {
-    return this.replicasByGroup.values();
   }
 
   private checkMemory(): void {
@@ -411,9 +380,9 @@ export class Broker {
         break;
     }
     for (const q of reply.deletedQueues) {
-      const actor = this.actors.get(q.vhost)?.get(q.name);
+      const actor = this.actors.get(q.vhost, q.name);
       if (actor === undefined || actor.groupId !== q.groupId || this.localDeletes.has(q.groupId)) continue;
-      void this.stopActor(q.vhost, q.name, true);
+      void this.actors.stop(q.vhost, q.name, true);
     }
     const clusterQueues = this.clusterQueues;
     if (clusterQueues === undefined) return;
@@ -609,7 +578,7 @@ export class Broker {
       if (reply.created === true && members.includes(this.nodeId())) {
         // Opened here (the first member creates the group), then the declare waits until the
         // other replicas joined, so the first confirm already needs a quorum of them.
-        await this.startReplica(record, members[0] === this.nodeId() ? 'bootstrap' : 'join');
+        await this.actors.startReplica(record, members[0] === this.nodeId() ? 'bootstrap' : 'join');
         if (!(await clusterQueues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS))) {
           this.logger.warn(
             { queue: name, vhost, members },
@@ -624,10 +593,10 @@ export class Broker {
       if (reply.created === true) this.wakeDeadLetters(vhost);
       return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
     }
-    let actor = this.actors.get(vhost)?.get(name);
+    let actor = this.actors.get(vhost, name);
     if (reply.created === true || actor === undefined) {
       const record = this.metadata.queue(vhost, name) as QueueRecord;
-      actor = await this.startActor(record, this.effectiveConfig(record).config);
+      actor = await this.actors.start(record, this.effectiveConfig(record).config);
       // The default exchange routes to it now: a hand-off to '' may have somewhere to go.
       this.wakeDeadLetters(vhost);
     } else {
@@ -680,109 +649,13 @@ export class Broker {
     }
   }
 
-  /** Start this node's replica of a clustered queue (no-op when it runs). */
-  private async startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void> {
-    // Added back while its removal here still runs (its log destroyed, its bodies deleted in chunks,
-    // maybe resumed after a restart): the new replica starts once the old one is gone, or the
-    // deletion would take the new replica's bodies with it.
-    await this.droppingReplicas.get(record.groupId);
-    await this.storage?.bodyStore.whenGroupDeleted(record.groupId);
-    // No await between this check and startActor's registration of the new replica.
-    if (this.replicasByGroup.has(record.groupId)) return;
-    await this.startActor(record, this.effectiveConfig(record).config, start);
-  }
-
-  /** This node is no longer one of the queue's replicas: stop its actor and destroy its data here. */
-  private async dropReplica(record: QueueRecord): Promise<void> {
-    const actor = this.replicasByGroup.get(record.groupId);
-    if (actor === undefined) return;
-    this.logger.info({ queue: record.name, vhost: record.vhost }, 'replica removed from this node');
-    this.actors.get(record.vhost)?.delete(record.name);
-    this.replicasByGroup.delete(record.groupId);
-    this.clusterQueues?.forgetGroup(record.groupId);
-    const dropping = actor.delete({ notifyConsumers: false }).then(
-      () => undefined,
-      (err: unknown) => this.logger.warn({ err, queue: record.name }, 'removing a replica failed'),
-    );
-    this.droppingReplicas.set(record.groupId, dropping);
-    await dropping;
-    if (this.droppingReplicas.get(record.groupId) === dropping) this.droppingReplicas.delete(record.groupId);
-  }
-
-  /** A replica took up the leader's duties: its config follows the policies, its membership the record. */
-  private onQueueLeader(actor: QueueActor): void {
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues === undefined) return;
-    queueMicrotask(() => {
-      clusterQueues.leaderTookOver(actor);
-      void this.reconcileConfig(actor);
-    });
-  }
-
-  private async startActor(
-    record: QueueRecord,
-    config: QueueConfig,
-    start: 'bootstrap' | 'join' = 'bootstrap',
-  ): Promise<QueueActor> {
-    const durable = record.durable && record.exclusiveOwner === undefined && this.storage !== undefined;
-    let log: ReplicatedLog<QueueCommand, QueueApplyResult>;
-    if (durable && this.storage !== undefined) {
-      const made = durableQueueGroup(this.storage, record.groupId, {
-        clock: this.clock,
-        logger: this.logger,
-        start,
-      });
-      log = made.log;
-      this.clusterQueues?.registerGroup(record.groupId, made.group);
-    } else {
-      log = new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock: this.clock });
-    }
-    const actor = new QueueActor({
-      vhost: record.vhost,
-      name: record.name,
-      groupId: record.groupId,
-      log,
-      bodyStore: durable && this.storage !== undefined ? this.storage.bodyStore : this.memoryBodyStore,
-      config,
-      clock: this.clock,
-      logger: this.logger.child({ queue: record.name, vhost: record.vhost }),
-      sinks: this.sinks,
-      deliveryCountHeader: showsDeliveryCount(record.arguments),
-      ...(durable && this.bodySource !== undefined ? { bodySource: this.bodySource } : {}),
-    });
-    let byName = this.actors.get(record.vhost);
-    if (byName === undefined) {
-      byName = new Map();
-      this.actors.set(record.vhost, byName);
-    }
-    byName.set(record.name, actor);
-    this.replicasByGroup.set(record.groupId, actor);
-    await actor.open();
-    // The applied config is known now (replayed from the log, or the first entry of a fresh one).
-    // Bring it in line with the policies, which may have changed while the queue was down (a
-    // crash between a policy's commit and the queue's setConfig) or opening.
-    this.proposedConfigs.delete(actor);
-    await this.reconcileConfig(actor);
-    return actor;
-  }
-
-  /** Stop a queue's actor after its metadata record is gone; `deleteData` also drops its messages. */
-  private stopActor(vhost: string, name: string, deleteData: boolean): Promise<number> {
-    const actor = this.actors.get(vhost)?.get(name);
-    if (actor === undefined) return Promise.resolve(0);
-    this.actors.get(vhost)?.delete(name);
-    this.replicasByGroup.delete(actor.groupId);
-    this.clusterQueues?.forgetGroup(actor.groupId);
-    return deleteData ? actor.delete() : actor.close().then(() => 0);
-  }
-
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
     const vhost = session.vhost;
     const record = this.metadata.queue(vhost, name);
     const clusterQueues = this.clusterQueues;
     // On a node alone the actor counts its messages as it stops; in a cluster every replica stops
     // and drops its data when the deletion applies on its node, and the leader has the counts.
-    const actor = clusterQueues === undefined ? this.actors.get(vhost)?.get(name) : undefined;
+    const actor = clusterQueues === undefined ? this.actors.get(vhost, name) : undefined;
     // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
     if (record === undefined || (clusterQueues === undefined && actor === undefined)) return 0;
     this.checkPermission(session, 'configure', 'queue', name);
@@ -807,7 +680,7 @@ export class Broker {
     } finally {
       if (actor !== undefined) this.localDeletes.delete(actor.groupId);
     }
-    return actor !== undefined ? this.stopActor(vhost, name, true) : counts.ready;
+    return actor !== undefined ? this.actors.stop(vhost, name, true) : counts.ready;
   }
 
   async purgeQueue(session: Session, name: string): Promise<number> {
@@ -828,7 +701,7 @@ export class Broker {
       if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
       return clusterQueues.handle(record);
     }
-    const actor = this.actors.get(session.vhost)?.get(name);
+    const actor = this.actors.get(session.vhost, name);
     if (actor === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
     this.checkExclusive(session, name);
     if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
@@ -869,7 +742,7 @@ export class Broker {
   }
 
   private deleteInternally(queue: QueueHandle, why: string): void {
-    if (this.clusterQueues === undefined && this.actors.get(queue.vhost)?.get(queue.name) !== queue) return;
+    if (this.clusterQueues === undefined && this.actors.get(queue.vhost, queue.name) !== queue) return;
     if (this.metadata.queue(queue.vhost, queue.name)?.groupId !== queue.groupId) return;
     this.logger.info({ queue: queue.name, vhost: queue.vhost }, `deleting queue: ${why}`);
     this.runMeta({
@@ -882,7 +755,7 @@ export class Broker {
       messages: 0,
       groupId: queue.groupId,
     })
-      .then(() => this.stopActor(queue.vhost, queue.name, true))
+      .then(() => this.actors.stop(queue.vhost, queue.name, true))
       .catch((err: unknown) => this.logger.warn({ err, queue: queue.name }, 'internal queue delete failed'));
   }
 
@@ -911,7 +784,7 @@ export class Broker {
       }
       return handles as unknown as DeadLetterRoute;
     }
-    const byName = this.actors.get(vhost);
+    const byName = this.actors.ofVhost(vhost);
     const targets: QueueActor[] = [];
     for (const name of names) {
       const actor = byName?.get(name);
@@ -926,7 +799,7 @@ export class Broker {
    * every queue of `vhost` that has some (they otherwise retry within 5 s).
    */
   private wakeDeadLetters(vhost: string): void {
-    const byName = this.actors.get(vhost);
+    const byName = this.actors.ofVhost(vhost);
     if (byName === undefined) return;
     for (const actor of byName.values()) if (actor.hasPendingDeadLetters()) actor.wakeDeadLetters();
   }
@@ -959,7 +832,7 @@ export class Broker {
       }
       return handles;
     }
-    const byName = this.actors.get(vhost);
+    const byName = this.actors.ofVhost(vhost);
     const targets: QueueActor[] = [];
     for (const name of names) {
       const actor = byName?.get(name);
@@ -1007,7 +880,7 @@ export class Broker {
 
   /** The actor of a queue on this node (counts, consumers, config, removal totals), if running. */
   queueActor(vhost: string, name: string): QueueActor | undefined {
-    return this.actors.get(vhost)?.get(name);
+    return this.actors.get(vhost, name);
   }
 
   /** A queue's effective configuration: its arguments merged with the policy that applies to it. */
@@ -1041,38 +914,17 @@ export class Broker {
         await this.applyPolicies(command.vhost);
         break;
     }
-    await Promise.allSettled(reply.deletedQueues.map((q) => this.stopActor(q.vhost, q.name, true)));
+    await Promise.allSettled(reply.deletedQueues.map((q) => this.actors.stop(q.vhost, q.name, true)));
     return reply;
   }
 
   /** Propose a new config to every queue of `vhost` whose effective config changed. */
   private async applyPolicies(vhost: string): Promise<void> {
-    const byName = this.actors.get(vhost);
+    const byName = this.actors.ofVhost(vhost);
     if (byName === undefined) return;
-    await Promise.allSettled(Array.from(byName.values(), (actor) => this.reconcileConfig(actor)));
+    await Promise.allSettled(Array.from(byName.values(), (actor) => this.actors.reconcileConfig(actor)));
     // A new dead-letter exchange may be routable at once.
     this.wakeDeadLetters(vhost);
-  }
-
-  /** Propose `setConfig` when the queue's effective config differs from the last one proposed. */
-  private async reconcileConfig(actor: QueueActor): Promise<void> {
-    const record = this.metadata.queue(actor.vhost, actor.name);
-    if (record === undefined || record.groupId !== actor.groupId) return;
-    // In a cluster only the leader proposes; a replica that becomes leader reconciles then.
-    if (this.clusterQueues !== undefined && !actor.isLeader) return;
-    const { config } = this.effectiveConfig(record);
-    if (sameQueueConfig(this.proposedConfigs.get(actor) ?? actor.config(), config)) return;
-    this.proposedConfigs.set(actor, config);
-    try {
-      await actor.setConfig(config);
-    } catch (err) {
-      // Not in the log: compare against the applied config next time, so a later change retries.
-      this.proposedConfigs.delete(actor);
-      this.logger.warn(
-        { err, queue: actor.name, vhost: actor.vhost },
-        'failed to propose a new queue config',
-      );
-    }
   }
 
   // ------------------------------------------------------------------------------ lifecycle
@@ -1083,10 +935,7 @@ export class Broker {
     this.replicaOps.stop();
     this.clusterQueues?.stop();
     for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
-    const closing: Promise<void>[] = [];
-    for (const byName of this.actors.values())
-      for (const actor of byName.values()) closing.push(actor.close());
-    await Promise.allSettled(closing);
+    await this.actors.closeAll();
     await this.metaLog.close();
   }
 
@@ -1135,14 +984,14 @@ export class Broker {
     let messages = 0;
     if (this.clusterQueues !== undefined) {
       await this.clusterQueues.reconcileReplicas();
-      for (const actor of this.replicasByGroup.values()) {
+      for (const actor of this.actors.replicas()) {
         queues += 1;
         messages += actor.counts().ready + actor.counts().unacked;
       }
     } else {
       for (const record of this.metadata.queues()) {
         if (!this.serves(record)) continue;
-        const actor = await this.startActor(record, this.effectiveConfig(record).config);
+        const actor = await this.actors.start(record, this.effectiveConfig(record).config);
         queues += 1;
         messages += actor.counts().ready + actor.counts().unacked;
       }
