@@ -14,8 +14,9 @@ Starts a Styx cluster of real processes, each node in its own network namespace,
 through the SDK (publishers with confirms, consumers acking, consumers rejecting into a dead-letter
 exchange, messages expiring into one) while a seeded nemesis kills, pauses, partitions and slows
 nodes; then heals everything, drains the queues and checks the history (total queue, dead letters,
-order, redelivery flag) and asks each node's GET /api/checks/queues (replica check). Needs root (ip netns, iptables, tc). Results go to test/chaos/results/<time>-seed<S>/:
-report.md, report.json, history.jsonl and the nodes' logs.
+order, redelivery flag) and each node's own GET /api/checks/queues (replica check). Needs root
+(ip netns, iptables, tc). Results go to test/chaos/results/<time>-seed<S>/: report.md, report.json,
+history.jsonl and the nodes' logs.
 
 Options:
   --nodes N        cluster size, 3 or 5 (default 3)
@@ -23,7 +24,8 @@ Options:
   --seed S         seed of the schedule and the workload's choices (default: random, printed)
   --faults LIST    comma-separated, from kill,pause,partition,slow,kill-each,membership (default:
                    kill,pause,partition,slow; "all" for all six; "none" for none):
-                     kill-each   SIGKILL every node in turn, each down 3-6 s, restarted before the next
+                     kill-each   SIGKILL every node in turn, each down 3-6 s and restarted before
+                                 the next
                      membership  styx ctl delete_member+add_member, shrink+grow, rebalance, or a
                                  leadership transfer (delete_member of the leader, add_member back);
                                  healed when the queue has its full replica set again, caught up
@@ -35,7 +37,7 @@ Options:
                    confirms and NO consumers while the faults run (queues and DLQs grow deep, tens
                    of thousands), consumers only at the drain, which empties every queue (its time
                    bound grows with the depth) and is checked by id
-  --rate N         messages per second over all publishers (default 240; 480 with --workload backlog)
+  --rate N         messages per second over all publishers (default 240; 480 with a backlog)
   --compact-every N  every node's queue logs compact after N entries (STYX_TEST_COMPACT_EVERY)
                    instead of the default policy's 20,000, so a short run reaches snapshot catch-up
                    (default 2000 with --workload backlog; 0 for the node's own policy)
