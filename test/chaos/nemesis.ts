@@ -393,16 +393,23 @@ export class Nemesis {
       if (members !== undefined) before.set(q, members);
     }
     const members = before.get(queue) ?? [];
+    // Run on a running node; a verb that failed (its node killed under it, say) is tried once more
+    // on another running node, so that a fault does what it was planned to whatever the timing.
     const ctl = async (args: string[]): Promise<boolean> => {
-      const via = this.#cluster.nodes.find((n) => n.state === 'running')?.name ?? 'n1';
-      try {
-        await this.#cluster.ctl(via, args);
-        this.#step(fault, `styx ctl ${args.join(' ')} (via ${via}): done`);
-        return true;
-      } catch (error) {
-        this.#step(fault, `styx ctl ${args.join(' ')} (via ${via}): ${String(error).slice(0, 300)}`);
-        return false;
+      const tried: string[] = [];
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const via =
+          this.#cluster.nodes.find((n) => n.state === 'running' && !tried.includes(n.name))?.name ?? 'n1';
+        tried.push(via);
+        try {
+          await this.#cluster.ctl(via, args);
+          this.#step(fault, `styx ctl ${args.join(' ')} (via ${via}): done`);
+          return true;
+        } catch (error) {
+          this.#step(fault, `styx ctl ${args.join(' ')} (via ${via}): ${String(error).slice(0, 300)}`);
+        }
       }
+      return false;
     };
     let touched: string[] = [queue];
     switch (fault.change) {
