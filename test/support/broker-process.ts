@@ -39,6 +39,8 @@ export interface StartOptions {
    * nodes started in parallel never compete for the default port 15680.
    */
   readonly management?: boolean;
+  /** Environment variables for the node on top of this process's (e.g. STYX_TEST_COMPACT_EVERY). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** A loopback port free right now (the OS picks it; it is released before the node binds it). */
@@ -77,7 +79,11 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     String(options.management === true ? await freePort() : 0),
     ...(options.extraArgs ?? []),
   ];
-  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
+  });
   const logs: string[] = [];
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const stderr: string[] = [];

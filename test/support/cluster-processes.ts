@@ -52,15 +52,25 @@ export class TestCluster {
   readonly nodes: ClusterNode[] = [];
   readonly root: string;
   readonly #secretFile: string;
+  readonly #env: Readonly<Record<string, string>> | undefined;
+  /** Log lines of every earlier incarnation of a node (a restart replaces `broker` and its logs). */
+  readonly #pastLogs = new Map<string, string[]>();
 
-  private constructor(root: string) {
+  private constructor(root: string, env: Readonly<Record<string, string>> | undefined) {
     this.root = root;
+    this.#env = env;
     this.#secretFile = join(root, 'secret');
   }
 
-  /** Start `size` nodes named n1..nN; resolves once every node sees every member online. */
-  static async start(size: number): Promise<TestCluster> {
-    const cluster = new TestCluster(await mkdtemp(join(tmpdir(), 'styx-cq-')));
+  /**
+   * Start `size` nodes named n1..nN; resolves once every node sees every member online. `env`: extra
+   * environment variables for every node process, restarts included.
+   */
+  static async start(
+    size: number,
+    options: { readonly env?: Record<string, string> } = {},
+  ): Promise<TestCluster> {
+    const cluster = new TestCluster(await mkdtemp(join(tmpdir(), 'styx-cq-')), options.env);
     await writeFile(cluster.#secretFile, 'a cluster secret for this test only\n', { mode: 0o600 });
     try {
       const specs = [];
@@ -159,10 +169,24 @@ export class TestCluster {
     this.node(name).broker.child.kill('SIGCONT');
   }
 
+  /** Every log line a node printed, in every incarnation so far (restarts included). */
+  logsOf(name: string): string[] {
+    return [...(this.#pastLogs.get(name) ?? []), ...this.node(name).broker.logs];
+  }
+
+  /** Write every node's logs (all incarnations) to `<tmpdir>/<prefix>-XXXXXX/<node>.log`; returns the dir. */
+  async saveLogs(prefix: string): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), `${prefix}-`));
+    for (const node of this.nodes)
+      await writeFile(join(dir, `${node.name}.log`), `${this.logsOf(node.name).join('\n')}\n`);
+    return dir;
+  }
+
   /** Start a stopped node again with its data dir and ports. */
   async restart(name: string): Promise<void> {
     const node = this.node(name);
     if (this.isRunning(name)) await node.broker.kill();
+    this.#pastLogs.set(name, this.logsOf(name));
     node.broker = await this.#launch(node, node !== this.nodes[0]);
   }
 
@@ -181,6 +205,7 @@ export class TestCluster {
       port: spec.port,
       management: true,
       startTimeoutMs: 60_000,
+      ...(this.#env === undefined ? {} : { env: this.#env }),
       extraArgs: [
         '--cluster-listen',
         `127.0.0.1:${spec.clusterPort}`,

@@ -601,6 +601,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     for (const body of bodies) incoming.add(body.id);
     for (const id of this.machine.liveIds()) if (!incoming.has(id)) store.delete(this.groupId, id);
     for (const body of bodies) store.put(this.groupId, body.id, body.message);
+    // Rare, and worth seeing in the log: this replica was behind the leader's log and catches up
+    // from its snapshot (what a lagging replica's missing bodies would trace back to).
+    this.logger.info({ bodies: bodies.length }, 'catching up from a snapshot sent by the leader');
     return metadata;
   }
 
