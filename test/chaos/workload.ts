@@ -482,9 +482,30 @@ export class Workload {
   }
 
   /** The deep-backlog workload's consumers, which start at the drain (a no-op otherwise). */
-  async startConsumers(): Promise<void> {
+  async startConsumers(timeoutMs = 120_000): Promise<void> {
     if (this.#options.kind !== 'backlog') return;
-    await Promise.all(this.consumers.map((c) => c.open()));
+    // Right after the last heal a queue's leader may be slow to take a consumer (a deep queue just
+    // taken over): a first setup that times out is recorded and tried again, not a harness failure.
+    const deadline = Date.now() + timeoutMs;
+    await Promise.all(
+      this.consumers.map(async (consumer) => {
+        for (;;) {
+          try {
+            await consumer.open();
+            return;
+          } catch (error) {
+            this.#history.append({
+              type: 'info',
+              process: consumer.name,
+              f: 'connection',
+              value: `first setup failed: ${errorText(error)}`,
+            });
+            if (Date.now() > deadline) throw error;
+            await sleep(1_000);
+          }
+        }
+      }),
+    );
   }
 
   /** Messages in every queue now (ready, unacked, pending dead letters), as their leaders say. */
