@@ -442,21 +442,28 @@ export class Nemesis {
       const missing = new Map<string, string[]>();
       for (;;) {
         missing.clear();
+        const notMembers = new Map<string, string[]>();
         for (const q of touched) {
           const want = before.get(q) ?? [];
+          // Both views: the metadata's member list, and the Raft group as its leader reports it (a
+          // removal the metadata committed may not have reached the group yet, and the reverse).
+          const listed = await this.#members(q);
+          const current = listed ?? [];
           const status = await this.#status(q);
           const have = new Set(
             (status?.members ?? []).filter((m) => m.role !== 'learner' && m.online).map((m) => m.node),
           );
-          const lacking = want.filter((m) => !have.has(m));
-          if (status === undefined || lacking.length > 0) missing.set(q, lacking);
+          const lacking = want.filter((m) => !have.has(m) || !current.includes(m));
+          if (status === undefined || listed === undefined || lacking.length > 0) missing.set(q, lacking);
+          if (listed !== undefined)
+            notMembers.set(
+              q,
+              want.filter((m) => !current.includes(m)),
+            );
         }
         if (missing.size === 0 || Date.now() > deadline) break;
         // Put back what is not even a member (a removal that went through, an add that failed).
-        for (const [q, lacking] of missing) {
-          const current = (await this.#members(q)) ?? [];
-          for (const m of lacking) if (!current.includes(m)) await ctl(['add_member', q, m]);
-        }
+        for (const [q, absent] of notMembers) for (const m of absent) await ctl(['add_member', q, m]);
         await new Promise((r) => setTimeout(r, 1_000));
       }
       const restored = missing.size === 0;
