@@ -140,7 +140,7 @@ export class TestCluster {
         for (const node of this.nodes) {
           if (except.includes(node.name) || !this.isRunning(node.name)) continue;
           const json = await this.queue(node.name, queue).catch(() => undefined);
-          if (json?.leader !== undefined && !except.includes(json.leader)) {
+          if (typeof json?.leader === 'string' && !except.includes(json.leader)) {
             leader = json.leader;
             return true;
           }
