@@ -136,6 +136,45 @@ describe('Channel as an OwnerSink', () => {
     ]);
   });
 
+  it('ignores a late copy of a delivery it already settled (a send of a deposed leader, slowed on the link)', async () => {
+    // Chaos seed 101: under a slow link from the old leader, its first delivery of a message
+    // (count 0) was still on the way when the new leader delivered it again (count 1, flagged) and
+    // the client acked that; the old send then arrived and reached the client unflagged, a second
+    // time, after the ack.
+    const t = await setup();
+    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.handle({ channel: 1, method: 'basicAck', basicAck: { deliveryTag: 1, multiple: false } });
+    await t.flush();
+    expect(t.settled).toEqual([[7]]);
+    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    // A link's resend of the very delivery that was acked (same count) is as stale.
+    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    expect(t.deliveries()).toEqual([{ deliveryTag: 1, redelivered: true, body: 'a' }]);
+    // The queue delivering it anew (the ack never applied: a higher count) still reaches the client.
+    t.channel.deliver(t.queue, 'c', 7, true, 2, t.message('a'));
+    expect(t.deliveries()).toEqual([
+      { deliveryTag: 1, redelivered: true, body: 'a' },
+      { deliveryTag: 2, redelivered: true, body: 'a' },
+    ]);
+  });
+
+  it('ignores a late copy of a delivery it returned, and takes the redelivery that follows', async () => {
+    const t = await setup();
+    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.handle({
+      channel: 1,
+      method: 'basicNack',
+      basicNack: { deliveryTag: 1, multiple: false, requeue: true },
+    });
+    await t.flush();
+    t.channel.deliver(t.queue, 'c', 7, true, 0, t.message('a'));
+    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    expect(t.deliveries()).toEqual([
+      { deliveryTag: 1, redelivered: false, body: 'a' },
+      { deliveryTag: 2, redelivered: true, body: 'a' },
+    ]);
+  });
+
   it('tells the same id of another queue apart', async () => {
     const t = await setup();
     const other = { ...t.queue, groupId: 'g2' } as QueueHandle;

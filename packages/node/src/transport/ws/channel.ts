@@ -36,6 +36,12 @@ export interface ChannelHost {
   closeWithError(err: unknown): void;
 }
 
+/**
+ * Settled messages a channel remembers per queue, to ignore stale copies of their deliveries
+ * (`settledIds`): a few seconds of a busy consumer's acks, about 40 B each (~160 KiB at most).
+ */
+const SETTLED_REMEMBERED = 4096;
+
 /** Pause before registering a consumer again after a failed attempt, doubling up to the max, ms. */
 const REASSERT_FIRST_DELAY_MS = 500;
 const REASSERT_MAX_DELAY_MS = 10_000;
@@ -100,6 +106,15 @@ export class Channel implements OwnerSink {
    * a link resends what it may have lost) is ignored while the channel holds the message.
    */
   private readonly heldIds = new Map<string, Map<number, number>>();
+  /**
+   * The delivery count of each message this channel acked, nacked or recovered lately (at most
+   * `SETTLED_REMEMBERED` per queue incarnation, the oldest forgotten first): a send of it with no
+   * higher count that arrives afterwards is a stale copy — a deposed leader's send slowed on the
+   * link, or a link's resend of the very delivery that was settled — and is ignored. Without this
+   * the client got the message a second time after acking it, unflagged (chaos seed 101). A higher
+   * count is the queue delivering it anew (the settle never applied, or a requeue): it goes through.
+   */
+  private readonly settledIds = new Map<string, Map<number, number>>();
   /**
    * Acks (or nacks of one kind) of this turn not yet proposed, per queue: one `settle` (`discard`,
    * `return`) command per queue per turn instead of one per message. Proposed at the end of the turn
@@ -629,6 +644,8 @@ export class Channel implements OwnerSink {
    * again; the client must get it, and the tag it held stays valid.
    */
   private holds(queue: QueueHandle, id: number, deliveryCount: number): boolean {
+    const settled = this.settledIds.get(queue.groupId)?.get(id);
+    if (settled !== undefined && settled >= deliveryCount) return true;
     const tag = this.heldIds.get(queue.groupId)?.get(id);
     if (tag === undefined) return false;
     const held = this.unacked.get(tag);
@@ -648,6 +665,17 @@ export class Channel implements OwnerSink {
   /** `deliveryTag` is acked, nacked or recovered: the channel no longer holds it. */
   private unhold(deliveryTag: number, u: Unacked): void {
     this.unacked.delete(deliveryTag);
+    let settled = this.settledIds.get(u.queue.groupId);
+    if (settled === undefined) {
+      settled = new Map();
+      this.settledIds.set(u.queue.groupId, settled);
+    }
+    const known = settled.get(u.id);
+    if (known === undefined || known < u.deliveryCount) {
+      settled.delete(u.id); // re-inserted: the newest last
+      settled.set(u.id, u.deliveryCount);
+      if (settled.size > SETTLED_REMEMBERED) settled.delete(settled.keys().next().value as number);
+    }
     const ids = this.heldIds.get(u.queue.groupId);
     if (ids === undefined || ids.get(u.id) !== deliveryTag) return;
     ids.delete(u.id);
@@ -802,6 +830,7 @@ export class Channel implements OwnerSink {
     this.consumers.clear();
     this.unacked.clear();
     this.heldIds.clear();
+    this.settledIds.clear();
     const released: Promise<void>[] = [];
     for (const queue of this.queuesUsed) {
       released.push(
