@@ -6,7 +6,9 @@
  * - **Replicas.** A queue's record lists its replicas (`members`, the preferred leader first). The
  *   first member creates the group as its only voter; the others open as joiners, and the leader
  *   adds them (a learner first, promoted once caught up: `nextMembershipChange`). A replica whose
- *   node is no longer listed is destroyed once the group has removed it.
+ *   node is no longer listed is destroyed once the group has removed it and every remaining
+ *   member holds that removal (`#removalSettled`); a leader removing itself first hands its
+ *   leadership to an up-to-date voter that answers.
  * - **Owners.** A consumer belongs to a channel (`owner`); its node is in the owner id. A leader
  *   delivers to a channel on another node over the link; when that node answers that it has no
  *   such channel, or is counted down, the owner's consumers go and its unacked messages come back
@@ -120,6 +122,15 @@ export class ClusterQueues {
   readonly #remoteSinks = new Map<string, OwnerSink>();
   /** Groups with a membership change in flight. */
   readonly #changing = new Set<string>();
+  /**
+   * Replicas removed from their group whose leader reported every remaining member holding the
+   * removal: group id → this replica's applied index then (`#removalSettled`).
+   */
+  readonly #settledRemovals = new Map<string, number>();
+  /** Removed replicas whose leader is being asked whether their data may go. */
+  readonly #checkingRemovals = new Set<string>();
+  /** Removed replicas kept for a lagging member (logged once each). */
+  readonly #keptRemovals = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #reconciling: Promise<void> | undefined;
   #reconcileAgain = false;
@@ -509,6 +520,7 @@ export class ClusterQueues {
       if (handle !== undefined && handle.record !== record) handle.record = record;
       if (!members.includes(this.selfId)) continue;
       listed.add(record.groupId);
+      this.#settledRemovals.delete(record.groupId); // added back: a later removal is checked anew
       if (this.#host.replica(record.groupId) !== undefined) continue;
       const start = members[0] === this.selfId ? 'bootstrap' : 'join';
       try {
@@ -527,12 +539,59 @@ export class ClusterQueues {
         group.role === 'removed' ||
         (!group.membership.voters.includes(this.selfId) && !group.membership.learners.includes(this.selfId));
       if (!removed) continue;
+      if (group !== undefined && !this.#removalSettled(record, group)) continue;
+      this.#settledRemovals.delete(actor.groupId);
       try {
         await this.#host.dropReplica(record);
       } catch (error) {
         this.#log.warn({ err: error, queue: record.name }, 'replica not dropped');
       }
     }
+  }
+
+  /**
+   * Whether this node's replica, removed from its group (it applied the change), may destroy its
+   * data now. Only once the group's leader — one whose configuration no longer lists this node —
+   * reports every remaining member holding everything this replica applied, the removal with it.
+   *
+   * The removal commits on the old configuration's quorum, which may be this node and the leader
+   * alone while another member is down and behind (chaos seed 214: n1). That member still counts
+   * this node a voter. Were the data gone and this node added back, its replica would start empty
+   * under the same Raft id (Raft assumes an id never comes back without its state), grant the
+   * lagging member's vote requests, and make it leader without the entries only the old quorum
+   * had: committed messages gone. Kept until then, a replica added back carries on with its log.
+   * The leader is asked in the background (each second's membership check comes back here).
+   */
+  #removalSettled(record: QueueRecord, group: RaftGroupLog<QueueCommand, QueueApplyResult>): boolean {
+    const groupId = record.groupId;
+    const applied = group.appliedIndex;
+    // Settled at this applied index: nothing applied since (an add back would have been).
+    if (this.#settledRemovals.get(groupId) === applied) return true;
+    if (this.#checkingRemovals.has(groupId)) return false;
+    this.#checkingRemovals.add(groupId);
+    this.status(record).then(
+      (status) => {
+        this.#checkingRemovals.delete(groupId);
+        if (this.#stopped) return;
+        const stillListed = status.replicas.some((r) => r.node === this.selfId);
+        const behind = status.replicas.filter((r) => r.match < applied).map((r) => r.node);
+        if (!stillListed && behind.length === 0) {
+          this.#settledRemovals.set(groupId, applied);
+          this.#keptRemovals.delete(groupId);
+          void this.reconcileReplicas();
+        } else if (!this.#keptRemovals.has(groupId)) {
+          this.#keptRemovals.add(groupId);
+          this.#log.info(
+            { queue: record.name, vhost: record.vhost, applied, behind, stillListed },
+            'replica removed from its group: its data stays until every remaining member has the removal',
+          );
+        }
+      },
+      () => {
+        this.#checkingRemovals.delete(groupId); // no leader answered: asked again next second
+      },
+    );
+    return false;
   }
 
   // ------------------------------------------------------------------------------ membership upkeep
@@ -586,7 +645,20 @@ export class ClusterQueues {
     if (change === undefined) return;
     if (change.type === 'remove' && change.nodeId === this.selfId) {
       // The leader leaves its own group: hand the leadership over first, the next leader removes us.
-      const next = conf.voters.find((id) => id !== this.selfId && wanted.includes(id));
+      // To the wanted voter that answers and is furthest along: Raft catches the transferee up
+      // before it campaigns, and refuses proposals meanwhile, so a voter that is down or far
+      // behind (one just restarted) would stall the queue for nothing. None answering: keep
+      // leading, and try again at the next check.
+      const progress = group.progress();
+      let next: string | undefined;
+      let nextMatch = -1;
+      for (const id of conf.voters) {
+        if (id === this.selfId || !wanted.includes(id)) continue;
+        const pr = progress.get(id);
+        if (pr === undefined || !pr.active || pr.match <= nextMatch) continue;
+        next = id;
+        nextMatch = pr.match;
+      }
       if (next !== undefined) group.transferLeadership(next);
       return;
     }
