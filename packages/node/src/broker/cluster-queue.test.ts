@@ -1,12 +1,12 @@
 import type { HandOffId } from '@styx/dlx';
-import { InMemoryLog, NotLeaderError } from '@styx/raft';
+import { GroupOverloadedError, InMemoryLog, NotLeaderError } from '@styx/raft';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
 import { encodeCommandAnswer, encodeCounts, QueueLinkCode, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import { ChannelError, Code } from '../errors/amqp-error.ts';
 import type { QueueRecord } from '../metadata/metadata-machine.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
-import { GROUP, makeActor } from '../queue/queue-actor-test-support.ts';
+import { GROUP, makeActor, ScriptedLog } from '../queue/queue-actor-test-support.ts';
 import { MachineHarness, storedMessage } from '../queue/queue-test-harness.ts';
 import type {
   QueueApplyResult,
@@ -644,6 +644,133 @@ describe('ClusterQueue: order when the leader moves under commands in flight', (
     expect(landed).toEqual([0, 1, 2, 3]);
   });
 });
+
+describe('ClusterQueue: order when the leader refuses one command and takes the next', () => {
+  it('publishes in flight behind one the leader refused (nothing appended) are refused too, and land after it', async () => {
+    // Chaos seeds 323 and 407: a leader refused a run of a channel's pipelined publishes with nothing
+    // appended (its group over the uncommitted bound while a membership change held commits back),
+    // then took the next one, already on the link, once room came back; the refused ones, sent
+    // again, landed after it (p-work2-a:3945 before 3937-3944).
+    const port = new FakePort();
+    const log = new InMemoryLog<QueueCommand, QueueApplyResult>(GROUP);
+    const landed: number[] = [];
+    let refuse = new Set<number>([1]);
+    const propose = log.propose.bind(log);
+    const { actor } = makeActor(log);
+    log.propose = (command: QueueCommand) => {
+      const n = command.type === 'enqueue' ? Number(Buffer.from(command.message.body).toString()) : -1;
+      if (refuse.has(n)) {
+        refuse = new Set(); // room again for whatever comes next
+        return Promise.reject(new GroupOverloadedError(GROUP));
+      }
+      if (n >= 0) landed.push(n);
+      return propose(command);
+    };
+    await actor.open();
+    // The leader behind the link, as ClusterQueues serves a forwarded command: each request in
+    // its own turn, in the order sent.
+    let chain: Promise<unknown> = Promise.resolve();
+    port.respond = (_call, body) => {
+      const answer = chain.then(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        try {
+          const result = await actor.run(queueCommandCodec.decode(body));
+          return encodeCommandAnswer(result.reply, undefined);
+        } catch (error) {
+          if (error instanceof GroupOverloadedError)
+            throw new QueueLinkRemoteError('GROUP_OVERLOADED', error.message, 'id-b');
+          throw error;
+        }
+      });
+      chain = answer.catch(() => undefined);
+      return answer;
+    };
+    const queue = new ClusterQueue(record(['id-b', SELF]), false, port);
+    const publishes = [0, 1, 2, 3, 4].map((n) =>
+      queue.enqueue({ ...message(), body: Buffer.from(String(n)) }, undefined),
+    );
+    await Promise.all(publishes);
+    expect(landed).toEqual([0, 1, 2, 3, 4]);
+  });
+});
+
+describe('ClusterQueue: order when the leader here lost its leadership and won it again', () => {
+  it('a publish waits for those still pending from the earlier leadership, which may fail after it commits', async () => {
+    // Chaos seeds 323 and 407: publishes proposed here were pending when this replica lost the
+    // leadership across a membership change and won it back; the next publish went straight to it
+    // (the same node) and committed, and only then were the earlier ones found overwritten and
+    // refused: sent again, they landed after it.
+    const port = new FakePort();
+    const log = new HeldLog();
+    const { actor } = makeActor(log);
+    await actor.open();
+    port.local = actor;
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const publish = (n: number): Promise<unknown> =>
+      queue.enqueue({ ...message(), body: Buffer.from(String(n)) }, undefined);
+    const done = [publish(0)];
+    await log.settle();
+    done.push(publish(1), publish(2));
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    log.setRole('follower');
+    log.setRole('leader'); // a new leadership; 1 and 2 are still pending from the earlier one
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    done.push(publish(3));
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    await log.settle((n) => n === 3); // 3 commits first, if it was proposed
+    log.refuse((n) => n === 1 || n === 2); // their entries were overwritten: refused
+    for (;;) {
+      await log.settle();
+      const outcome = await Promise.race([
+        Promise.all(done).then(() => 'done'),
+        new Promise((resolve) => setTimeout(resolve, 5, 'waiting')),
+      ]);
+      if (outcome === 'done') break;
+    }
+    expect(log.landed).toEqual([0, 1, 2, 3]);
+  });
+});
+
+/** A leader's log whose proposals stay pending until the test commits or refuses them. */
+class HeldLog extends ScriptedLog {
+  readonly landed: number[] = [];
+  readonly #held: {
+    command: QueueCommand;
+    resolve: (r: QueueApplyResult) => void;
+    reject: (e: unknown) => void;
+  }[] = [];
+  constructor() {
+    super('leader');
+  }
+  override propose(command: QueueCommand): Promise<QueueApplyResult> {
+    if (this.role !== 'leader') return Promise.reject(new NotLeaderError(GROUP, undefined));
+    // Only publishes are held; the actor's own commands (its first config) commit at once.
+    if (command.type !== 'enqueue') return Promise.resolve().then(() => this.append(command));
+    return new Promise((resolve, reject) => this.#held.push({ command, resolve, reject }));
+  }
+  /** Commit the held proposals `which` picks (all by default), in the order proposed. */
+  async settle(which: (n: number) => boolean = () => true): Promise<void> {
+    for (const held of [...this.#held]) {
+      const n = numberOf(held.command);
+      if (!which(n)) continue;
+      this.#held.splice(this.#held.indexOf(held), 1);
+      if (n >= 0) this.landed.push(n);
+      held.resolve(this.append(held.command));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  refuse(which: (n: number) => boolean): void {
+    for (const held of [...this.#held]) {
+      if (!which(numberOf(held.command))) continue;
+      this.#held.splice(this.#held.indexOf(held), 1);
+      held.reject(new NotLeaderError(GROUP, undefined));
+    }
+  }
+}
+
+function numberOf(command: QueueCommand): number {
+  return command.type === 'enqueue' ? Number(Buffer.from(command.message.body).toString()) : -1;
+}
 
 describe('ClusterQueue: a leader here cut off from its quorum', () => {
   /** A replica here that led and lost its quorum: what it proposes waits for the partition to heal. */

@@ -24,7 +24,7 @@
 
 import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
-import { systemClock } from '@styx/raft';
+import { GroupOverloadedError, NotLeaderError, systemClock } from '@styx/raft';
 import {
   CONFIRM_BEFORE_COMMIT,
   HAND_OFF_BEFORE_COMMIT,
@@ -160,6 +160,12 @@ export const OWNER_GRACE_MS = 3_500;
 
 /** Live messages checked for their body per turn when a replica takes over a queue. */
 const BODY_SCAN_CHUNK = 4096;
+/**
+ * How long publishes sent behind one this leader refused are refused too, at most, ms (see
+ * `refusedPublishes`): the source sends a refused one again within its retry back-off (25 to
+ * 500 ms) plus a round trip, unless it went to another leader or gave up.
+ */
+const REFUSED_PUBLISH_HOLD_MS = 2_000;
 
 const EXPIRE_COMMAND: QueueCommand = Object.freeze({ type: 'expire' });
 const TOUCH_COMMAND: QueueCommand = Object.freeze({ type: 'touch' });
@@ -191,6 +197,30 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   private settleOpened: (error?: unknown) => void = () => {};
   /** Duties taken for the current leadership (reset when leadership is lost). */
   private leading = false;
+  /**
+   * Publish sources whose publish this leader refused with nothing appended (overloaded, or not
+   * leading any more): the lowest such id, and when. A source pipelines its publishes (a channel's,
+   * through its node's `ClusterQueue`), so those sent behind the refused one are already on their
+   * way: if room came back meanwhile, they would land first and the refused one, sent again, after
+   * them (chaos seeds 323 and 407: a channel's publishes out of order across a membership change).
+   * They are refused too, until the refused one comes again (the source resends in order), its
+   * source says it is answered (a horizon past it), or `REFUSED_PUBLISH_HOLD_MS` passed. Forgotten
+   * on a role change: a new leadership starts clean.
+   */
+  private readonly refusedPublishes = new Map<string, { id: number; at: number }>();
+  /**
+   * Publishes proposed and not answered yet, per source: how many in the current leadership (its
+   * number, `leaderships`) and how many in earlier ones. A leader that lost the leadership and won
+   * it back keeps its earlier proposals pending; those whose entries another leader overwrote
+   * meanwhile are refused only once their index applies, after anything proposed since has
+   * committed. A publish of a source with publishes pending from an earlier leadership is refused
+   * (retried by its source, which then sends it after the earlier ones: chaos seeds 323 and 407,
+   * a channel's publish landing before a run of its earlier ones across a membership change).
+   */
+  private readonly pendingPublishes = new Map<
+    string,
+    { leadership: number; current: number; older: number }
+  >();
   /** The leader this replica last heard of (itself while it leads). */
   private knownLeader: string | undefined = undefined;
   /** The fresh group's first entry (its config), proposed when this replica first leads it. */
@@ -324,7 +354,59 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
    * how commands forwarded from other nodes run on the leader. `NotLeaderError` on a follower.
    */
   run(command: QueueCommand): Promise<QueueApplyResult> {
-    return this.propose(command);
+    const id = command.type === 'enqueue' && command.handOff === undefined ? command.publishId : undefined;
+    if (id === undefined) return this.propose(command);
+    const refused = this.refusedPublishes.get(id.source);
+    if (refused !== undefined) {
+      if (
+        id.messageId > refused.id &&
+        id.horizon <= refused.id &&
+        this.clock.now() - refused.at < REFUSED_PUBLISH_HOLD_MS
+      ) {
+        // Sent behind a publish refused here and not sent again yet: refused too, so it lands after.
+        return Promise.reject(new GroupOverloadedError(this.groupId));
+      }
+      // The refused one again (or an earlier one), or it was answered since, or given up.
+      this.refusedPublishes.delete(id.source);
+    }
+    // Publishes of this source proposed in an earlier leadership and still pending may yet be
+    // refused (their entries overwritten while another node led) after this one commits: it waits.
+    const leadership = this.leaderships;
+    let pending = this.pendingPublishes.get(id.source);
+    if (pending !== undefined && pending.leadership !== leadership) {
+      pending.older += pending.current;
+      pending.current = 0;
+      pending.leadership = leadership;
+    }
+    if (pending !== undefined && pending.older > 0)
+      return Promise.reject(new GroupOverloadedError(this.groupId));
+    if (pending === undefined) {
+      pending = { leadership, current: 0, older: 0 };
+      this.pendingPublishes.set(id.source, pending);
+    }
+    pending.current++;
+    const counted = pending;
+    const answered = (): void => {
+      if (counted.leadership === leadership) counted.current--;
+      else counted.older--;
+      if (counted.current === 0 && counted.older === 0 && this.pendingPublishes.get(id.source) === counted)
+        this.pendingPublishes.delete(id.source);
+    };
+    const proposed = this.propose(command);
+    proposed.then(answered, answered);
+    proposed.catch((error: unknown) => {
+      // Refused with nothing appended (or by a leader on its way out): what its source sent behind
+      // it must not land first. Recorded within this turn: the next request comes in a later one.
+      if (!(error instanceof GroupOverloadedError) && !(error instanceof NotLeaderError)) return;
+      const known = this.refusedPublishes.get(id.source);
+      if (known !== undefined && known.id <= id.messageId) return;
+      const now = this.clock.now();
+      if (this.refusedPublishes.size >= 256)
+        for (const [source, entry] of this.refusedPublishes)
+          if (now - entry.at >= REFUSED_PUBLISH_HOLD_MS) this.refusedPublishes.delete(source);
+      this.refusedPublishes.set(id.source, { id: id.messageId, at: now });
+    });
+    return proposed;
   }
 
   /**
@@ -770,6 +852,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
 
   private readonly onRole = (change: RoleChange): void => {
     this.knownLeader = change.leader;
+    this.refusedPublishes.clear();
     // Before open() completes, open() takes the duties itself.
     if (this.state !== 'open') return;
     if (change.role === 'leader') {
