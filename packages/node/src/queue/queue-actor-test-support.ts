@@ -7,6 +7,7 @@ import { tableGet } from '@styx/client/wire';
 import type { HandOffId } from '@styx/dlx';
 import { readXDeath, X_DEATH_HEADER } from '@styx/dlx';
 import type { ReplicatedLog, Role, RoleChange, StateMachine } from '@styx/raft';
+import type { BodySource } from './body-repair.ts';
 import { InMemoryBodyStore } from './body-store.ts';
 import type { DeadLetterRoute, DeadLetterTarget } from './dead-letter-route.ts';
 import type { DeadLetteringOptions, OwnerSink, QueueActorSinks } from './queue-actor.ts';
@@ -265,6 +266,7 @@ export function makeActor(
   config: Partial<QueueConfig> = {},
   deadLettering: DeadLetteringOptions = {},
   sinks = new RecordingSinks(),
+  bodySource?: BodySource,
 ): ActorUnderTest {
   const store = new InMemoryBodyStore();
   const logger = new RecordingLogger();
@@ -278,6 +280,7 @@ export function makeActor(
     logger,
     sinks,
     deadLettering,
+    ...(bodySource === undefined ? {} : { bodySource }),
   });
   return { actor, sinks, store, logger };
 }

@@ -8,18 +8,17 @@ import type { ReplicatedLog } from '@styx/raft';
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BodyFetchResult, BodySource } from './body-repair.ts';
-import { InMemoryBodyStore } from './body-store.ts';
-import { QueueActor } from './queue-actor.ts';
+import type { ActorUnderTest } from './queue-actor-test-support.ts';
 import {
   enqueueCommand,
   FakeTarget,
   GROUP,
+  makeActor,
   OWNER,
-  RecordingLogger,
   RecordingSinks,
   ScriptedLog,
 } from './queue-actor-test-support.ts';
-import { queueConfig, storedMessage, T0 } from './queue-test-harness.ts';
+import { storedMessage, T0 } from './queue-test-harness.ts';
 import type { QueueApplyResult, QueueCommand, QueueConfig, StoredMessage } from './types.ts';
 
 /** A source that answers from `held` (what the other replicas have); `lost`: ids they all lack. */
@@ -47,33 +46,13 @@ class FakeSource implements BodySource {
   }
 }
 
-interface Setup {
-  readonly actor: QueueActor;
-  readonly sinks: RecordingSinks;
-  readonly store: InMemoryBodyStore;
-  readonly logger: RecordingLogger;
-}
-
 function setup(
   log: ReplicatedLog<QueueCommand, QueueApplyResult>,
   source: BodySource,
   config: Partial<QueueConfig> = {},
   sinks = new RecordingSinks(),
-): Setup {
-  const store = new InMemoryBodyStore();
-  const logger = new RecordingLogger();
-  const actor = new QueueActor({
-    vhost: '/',
-    name: 'q',
-    groupId: log.groupId,
-    log,
-    bodyStore: store,
-    config: queueConfig(config),
-    logger,
-    sinks,
-    bodySource: source,
-  });
-  return { actor, sinks, store, logger };
+): ActorUnderTest {
+  return makeActor(log, config, {}, sinks, source);
 }
 
 function numbered(n: number): StoredMessage {
