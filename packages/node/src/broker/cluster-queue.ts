@@ -17,7 +17,7 @@
  * enqueued. The other
  * commands are retried too when their outcome is unknown, except `get` (a repeated get could take
  * a second message): settles, returns and discards of ids the owner no longer holds are ignored by
- * the queue, and cancel, ownerDown, touch and purge are idempotent.
+ * the queue, and cancel, ownerDown, touch, purge and remove are idempotent.
  */
 import type { HandOffId } from '@styx/dlx';
 import { GroupOverloadedError, NotLeaderError } from '@styx/raft';
@@ -254,6 +254,11 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   async purge(): Promise<number> {
     const { reply } = await this.#run({ type: 'purge' }, true);
     return reply.type === 'purged' ? reply.count : 0;
+  }
+
+  async remove(ids: readonly number[]): Promise<readonly number[]> {
+    const { reply } = await this.#run({ type: 'remove', ids }, true);
+    return reply.type === 'removed' ? reply.ids : [];
   }
 
   ownerDown(owner: string): Promise<void> {

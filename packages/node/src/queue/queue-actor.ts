@@ -535,6 +535,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     return this.propose(PURGE_COMMAND).then(purgedCount);
   }
 
+  /** Remove these ready messages by id, without dead-lettering; resolves with the ids removed. */
+  remove(ids: readonly number[]): Promise<readonly number[]> {
+    return this.propose({ type: 'remove', ids }).then(removedIds);
+  }
+
   /** The owner (channel) is gone: its consumers go, its unacked messages come back. */
   ownerDown(owner: OwnerId): Promise<void> {
     return this.propose({ type: 'ownerDown', owner }).then(toVoid);
@@ -1075,6 +1080,10 @@ function repliesBeforeCommit(handOff: boolean): boolean {
 }
 
 const EARLY_OK: QueueApplyResult = { reply: { type: 'ok' }, effects: [], removed: [] };
+
+function removedIds(result: QueueApplyResult): readonly number[] {
+  return result.reply.type === 'removed' ? result.reply.ids : [];
+}
 
 function purgedCount(result: QueueApplyResult): number {
   return result.reply.type === 'purged' ? result.reply.count : 0;

@@ -50,6 +50,11 @@ export interface QueueHandle {
   get(owner: string, noAck: boolean): Promise<QueueGetResult | undefined>;
   /** Remove every ready message; resolves with how many. */
   purge(): Promise<number>;
+  /**
+   * Remove these ready messages by id, without dead-lettering (a redrive's copies were confirmed
+   * elsewhere); resolves with the ids removed. Ids not ready here are left alone. Retrying is safe.
+   */
+  remove(ids: readonly number[]): Promise<readonly number[]>;
   /** The owner (channel) is gone: its consumers go, its unacked messages come back. */
   ownerDown(owner: string): Promise<void>;
   /** A use of the queue that resets its `x-expires` clock. */

@@ -508,6 +508,63 @@ describe('QueueMachine ownerDown, purge, setConfig', () => {
   });
 });
 
+describe('QueueMachine remove (by id, for a redrive)', () => {
+  it('removes the ready messages named, anywhere in the queue, without dead-lettering', () => {
+    const h = new MachineHarness({ messageTtl: 1000 });
+    const ids = h.enqueueMany(5);
+    const result = h.apply({ type: 'remove', ids: [ids[3] as number, ids[1] as number] });
+    expect(result.reply).toEqual({ type: 'removed', ids: [ids[3], ids[1]] });
+    expect(result.removed).toEqual([ids[3], ids[1]]);
+    expect(deadLettered(result)).toEqual([]);
+    expect(h.machine.counts()).toMatchObject({ ready: 3, readyBytes: 30 });
+    // The rest are delivered in their order, the removed ones never.
+    expect(deliveredIds(h.consume(A, 'a1'))).toEqual([ids[0], ids[2], ids[4]]);
+  });
+
+  it('leaves unacked, unknown and already removed ids alone, and removes returned ones', () => {
+    const h = new MachineHarness();
+    const ids = h.enqueueMany(3);
+    h.consume(A, 'a1', { prefetch: 2 });
+    // A holds ids[0] and ids[1]; with its consumer cancelled, ids[0] comes back to the returned
+    // list (and stays ready), ids[1] stays unacked.
+    h.apply({ type: 'cancel', owner: A, tag: 'a1' });
+    h.apply({ type: 'return', owner: A, ids: [ids[0] as number] });
+    const result = h.apply({
+      type: 'remove',
+      ids: [ids[0] as number, ids[1] as number, ids[2] as number, 999],
+    });
+    expect(result.reply).toEqual({ type: 'removed', ids: [ids[0], ids[2]] });
+    expect(h.machine.counts()).toMatchObject({ ready: 0, unacked: 1 });
+    expect(h.machine.heldBy(ids[1] as number)).toBe(A);
+    const again = h.apply({ type: 'remove', ids: [ids[0] as number] });
+    expect(again.reply).toEqual({ type: 'removed', ids: [] });
+    expect(again.removed).toEqual([]);
+  });
+
+  it('drops a removed message from the expiry index (it never expires later)', () => {
+    const h = new MachineHarness({ messageTtl: 100 });
+    const ids = h.enqueueMany(2);
+    const result = h.apply({ type: 'remove', ids: [ids[0] as number, ids[1] as number] });
+    expect(timerOf(result)).toBe('cancel');
+    h.advance(500);
+    expect(deadLettered(h.apply({ type: 'expire' }))).toEqual([]);
+  });
+
+  it('replays to the same state on another replica and through a snapshot', () => {
+    const a = new MachineHarness();
+    const b = new MachineHarness();
+    for (const h of [a, b]) {
+      h.enqueueMany(4);
+      h.apply({ type: 'remove', ids: [2, 4] });
+    }
+    expect(a.machine.snapshot()).toStrictEqual(b.machine.snapshot());
+    const restored = new QueueMachine();
+    restored.restore(a.machine.snapshot(), { index: a.index, term: 1, ts: a.ts });
+    expect(restored.counts()).toEqual(a.machine.counts());
+    expect([...restored.liveIds()]).toEqual([1, 3]);
+  });
+});
+
 describe('QueueMachine results', () => {
   it('returns one shared result when nothing happens', () => {
     const h = new MachineHarness();

@@ -249,6 +249,9 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       case 'deadLetterSettled':
         this.settleDeadLetters(command.ids);
         break;
+      case 'remove':
+        reply = this.removeReady(command.ids);
+        break;
     }
     this.deliverReady();
     this.expireDue();
@@ -406,6 +409,25 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     this.expiry.clear();
     this.readyBytes = 0;
     return { type: 'purged', count };
+  }
+
+  /**
+   * Remove ready messages by id (a redrive's copies were confirmed by their targets). Only ready
+   * ones: an unacked message belongs to the consumer holding it, a pending one to its hand-off.
+   * O(k) for k ids, plus O(log n) each for messages with an expiry.
+   */
+  private removeReady(ids: readonly number[]): QueueReply {
+    const removed: number[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as number;
+      const entry = this.entries.get(id);
+      if (entry === undefined || (entry.place !== Place.Ready && entry.place !== Place.Returned)) continue;
+      this.takeReady(entry);
+      this.entries.delete(id);
+      this.pushRemoved(id);
+      removed.push(id);
+    }
+    return { type: 'removed', ids: removed };
   }
 
   private purgeList(list: LinkedQueue<MessageEntry>): number {

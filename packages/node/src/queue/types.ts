@@ -115,7 +115,13 @@ export type QueueCommand =
    * Every target confirmed the dead-lettered copies of these pending messages (or a cycle dropped
    * them): forget them and delete their bodies. Ids not pending are ignored (idempotent).
    */
-  | { readonly type: 'deadLetterSettled'; readonly ids: readonly number[] };
+  | { readonly type: 'deadLetterSettled'; readonly ids: readonly number[] }
+  /**
+   * Remove these ready messages, by id, as if acked: no dead-lettering, bodies deleted (a redrive
+   * moved their copies elsewhere). Ids that are not ready here (unknown, gone, held unacked by a
+   * consumer, pending a hand-off) are left alone: the reply lists those actually removed.
+   */
+  | { readonly type: 'remove'; readonly ids: readonly number[] };
 
 /** Why a message left the queue without being acked. */
 export type RemovalReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
@@ -197,6 +203,8 @@ export type QueueReply =
     }
   | { readonly type: 'empty' }
   | { readonly type: 'purged'; readonly count: number }
+  /** remove: the ids that were ready and are gone now, in the order given. */
+  | { readonly type: 'removed'; readonly ids: readonly number[] }
   /** consume refused: exclusive consumer present, or exclusive requested while others consume. */
   | { readonly type: 'locked'; readonly text: string };
 

@@ -70,6 +70,10 @@ const SAMPLES: { readonly [K in QueueCommand['type']]: readonly Variant<K>[] } =
   purge: [{ type: 'purge' }],
   ownerDown: [{ type: 'ownerDown', owner: 'c9/1' }],
   touch: [{ type: 'touch' }],
+  remove: [
+    { type: 'remove', ids: [] },
+    { type: 'remove', ids: [7, 2, 2 ** 40] },
+  ],
   deadLetterSettled: [
     { type: 'deadLetterSettled', ids: [] },
     { type: 'deadLetterSettled', ids: [3, 1, 2 ** 33] },
