@@ -21,12 +21,23 @@
  * No transaction spans two queues' logs: the target commits (and dedupes), then this queue commits
  * the settle; a crash between the two only causes a retry the target recognises.
  *
+ * In progress at once: at most `MAX_HAND_OFFS_IN_PROGRESS` messages (tracked by the scheduler: being
+ * attempted, retried or settled); the rest wait in a FIFO backlog, in the order they died, and are
+ * taken up as those settle. Why: a target remembers at most `maxIdsPerSource` hand-off ids per
+ * source above that source's horizon (see `@styx/dlx` DedupeWatermarks) and forgets the smallest
+ * past it. Every id this queue may send again is one taken up and not yet settled, so with fewer
+ * of those than the window (half of it, with room for the settled ids the horizon has not passed
+ * yet) a target recognises every repeat — after a lost confirm, and after a leader change, whose new
+ * leader sends again everything the old one had not settled. Without the cap, a burst of thousands
+ * of expiries put more ids above a target's window than it keeps, and a later leader change resent
+ * the forgotten ones as fresh copies (a test saw 551 extra copies in a DLQ of 9,000).
+ *
  * Timer: one, of its own (not the expiry timer): armed for the scheduler's next deadline while
  * hand-offs wait or are in flight, so the expiry timer's logic stays simple and an idle queue arms
  * nothing.
  */
 import type { DeadLetteredCopy, HandOffId, HandOffSchedulerOptions } from '@styx/dlx';
-import { DEFAULT_HAND_OFF_OPTIONS, deadLetterCopy, HandOffScheduler } from '@styx/dlx';
+import { DEFAULT_DEDUPE_LIMITS, DEFAULT_HAND_OFF_OPTIONS, deadLetterCopy, HandOffScheduler } from '@styx/dlx';
 import type { Clock } from '@styx/raft';
 import type { AggregatedLog } from './aggregated-log.ts';
 import type { BodyStore } from './body-store.ts';
@@ -39,6 +50,11 @@ import type { QueueReply, RemovalReason } from './types.ts';
 
 /** Hand-offs attempted per pump, at most; the rest stay due for the next pump, a timer tick later. */
 export const MAX_ATTEMPTS_PER_PUMP = 1_024;
+/**
+ * Messages in progress at once (see the header): half the targets' dedupe window per source.
+ * Throughput is not the limit: with a target answering in ~1 ms, 512 in flight carry ~500k/s.
+ */
+export const MAX_HAND_OFFS_IN_PROGRESS = DEFAULT_DEDUPE_LIMITS.maxIdsPerSource / 2;
 /** Longest delay handed to setTimeout, ms (its limit is 2^31 - 1). */
 const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
@@ -91,31 +107,65 @@ export class AtLeastOnceHandOffs {
   /** The dedupe horizon sent with hand-offs, and when it was read (see HORIZON_REFRESH_MS). */
   private horizon = 0;
   private horizonReadAt = Number.NEGATIVE_INFINITY;
+  /** Pending messages not yet taken up, in the order they died: a FIFO read from `backlogHead`. */
+  private backlog: number[] = [];
+  private backlogHead = 0;
+  /** The same ids, for membership. */
+  private readonly inBacklog = new Set<number>();
 
   constructor(options: HandOffOptions) {
     this.options = options;
     this.scheduler = new HandOffScheduler(options.scheduler ?? DEFAULT_HAND_OFF_OPTIONS);
   }
 
-  /** Hand-offs tracked. */
+  /** Hand-offs this leader knows of: in progress plus waiting in the backlog. */
   get size(): number {
+    return this.scheduler.size + this.inBacklog.size;
+  }
+
+  /** Hand-offs in progress (at most MAX_HAND_OFFS_IN_PROGRESS). */
+  get inProgress(): number {
     return this.scheduler.size;
   }
 
-  /** Take up every message the machine holds pending (on becoming leader): all due now. */
+  /** Take up every message the machine holds pending (on becoming leader), in the order they died. */
   resumeAll(): void {
-    const now = this.options.clock.now();
-    for (const entry of this.options.machine.pendingDeadLetters()) {
-      if (!this.scheduler.has(entry.id)) this.scheduler.track(entry.id, now);
-    }
-    this.schedulePump();
+    for (const entry of this.options.machine.pendingDeadLetters()) this.enqueueBacklog(entry.id);
+    this.takeUp();
   }
 
-  /** Messages that just became pending (the machine's hand-off effect): due now. */
+  /** Messages that just became pending (the machine's hand-off effect). */
   track(ids: readonly number[]): void {
+    for (const id of ids) this.enqueueBacklog(id);
+    this.takeUp();
+  }
+
+  private enqueueBacklog(id: number): void {
+    if (this.scheduler.has(id) || this.inBacklog.has(id)) return;
+    this.inBacklog.add(id);
+    this.backlog.push(id);
+  }
+
+  /** Moves backlog ids into the scheduler (due now) while fewer than the cap are in progress. */
+  private takeUp(): void {
+    if (this.stopped) return;
     const now = this.options.clock.now();
-    for (const id of ids) if (!this.scheduler.has(id)) this.scheduler.track(id, now);
-    this.schedulePump();
+    const { machine } = this.options;
+    let taken = false;
+    while (this.backlogHead < this.backlog.length && this.scheduler.size < MAX_HAND_OFFS_IN_PROGRESS) {
+      const id = this.backlog[this.backlogHead++] as number;
+      this.inBacklog.delete(id);
+      // Settled meanwhile (a settle proposed by an earlier leader, applied since): nothing to do.
+      if (machine.pendingDeadLetter(id) === undefined) continue;
+      this.scheduler.track(id, now);
+      taken = true;
+    }
+    // Compact the FIFO once its consumed head dominates it, so memory follows what is waiting.
+    if (this.backlogHead > 1024 && this.backlogHead * 2 > this.backlog.length) {
+      this.backlog = this.backlog.slice(this.backlogHead);
+      this.backlogHead = 0;
+    }
+    if (taken) this.schedulePump();
   }
 
   /**
@@ -131,6 +181,7 @@ export class AtLeastOnceHandOffs {
       this.scheduler.forget(id);
       this.cycleDrops.delete(id);
     }
+    this.takeUp();
   }
 
   /** A new exchange or binding appeared: every waiting hand-off is due now. */
@@ -183,6 +234,7 @@ export class AtLeastOnceHandOffs {
       // Settled meanwhile, or released by a config change: nothing left to hand off.
       this.scheduler.forget(id);
       this.cycleDrops.delete(id);
+      this.takeUp();
       return;
     }
     const message = bodyStore.get(groupId, id);

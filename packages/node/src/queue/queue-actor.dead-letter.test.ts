@@ -1,7 +1,10 @@
 import { tableGet } from '@styx/client/wire';
-import { readXDeath, X_DEATH_HEADER } from '@styx/dlx';
+import type { HandOffId } from '@styx/dlx';
+import { DedupeWatermarks, readXDeath, X_DEATH_HEADER } from '@styx/dlx';
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MAX_HAND_OFFS_IN_PROGRESS } from './at-least-once-hand-offs.ts';
+import type { DeadLetterTarget } from './dead-letter-route.ts';
 import type { DeadLetteringOptions } from './queue-actor.ts';
 import type { ActorUnderTest } from './queue-actor-test-support.ts';
 import {
@@ -15,7 +18,7 @@ import {
   ScriptedLog,
 } from './queue-actor-test-support.ts';
 import { queueConfig, storedMessage, T0 } from './queue-test-harness.ts';
-import type { QueueConfig, RemovalTotals } from './types.ts';
+import type { QueueConfig, QueueReply, RemovalTotals, StoredMessage } from './types.ts';
 
 const ALO: Partial<QueueConfig> = { deadLetterExchange: 'dlx', deadLetterStrategy: 'at-least-once' };
 const AMO: Partial<QueueConfig> = { deadLetterExchange: 'dlx', deadLetterStrategy: 'at-most-once' };
@@ -308,6 +311,61 @@ describe('at-least-once hand-offs across leader changes', () => {
     expect(dlq.kept).toHaveLength(2);
     expect(settledCommands(log)).toEqual([[3, 4]]);
     expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('keeps at most MAX_HAND_OFFS_IN_PROGRESS in progress, so a target with a bounded dedupe window recognises every repeat after a leader change', async () => {
+    // The target as a real one dedupes: DedupeWatermarks with its default window (1,024 ids above
+    // the source's horizon). It commits every copy but its confirms are lost (the target's leader
+    // died after committing) until `answering`.
+    const dedupe = new DedupeWatermarks();
+    const kept: number[] = [];
+    let answering = false;
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const dlq: DeadLetterTarget = {
+      name: 'dlq',
+      enqueue(_message: StoredMessage, _ttl: number | undefined, handOff?: HandOffId): Promise<QueueReply> {
+        const h = handOff as HandOffId;
+        const fresh = dedupe.accept(h.source, h.messageId, h.horizon) === 'new';
+        if (fresh) kept.push(h.messageId);
+        if (!answering) {
+          inFlight += 1;
+          mostInFlight = Math.max(mostInFlight, inFlight);
+          return new Promise(() => {});
+        }
+        return Promise.resolve(fresh ? { type: 'ok' } : { type: 'duplicate' });
+      },
+    };
+    const sinks = new RecordingSinks();
+    sinks.exchange('dlx', dlq);
+    const log = new ScriptedLog('leader');
+    const under = makeActor(
+      log,
+      ALO,
+      { ...FAST, handOff: { ...FAST.handOff, confirmTimeoutMs: 60_000 } },
+      sinks,
+    );
+    await under.actor.open();
+    const owner = sinks.owner(OWNER);
+    await under.actor.consume(OWNER, 'c', 0, false, false);
+    const n = 3_000;
+    for (let i = 1; i <= n; i++) await under.actor.enqueue(storedMessage(i), undefined);
+    await under.actor.discard(
+      OWNER,
+      owner.deliveries.map((d) => d.id),
+    );
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(mostInFlight).toBe(MAX_HAND_OFFS_IN_PROGRESS);
+    expect(under.actor.counts().deadLetterPending).toBe(n);
+    // A new leadership resends everything unsettled; from now on the target answers.
+    log.setRole('follower');
+    answering = true;
+    log.setRole('leader');
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(under.actor.counts().deadLetterPending).toBe(0);
+    // Every message exactly once at the target (without the cap: 1,976 forgotten ids sent again).
+    expect(kept).toHaveLength(n);
+    expect(new Set(kept).size).toBe(n);
   });
 
   it('stops on losing leadership: late confirms and timers propose nothing', async () => {
