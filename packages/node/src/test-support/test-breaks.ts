@@ -59,8 +59,9 @@ export const TRANSFER_WITHOUT_BODIES = testBreaks.breaks.has('transfer-without-b
 
 /**
  * Testing only, not a break: `STYX_TEST_COMPACT_EVERY=N` makes every durable queue log compact after
- * N entries instead of the default policy's 20,000, so that a short chaos run reaches the paths a
- * compacted log takes (a lagging or new replica catching up from a snapshot). Read once.
+ * exactly N entries (the default policy: 20,000, later on a deep backlog by its snapshot-size ratio),
+ * so that a short chaos run reaches the paths a compacted log takes (a lagging or new replica
+ * catching up from a snapshot). Read once.
  */
 export const TEST_COMPACT_EVERY_ENV = 'STYX_TEST_COMPACT_EVERY';
 const compactEvery = Number(process.env[TEST_COMPACT_EVERY_ENV] ?? '');
