@@ -16,6 +16,8 @@
  *   back only with a new identity (an empty data dir).
  * - Forgetting names a node by id or by name; an unknown one is 404; the last member is 406 (the
  *   metadata group would have no voter left).
+ * - A member may be drained (maintenance mode) and revived; draining an unknown node is 404, and a
+ *   forgotten member is no longer drained. Snapshots written before this kept no drained set.
  *
  * Bounds: one record per member; the forgotten set grows by two ids per forgotten node, for the
  * cluster's lifetime (an operator action, so a few hundred bytes per forget).
@@ -35,6 +37,8 @@ export class ClusterMembership {
   readonly #byId = new Map<string, ClusterNodeRecord>();
   /** Node ids and peer ids of forgotten members. */
   readonly #forgotten = new Set<string>();
+  /** Node ids of members in maintenance mode (`setNodeMaintenance`), in the order they were drained. */
+  readonly #drained = new Set<string>();
 
   /** The members, oldest first. */
   nodes(): ClusterNodeRecord[] {
@@ -54,6 +58,26 @@ export class ClusterMembership {
   /** Node ids and peer ids of forgotten members, in the order they were forgotten. */
   forgotten(): string[] {
     return Array.from(this.#forgotten);
+  }
+
+  /** Whether the member with this node id is in maintenance mode (drained). */
+  isDrained(id: string): boolean {
+    return this.#drained.has(id);
+  }
+
+  /** Node ids of the members in maintenance mode. */
+  drained(): string[] {
+    return Array.from(this.#drained);
+  }
+
+  /** Drain (`drained`) or revive a member named by id or name; `removed`/`created` say if it changed. */
+  setDrained(node: string, drained: boolean): MetadataReply {
+    const member = this.node(node);
+    if (member === undefined) return error(ReplyCode.NOT_FOUND, `no cluster node '${node}'`);
+    if (drained === this.#drained.has(member.id)) return ok();
+    if (drained) this.#drained.add(member.id);
+    else this.#drained.delete(member.id);
+    return ok(drained ? { created: true } : { removed: true });
   }
 
   /** `ts`: the entry's time, recorded as `joinedAt` of a new member. */
@@ -125,6 +149,7 @@ export class ClusterMembership {
       );
     }
     this.#byId.delete(member.id);
+    this.#drained.delete(member.id);
     this.#forgotten.add(member.id);
     this.#forgotten.add(member.peerId);
     return ok({ removed: true });
@@ -139,9 +164,14 @@ export class ClusterMembership {
    * Replace the state with a snapshot's (absent before snapshot version 3: empty). Throws a
    * TypeError on rows of the wrong shape.
    */
-  restore(nodes: readonly ClusterNodeRow[] = [], forgotten: readonly string[] = []): void {
+  restore(
+    nodes: readonly ClusterNodeRow[] = [],
+    forgotten: readonly string[] = [],
+    drained: readonly string[] = [],
+  ): void {
     this.#byId.clear();
     this.#forgotten.clear();
+    this.#drained.clear();
     for (const row of nodes) {
       const [id, peerId, name, address, joinedAt] = row;
       const strings = [id, peerId, name, address].every((s) => typeof s === 'string');
@@ -153,6 +183,10 @@ export class ClusterMembership {
     for (const id of forgotten) {
       if (typeof id !== 'string') throw new TypeError('a forgotten node id is not a string');
       this.#forgotten.add(id);
+    }
+    for (const id of drained) {
+      if (typeof id !== 'string') throw new TypeError('a drained node id is not a string');
+      if (this.#byId.has(id)) this.#drained.add(id);
     }
   }
 

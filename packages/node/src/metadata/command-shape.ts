@@ -38,6 +38,20 @@ const BINDING: Record<string, FieldSpec> = {
 
 const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, FieldSpec>> } = {
   addVhost: { name: 'string' },
+  // The redrive commands' nested objects are checked by redrive-ledger.ts.
+  startRedrive: {
+    id: 'string',
+    user: 'string',
+    vhost: 'string',
+    queue: 'string',
+    groupId: 'string',
+    owner: 'string',
+    dryRun: 'boolean',
+    spec: 'object',
+  },
+  updateRedrive: { id: 'string', owner: 'string', state: 'string', progress: 'object', error: 'string?' },
+  claimRedrive: { id: 'string', owner: 'string', previousOwner: 'string' },
+  cancelRedrive: { id: 'string' },
   deleteVhost: { name: 'string' },
   putUser: { name: 'string', passwordHash: 'string', tags: 'strings' },
   deleteUser: { name: 'string' },
@@ -90,6 +104,8 @@ const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, Fiel
   clearPolicy: { vhost: 'string', name: 'string' },
   addClusterNode: { id: 'string', peerId: 'string', name: 'string', address: 'string' },
   forgetClusterNode: { node: 'string' },
+  enableFeatureFlags: { names: 'strings' },
+  setNodeMaintenance: { node: 'string', drained: 'boolean' },
 };
 
 function fits(spec: FieldSpec, v: unknown): boolean {

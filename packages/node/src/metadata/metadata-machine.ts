@@ -32,6 +32,7 @@ import { parseHeadersPattern } from '../router/headers-match.ts';
 import type { ClusterNodeRow } from './cluster-membership.ts';
 import { ClusterMembership } from './cluster-membership.ts';
 import { checkCommandShape } from './command-shape.ts';
+import { FeatureFlagTable } from './feature-flag-table.ts';
 import {
   argumentsEquivalent,
   canonicalTableKey,
@@ -44,6 +45,8 @@ import { checkLength, checkNotReserved } from './names.ts';
 import { validatePolicyDefinition } from './policy-definition.ts';
 import { selectPolicy } from './policy-match.ts';
 import { QUEUE_EQUIVALENCE_KEYS, queueConfigFromArguments } from './queue-arguments.ts';
+import { RedriveLedger } from './redrive-ledger.ts';
+import type { RedriveRecord } from './redrive-types.ts';
 import {
   checkExclusiveAccess,
   defaultExchangeRefused,
@@ -197,11 +200,18 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
   /** connection id → its exclusive queues (one connection uses one vhost). */
   private readonly exclusiveByOwner = new Map<string, Set<QueueNode>>();
   private readonly membership = new ClusterMembership();
+  private readonly redrives = new RedriveLedger();
+  private readonly featureFlags = new FeatureFlagTable();
 
   apply(command: MetadataCommand, meta?: EntryMeta): MetadataReply {
     const bad = checkCommandShape(command);
     if (bad !== undefined) return bad;
     switch (command.type) {
+      case 'startRedrive':
+      case 'updateRedrive':
+      case 'claimRedrive':
+      case 'cancelRedrive':
+        return this.redrives.apply(command, meta?.ts ?? 0);
       case 'addVhost':
         return this.addVhost(command.name);
       case 'deleteVhost':
@@ -238,6 +248,10 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         return this.membership.add(command, meta?.ts ?? 0);
       case 'forgetClusterNode':
         return this.membership.forget(command.node);
+      case 'enableFeatureFlags':
+        return this.featureFlags.enable(command.names);
+      case 'setNodeMaintenance':
+        return this.membership.setDrained(command.node, command.drained);
     }
   }
 
@@ -333,6 +347,25 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
   /** The member with this node id, else the member with this name. */
   clusterNode(idOrName: string): ClusterNodeRecord | undefined {
     return this.membership.node(idOrName);
+  }
+
+  /** Whether the member with this node id is in maintenance mode (`styx ctl drain`). */
+  isNodeDrained(id: string): boolean {
+    return this.membership.isDrained(id);
+  }
+
+  /** The feature flags enabled cluster-wide (cluster/feature-flags.ts), in the order enabled. */
+  enabledFeatureFlags(): ReadonlySet<string> {
+    return this.featureFlags.enabled();
+  }
+
+  /** The redrive audit records, newest first (at most `MAX_REDRIVE_RECORDS`). */
+  redriveRecords(): RedriveRecord[] {
+    return this.redrives.records();
+  }
+
+  redrive(id: string): RedriveRecord | undefined {
+    return this.redrives.record(id);
   }
 
   /** Whether this node id or peer id belonged to a member removed by forgetClusterNode. */
@@ -861,6 +894,9 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         permissions,
         clusterNodes: this.membership.snapshotNodes(),
         forgottenNodes: this.membership.forgotten(),
+        redrives: this.redrives.snapshotRecords(),
+        featureFlags: this.featureFlags.snapshot(),
+        drainedNodes: this.membership.drained(),
       },
       fieldJsonReplacer,
     );
@@ -899,7 +935,9 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         }
         byVhost.set(vhost, { user, vhost, configure, write, read });
       }
-      this.membership.restore(data.clusterNodes, data.forgottenNodes);
+      this.featureFlags.restore(data.featureFlags);
+      this.membership.restore(data.clusterNodes, data.forgottenNodes, data.drainedNodes);
+      this.redrives.restore(data.redrives);
     } catch (err) {
       if (err instanceof SnapshotFormatError) throw err;
       throw new SnapshotFormatError('metadata snapshot has an unexpected shape', { cause: err });
@@ -994,4 +1032,13 @@ interface SnapshotData {
   readonly clusterNodes?: readonly ClusterNodeRow[];
   /** Absent before version 3. */
   readonly forgottenNodes?: readonly string[];
+  /** Redrive records (redrive-ledger.ts), oldest first; an added key, absent before them: none. */
+  readonly redrives?: readonly RedriveRecord[];
+  /**
+   * Enabled feature flags; absent in snapshots written before them (none enabled). An added key,
+   * not a new version: a build from before feature flags restores such a snapshot, ignoring it.
+   */
+  readonly featureFlags?: readonly string[];
+  /** Members in maintenance mode; absent in snapshots written before it existed (none drained). */
+  readonly drainedNodes?: readonly string[];
 }

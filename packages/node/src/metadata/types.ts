@@ -11,6 +11,7 @@
  * accessor never changes under its holder (and caches keyed by record identity stay valid).
  */
 import type { FieldTable } from '@styx/client/wire';
+import type { RedriveCommand } from './redrive-types.ts';
 
 /** The exchange types Styx implements (RabbitMQ's four built-ins). */
 export const EXCHANGE_TYPES = ['direct', 'fanout', 'topic', 'headers'] as const;
@@ -114,6 +115,8 @@ export interface PolicyDefinition {
   readonly 'max-length-bytes'?: number;
   readonly overflow?: 'drop-head' | 'reject-publish' | 'reject-publish-dlx';
   readonly 'delivery-limit'?: number;
+  /** ms, 0..2^32-1 (RabbitMQ 4.3's key; `x-consumer-disconnected-timeout` wins over it). */
+  readonly 'consumer-disconnected-timeout'?: number;
 }
 
 /**
@@ -156,6 +159,8 @@ export interface ClusterNodeRecord {
  */
 export type MetadataCommand =
   | { readonly type: 'addVhost'; readonly name: string }
+  /** The redrive audit (redrive-types.ts, rules in redrive-ledger.ts). */
+  | RedriveCommand
   /** Removes the vhost with all its exchanges, queues, bindings and permissions. */
   | { readonly type: 'deleteVhost'; readonly name: string }
   /** Creates or replaces a user. */
@@ -277,10 +282,22 @@ export type MetadataCommand =
       readonly address: string;
     }
   /**
+   * Records feature flags as enabled cluster-wide, for good (cluster/feature-flags.ts). The proposing
+   * node has checked that every member supports them; the machine checks the names only (406).
+   */
+  | { readonly type: 'enableFeatureFlags'; readonly names: readonly string[] }
+  /**
    * Removes a member (rabbitmqctl's forget_cluster_node), named by id or by name; its id and peer
    * id may never join again. 404 for an unknown node; 406 for the last member.
    */
-  | { readonly type: 'forgetClusterNode'; readonly node: string };
+  | { readonly type: 'forgetClusterNode'; readonly node: string }
+  /**
+   * Puts a member into maintenance mode (`drained: true`, `styx ctl drain`) or takes it out of it
+   * (`styx ctl revive`), named by id or name: a drained node hands its leaderships over and serves
+   * no clients (broker/node-maintenance.ts). Kept here, not on the node, so it survives the node's
+   * restart and every node knows it (rebalances move no leader to it). 404 for an unknown node.
+   */
+  | { readonly type: 'setNodeMaintenance'; readonly node: string; readonly drained: boolean };
 
 export interface BindCommand {
   readonly type: 'bind';
