@@ -299,4 +299,36 @@ describe('Libp2pTransport admission and robustness', () => {
     await a.transport.send(b.nodeId, batch(a.nodeId, 2));
     await vi.waitFor(() => expect(atB.map((x) => x.messages[0]?.message.commit)).toEqual([2]), WAIT);
   });
+
+  it('a peer that stops reading: the send waiting on the drain fails after the drain timeout, the sends behind it fail with it, the next send opens a new stream', async () => {
+    const [idA, idB] = [await local.identity(), await local.identity()];
+    const members = [idA.nodeId, idB.nodeId];
+    const a = await local.start(idA, { members, drainTimeoutMs: 300 });
+    const b = await local.start(idB, { members });
+    a.transport.addPeer(b.nodeId, b.address);
+    // B takes the Raft streams but never reads them (a wedged process keeps its sockets).
+    const held: Stream[] = [];
+    await b.node.unhandle(RAFT_PROTOCOL);
+    await b.node.handle(RAFT_PROTOCOL, (stream) => {
+      stream.pause();
+      held.push(stream);
+    });
+    // Far more than the stream's window: the first send waits for a drain that never comes.
+    const big: PeerBatch = { ...batch(a.nodeId, 1), quiesce: [] };
+    const message = big.messages[0]?.message as PeerBatch['messages'][number]['message'];
+    const heavy: PeerBatch = {
+      ...big,
+      messages: [{ groupId: 'g', message: { ...message, context: 'x'.repeat(4 * 1024 * 1024) } }],
+    };
+    const started = Date.now();
+    const first = a.transport.send(b.nodeId, heavy);
+    const behind = a.transport.send(b.nodeId, batch(a.nodeId, 2));
+    await expect(first).rejects.toBeInstanceOf(PeerUnreachableError);
+    await expect(behind).rejects.toBeInstanceOf(PeerUnreachableError);
+    // Bounded by the drain timeout, not by the peer (which never reads).
+    expect(Date.now() - started).toBeLessThan(WAIT.timeout);
+    expect(held).toHaveLength(1);
+    void a.transport.send(b.nodeId, batch(a.nodeId, 3)).catch(() => {});
+    await vi.waitFor(() => expect(held).toHaveLength(2), WAIT);
+  });
 });

@@ -5,7 +5,22 @@ import { decodePeerBatch, encodePeerBatch, PeerUnreachableError } from '@styx/ra
 import type { Logger } from '../logging/logger.ts';
 import { FrameTooLargeError } from './errors.ts';
 import { nodeMultiaddr } from './peer-address.ts';
-import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
+import type { PeerVersions } from './protocol-version.ts';
+import {
+  fixedVersions,
+  receivedUnknown,
+  UnknownMessageLog,
+  UnknownPeerMessageError,
+} from './protocol-version.ts';
+import {
+  decodeUnknownFrameAnswer,
+  encodeFrame,
+  encodeUnknownFrameAnswer,
+  FrameDecoder,
+  messageChunks,
+  RAFT_FRAME_PEER_BATCH,
+  RAFT_FRAME_UNKNOWN_ANSWER,
+} from './raft-frames.ts';
 
 /** The libp2p protocol of Raft batch streams. */
 export const RAFT_PROTOCOL = '/styx/raft/1.0.0';
@@ -24,6 +39,16 @@ export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
  */
 export const DEFAULT_DIAL_TIMEOUT_MS = 5_000;
 
+/**
+ * Default time a send waits for the stream to a peer to drain, ms. Sends to one peer queue behind
+ * each other (order), so one drain that never comes — a peer that stopped reading (paused, wedged)
+ * or a connection black-holed by a partition, whose TCP retransmissions back off to tens of
+ * seconds — would hold every later send to that peer, and with them the bytes the host counts in
+ * flight node-wide (so every group's proposals). Past it the stream is aborted: the sends queued on
+ * it fail (Raft marks the peer unreachable and probes) and the next send opens a new stream.
+ */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 5_000;
+
 export interface Libp2pTransportOptions {
   /** The node's started libp2p host (see `createClusterNode`). */
   readonly node: Libp2p;
@@ -32,6 +57,8 @@ export interface Libp2pTransportOptions {
   readonly maxFrameBytes?: number;
   /** See `DEFAULT_DIAL_TIMEOUT_MS`. */
   readonly dialTimeoutMs?: number;
+  /** See `DEFAULT_DRAIN_TIMEOUT_MS`. */
+  readonly drainTimeoutMs?: number;
   /**
    * Whether a peer may open Raft streams to this node (default: every peer the gater let connect).
    * A refused peer's inbound stream is closed before any of its bytes is read, and logged. With a
@@ -39,6 +66,8 @@ export interface Libp2pTransportOptions {
    * never feed this node's Raft groups.
    */
   readonly admit?: (peerId: string) => boolean;
+  /** Versions to name in the answer to an unknown frame (default: this build's, peers' unknown). */
+  readonly versions?: PeerVersions;
 }
 
 /** This node's side of the Raft stream to one peer. */
@@ -68,6 +97,10 @@ const ignore = (): void => {};
  * - An inbound frame that does not decode (or whose batch claims another sender than the proven
  *   peer id of its connection) closes that stream only and is logged; the connection and every
  *   other peer's streams go on.
+ * - Frame kinds (a payload's first byte): `RAFT_FRAME_PEER_BATCH` is the only one this version
+ *   sends. A frame of another kind (a newer peer's) is skipped, not decoded: the receiver answers
+ *   it on the same stream with `RAFT_FRAME_UNKNOWN_ANSWER`, naming both versions, logs it once per
+ *   peer and kind, and goes on reading. The opener logs such answers the same way.
  *
  * Node ids are peer id strings. Peers are reached at the addresses given to `addPeer`: there is no
  * discovery, the membership says where each node listens.
@@ -78,7 +111,10 @@ export class Libp2pTransport implements Transport {
   readonly #log: Logger;
   readonly #maxFrameBytes: number;
   readonly #dialTimeoutMs: number;
+  readonly #drainTimeoutMs: number;
   readonly #admit: (peerId: string) => boolean;
+  readonly #versions: PeerVersions;
+  readonly #unknown: UnknownMessageLog;
   readonly #addresses = new Map<string, Multiaddr>();
   readonly #links = new Map<string, OutboundLink>();
   readonly #inbound = new Set<Stream>();
@@ -94,7 +130,10 @@ export class Libp2pTransport implements Transport {
     this.#log = options.logger.child({ component: 'raft-transport' });
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.#dialTimeoutMs = options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
+    this.#drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     this.#admit = options.admit ?? (() => true);
+    this.#versions = options.versions ?? fixedVersions();
+    this.#unknown = new UnknownMessageLog(this.#log);
   }
 
   /** Register the Raft protocol on `options.node` and start listening for peers' streams. */
@@ -162,11 +201,17 @@ export class Libp2pTransport implements Transport {
   /**
    * Tell the host that `peer` is down although its connection is open (it stopped answering: a
    * paused or wedged process keeps its sockets). The host wakes the groups that peer leads, so
-   * they elect a new leader if it is really gone; the next send to it opens a new stream.
+   * they elect a new leader if it is really gone; the next send to it opens a new stream. The old
+   * stream is aborted, so that sends waiting on its drain fail now instead of holding the sends
+   * queued behind them.
    */
   reportDown(peer: string): void {
     const link = this.#links.get(peer);
-    if (link !== undefined) link.stream = undefined;
+    if (link !== undefined) {
+      const stream = link.stream;
+      link.stream = undefined;
+      stream?.abort(new Error('peer reported down'));
+    }
     if (!this.#closed) this.#peerDown?.(peer);
   }
 
@@ -215,6 +260,11 @@ export class Libp2pTransport implements Transport {
     return AbortSignal.any([AbortSignal.timeout(this.#dialTimeoutMs), this.#closing.signal]);
   }
 
+  /** Only made when a peer's stream is full, not per send. */
+  #drainSignal(): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(this.#drainTimeoutMs), this.#closing.signal]);
+  }
+
   async #open(peer: string, link: OutboundLink): Promise<Stream> {
     try {
       const address = this.#addresses.get(peer);
@@ -228,6 +278,7 @@ export class Libp2pTransport implements Transport {
       stream.addEventListener('close', () => {
         if (link.stream === stream) link.stream = undefined;
       });
+      this.#readAnswers(peer, stream);
       return stream;
     } catch (error) {
       if (error instanceof PeerUnreachableError) throw error;
@@ -241,11 +292,51 @@ export class Libp2pTransport implements Transport {
       if (this.#closed) throw new Error('raft transport closed');
       // `send` queues the frame even when it returns false; waiting for the drain bounds what
       // this node buffers for a slow peer to the sends the host still counts as in flight.
-      if (!stream.send(frame)) await stream.onDrain({ signal: this.#closing.signal });
+      if (!stream.send(frame)) await stream.onDrain({ signal: this.#drainSignal() });
     } catch (error) {
       if (link.stream === stream) link.stream = undefined;
+      // A drain that timed out leaves frames in a stream nobody reads: abort it (see
+      // DEFAULT_DRAIN_TIMEOUT_MS); the sends queued behind fail at once on the aborted stream.
+      if (stream.status === 'open') stream.abort(new Error('raft stream did not drain'));
       this.#log.debug({ peer, err: error }, 'raft stream to the peer broke');
       throw new PeerUnreachableError(peer);
+    }
+  }
+
+  /** What the peer writes back on this node's stream: answers to frames it did not know. */
+  #readAnswers(peer: string, stream: Stream): void {
+    const frames = new FrameDecoder(this.#maxFrameBytes);
+    stream.addEventListener('message', (event) => {
+      try {
+        for (const chunk of messageChunks(event.data)) {
+          for (const payload of frames.push(chunk)) {
+            if (payload[0] !== RAFT_FRAME_UNKNOWN_ANSWER) continue; // a later version's: nothing to do
+            const { kind, text } = decodeUnknownFrameAnswer(payload);
+            const details = {
+              protocol: 'raft',
+              what: `frame kind ${kind}`,
+              peer,
+              senderVersion: this.#versions.localVersion,
+              receiverVersion: this.#versions.versionOf(peer),
+            } as const;
+            const error = new UnknownPeerMessageError(details, text);
+            this.#unknown.report(error, error.message, 'refused by the peer');
+          }
+        }
+      } catch (error) {
+        this.#log.debug({ peer, err: error }, 'unreadable answer on a raft stream: ignored');
+      }
+    });
+  }
+
+  /** A frame of a kind this version does not know: answered on its stream, which goes on. */
+  #answerUnknown(peer: string, stream: Stream, kind: number): void {
+    const self = this.nodeId;
+    const { message, text } = receivedUnknown(this.#versions, self, peer, 'raft', `frame kind ${kind}`);
+    this.#unknown.report(message, text, 'received');
+    // A sender that does not read its answers gets no more of them, rather than a growing buffer here.
+    if (stream.writeStatus === 'writable' && !stream.writableNeedsDrain) {
+      stream.send(encodeFrame(encodeUnknownFrameAnswer(kind, text)));
     }
   }
 
@@ -269,6 +360,11 @@ export class Libp2pTransport implements Transport {
       try {
         for (const chunk of messageChunks(event.data)) {
           for (const payload of frames.push(chunk)) {
+            const kind = payload[0];
+            if (kind !== RAFT_FRAME_PEER_BATCH && kind !== undefined) {
+              this.#answerUnknown(peer, stream, kind);
+              continue;
+            }
             const batch = decodePeerBatch(payload);
             if (batch.from !== peer) throw new Error(`batch claims to come from ${batch.from}`);
             batches.push(batch);

@@ -43,6 +43,7 @@ export interface LocalNodeOptions {
   /** The ids its gater admits (default: none but what the caller adds later). */
   readonly members?: Iterable<string>;
   readonly dialTimeoutMs?: number;
+  readonly drainTimeoutMs?: number;
   readonly maxFrameBytes?: number;
   /** The gater's `openToJoins` (default false). */
   readonly openToJoins?: boolean;
@@ -92,6 +93,7 @@ export class LocalCluster {
       // As a clustered node runs it: only members feed the Raft groups.
       admit: (peer) => gater.isMember(peer),
       ...(options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes }),
+      ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
     });
     const rpc = await ClusterRpc.start({
       node,
