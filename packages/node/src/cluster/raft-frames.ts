@@ -1,6 +1,39 @@
 import type { StreamMessageEvent } from '@libp2p/interface';
 import { FrameTooLargeError } from './errors.ts';
 
+/**
+ * The kind of a Raft stream's frame, its payload's first byte: a `PeerBatch` (`encodePeerBatch`,
+ * whose first byte is its format version, 1). Any other kind is a later version's: skipped and
+ * answered (libp2p-transport.ts).
+ */
+export const RAFT_FRAME_PEER_BATCH = 1;
+
+/**
+ * The kind of the frame a Raft stream's receiver writes back for a frame it does not know:
+ * `[u8 0x80][u8 the unknown kind][UTF-8 text naming both versions]`.
+ */
+export const RAFT_FRAME_UNKNOWN_ANSWER = 0x80;
+
+/** Bound on the text of an unknown-frame answer, bytes (longer texts are cut). */
+const MAX_ANSWER_TEXT_BYTES = 1_024;
+
+export function encodeUnknownFrameAnswer(kind: number, text: string): Uint8Array {
+  const bytes = new TextEncoder().encode(text).subarray(0, MAX_ANSWER_TEXT_BYTES);
+  const payload = new Uint8Array(2 + bytes.byteLength);
+  payload[0] = RAFT_FRAME_UNKNOWN_ANSWER;
+  payload[1] = kind;
+  payload.set(bytes, 2);
+  return payload;
+}
+
+/** Throws `RangeError` for a payload that is not such an answer. */
+export function decodeUnknownFrameAnswer(payload: Uint8Array): { kind: number; text: string } {
+  if (payload.byteLength < 2 || payload[0] !== RAFT_FRAME_UNKNOWN_ANSWER) {
+    throw new RangeError('not an unknown-frame answer');
+  }
+  return { kind: payload[1] as number, text: new TextDecoder().decode(payload.subarray(2)) };
+}
+
 /** Bytes of a frame's length prefix (u32 big-endian). */
 const PREFIX_BYTES = 4;
 
