@@ -46,6 +46,7 @@ import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { QueueActors } from './queue-actors.ts';
+import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
 
@@ -115,6 +116,8 @@ export class Broker {
   private readonly clusterQueues: ClusterQueues | undefined;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
   readonly queueChecks: QueueChecks;
+  /** Reading a queue's messages without taking them, on its leader (the dead-letter inspector). */
+  readonly queueBrowser: QueueBrowser;
   /** The operators' verbs on queue replicas (`styx ctl add_member`, `grow`, `rebalance`...). */
   readonly replicaOps: QueueReplicaOperations;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
@@ -197,6 +200,14 @@ export class Broker {
       membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
       replica: (groupId) => this.actors.replicaOf(groupId),
       group: (groupId) => this.clusterQueues?.group(groupId),
+      cluster: this.cluster,
+    });
+    this.queueBrowser = new QueueBrowser({
+      selfId: this.nodeId(),
+      logger: this.logger,
+      replica: (groupId) => this.actors.replicaOf(groupId),
+      membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
+      leaderHint: (record) => this.clusterQueues?.handle(record).leader,
       cluster: this.cluster,
     });
     // A member back from a partition may have given up this node's consumers: register them again.

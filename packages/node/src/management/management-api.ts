@@ -20,6 +20,7 @@
  *                       (the queue replica endpoints: queue-replicas-api.ts)
  *   GET                 /api/checks/queues[?vhost=], /api/checks/queues/{vhost}/{name}
  *                       (the queue consistency checks: queue-checks-api.ts)
+ *   GET                 /api/queues/{vhost}/{name}/messages (the dead-letter inspector: dead-letter-api.ts)
  *
  * Authorization (the user is already authenticated):
  * - tag `administrator`: everything, every vhost;
@@ -44,6 +45,7 @@ import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../me
 import { ADMINISTRATOR } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import { clusterRoutes } from './cluster-api.ts';
+import { deadLetterRoutes } from './dead-letter-api.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
 import { queueCheckRoutes } from './queue-checks-api.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
@@ -143,6 +145,11 @@ export class ManagementApi {
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
       ...queueCheckRoutes({ ops: checks, metadata: broker.metadataView }),
+      ...deadLetterRoutes({
+        browser: broker.queueBrowser,
+        metadata: broker.metadataView,
+        requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
+      }),
       { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
       { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
       { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },

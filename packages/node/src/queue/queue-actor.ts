@@ -40,6 +40,8 @@ import { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
 import type { QueueGetResult, QueueHandle } from './queue-handle.ts';
+import type { BrowsePage, BrowseRequest } from './message-browse.ts';
+import { browseMessages } from './message-browse.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { ConsumerInfo } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
@@ -619,6 +621,26 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
 
   config(): QueueConfig {
     return this.machine.currentConfig();
+  }
+
+  /**
+   * A page of this replica's ready messages (message-browse.ts), read from its applied state and
+   * body store: nothing is proposed and nothing changes. On the leader it shows every committed
+   * command the leader applied, as the queue's consumers see it; the caller makes sure it asks the
+   * leader (broker/queue-browse.ts). Synchronous, so the page is one consistent moment.
+   */
+  browse(request: BrowseRequest): BrowsePage {
+    const machine = this.machine;
+    return browseMessages(
+      {
+        readyEntries: (after) => machine.readyEntries(after),
+        readyCount: machine.readyCount(),
+        appliedIndex: machine.lastAppliedIndex,
+        body: (id) => this.bodyStore.get(this.groupId, id),
+      },
+      request,
+      this.clock.now(),
+    );
   }
 
   // ------------------------------------------------------------------------------ apply

@@ -856,6 +856,31 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   }
 
   /**
+   * The ready messages in the order consumers get them (those returned first, then the others by
+   * id), for browsing: read only, and to be iterated without applying anything meanwhile. Starts
+   * after message `after` when it is still ready; when it left (consumed, expired) or is held
+   * unacked, at the first never-delivered message above it (the main FIFO is in id order; a walk
+   * of it, O(n) at worst) — messages returned since are behind such a cursor.
+   */
+  *readyEntries(after: number | undefined): IterableIterator<MessageEntry> {
+    let entry: MessageEntry | undefined;
+    const cursor = after === undefined ? undefined : this.entries.get(after);
+    if (after === undefined) {
+      entry = this.returned.head ?? this.ready.head;
+    } else if (cursor !== undefined && (cursor.place === Place.Ready || cursor.place === Place.Returned)) {
+      entry = cursor.next ?? (cursor.place === Place.Returned ? this.ready.head : undefined);
+    } else {
+      entry = this.ready.head;
+      while (entry !== undefined && entry.id <= after) entry = entry.next;
+    }
+    while (entry !== undefined) {
+      const next = entry.next ?? (entry.place === Place.Returned ? this.ready.head : undefined);
+      yield entry;
+      entry = next;
+    }
+  }
+
+  /**
    * Every message whose body the queue still needs: queued (ready or unacked), then pending a
    * dead-letter hand-off. O(n); for snapshot transfers.
    */
