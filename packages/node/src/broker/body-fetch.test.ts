@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { FeatureFlagDisabledError, QUEUE_BODY_REPAIR_FLAG } from '../cluster/feature-flags.ts';
 import { InMemoryBodyStore } from '../queue/body-store.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import {
@@ -24,13 +25,22 @@ function message(n: number, size = 16): StoredMessage {
 
 type Handler = (payload: Uint8Array, from: string) => Promise<Uint8Array>;
 
-/** Nodes on one fake RPC: each serves `queue.bodies` from its own store; `down` ones do not answer. */
+/**
+ * Nodes on one fake RPC: each serves `queue.bodies` from its own store; `down` ones do not answer.
+ * The feature flag `queue_body_repair` is enabled unless `flagDisabled`; `older` nodes' builds lack it.
+ */
 class FakeNodes {
   readonly handlers = new Map<string, Handler>();
   readonly down = new Set<string>();
+  readonly older = new Set<string>();
+  flagDisabled = false;
   node(nodeId: string) {
     return {
       nodeId,
+      featureFlags: {
+        isEnabled: (name: string) => name === QUEUE_BODY_REPAIR_FLAG && !this.flagDisabled,
+        isSupported: (name: string) => name === QUEUE_BODY_REPAIR_FLAG && !this.older.has(nodeId),
+      },
       handleRpc: (kind: string, handler: Handler) => {
         expect(kind).toBe(RPC_QUEUE_BODIES);
         this.handlers.set(nodeId, handler);
@@ -98,6 +108,24 @@ describe('ClusterBodySource', () => {
     expect((await source.fetch('g', [2, 5])).lost).toEqual([2]);
     nodes.down.add('n3');
     expect((await source.fetch('g', [2, 5])).lost).toEqual([]);
+  });
+
+  it('asks nothing while the feature flag is not enabled cluster-wide, and resumes once it is', async () => {
+    const nodes = new FakeNodes();
+    replicaNode(nodes, 'n2', 10, [1]);
+    const source = new ClusterBodySource(nodes.node('n1'), () => ['n1', 'n2']);
+    nodes.flagDisabled = true;
+    await expect(source.fetch('g', [1])).rejects.toBeInstanceOf(FeatureFlagDisabledError);
+    await expect(source.fetch('g', [1])).rejects.toThrow(/queue_body_repair/);
+    nodes.flagDisabled = false;
+    expect([...(await source.fetch('g', [1])).found.keys()]).toEqual([1]);
+  });
+
+  it('is not served by a build without the feature flag (an older node)', () => {
+    const nodes = new FakeNodes();
+    nodes.older.add('n2');
+    replicaNode(nodes, 'n2', 10, [1]);
+    expect(nodes.handlers.has('n2')).toBe(false);
   });
 
   it('refuses a verdict while the group members are unknown here', async () => {

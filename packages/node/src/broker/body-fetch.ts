@@ -9,7 +9,13 @@
  * it has applied (a replica behind the message's enqueue will get the body when it applies it).
  * An answer carries at most `MAX_ANSWER_BODY_BYTES` of bodies; `complete` says whether it looked
  * at every id asked for (if not, its silence on the others proves nothing; the caller asks again).
+ *
+ * Behind the feature flag `queue_body_repair` (cluster/feature-flags.ts): a node answers
+ * `queue.bodies` only when its build supports the flag, and asks only while the flag is enabled
+ * cluster-wide (every member answers it). Until then a fetch is refused here: the repair keeps the
+ * ids missing (the queue's `bodies_missing`, the `queue_bodies_missing` alarm) and asks again.
  */
+import { FeatureFlagDisabledError, QUEUE_BODY_REPAIR_FLAG } from '../cluster/feature-flags.ts';
 import type { BodyFetchResult, BodySource } from '../queue/body-repair.ts';
 import { BODY_FETCH_BATCH } from '../queue/body-repair.ts';
 import type { BodyStore } from '../queue/body-store.ts';
@@ -110,10 +116,12 @@ export interface LocalReplica {
  * not having answered).
  */
 export function serveBodies(
-  cluster: Pick<BrokerCluster, 'handleRpc'>,
+  cluster: Pick<BrokerCluster, 'handleRpc' | 'featureFlags'>,
   replicaOf: (groupId: string) => LocalReplica | undefined,
   bodyStore: BodyStore,
 ): void {
+  // A build without the flag does not know the RPC: callers get it answered as unknown.
+  if (!cluster.featureFlags.isSupported(QUEUE_BODY_REPAIR_FLAG)) return;
   cluster.handleRpc(RPC_QUEUE_BODIES, async (payload) => {
     const { groupId, ids } = decodeBodyRequest(payload);
     const replica = replicaOf(groupId);
@@ -138,11 +146,11 @@ export function serveBodies(
 
 /** The other replicas of a group, asked over the cluster RPC. */
 export class ClusterBodySource implements BodySource {
-  readonly #cluster: Pick<BrokerCluster, 'callRpc' | 'nodeId'>;
+  readonly #cluster: Pick<BrokerCluster, 'callRpc' | 'nodeId' | 'featureFlags'>;
   readonly #membersOf: (groupId: string) => readonly string[];
 
   constructor(
-    cluster: Pick<BrokerCluster, 'callRpc' | 'nodeId'>,
+    cluster: Pick<BrokerCluster, 'callRpc' | 'nodeId' | 'featureFlags'>,
     membersOf: (groupId: string) => readonly string[],
   ) {
     this.#cluster = cluster;
@@ -150,6 +158,12 @@ export class ClusterBodySource implements BodySource {
   }
 
   async fetch(groupId: string, ids: readonly number[]): Promise<BodyFetchResult> {
+    if (!this.#cluster.featureFlags.isEnabled(QUEUE_BODY_REPAIR_FLAG)) {
+      throw new FeatureFlagDisabledError(
+        QUEUE_BODY_REPAIR_FLAG,
+        'fetching missing bodies from other replicas',
+      );
+    }
     const self = this.#cluster.nodeId;
     const members = this.#membersOf(groupId);
     // Unknown here (yet): no verdict, above all not "lost everywhere"; the repair asks again.

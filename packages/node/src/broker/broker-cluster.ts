@@ -1,3 +1,4 @@
+import type { FeatureFlagGate } from '../cluster/feature-flags.ts';
 import type { MetadataGroup } from '../metadata/metadata-group.ts';
 import type { MetadataCommand, MetadataReply } from '../metadata/metadata-machine.ts';
 import type { QueueClusterPort } from './cluster-queues.ts';
@@ -31,3 +32,5 @@ export interface BrokerCluster {
   /** Call `kind` on member `nodeId`: its handler's answer, or a rejection (unreachable, timeout, remote error). */
   callRpc(nodeId: string, kind: string, payload: Uint8Array, timeoutMs?: number): Promise<Uint8Array>;
 }
+  /** Which cluster protocol features this node may use now (cluster/feature-flags.ts). */
+  readonly featureFlags: FeatureFlagGate;

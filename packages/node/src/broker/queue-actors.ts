@@ -31,7 +31,7 @@ export interface QueueActorsHost {
   /** The node's durable storage; absent when everything is in memory (embedded use, tests). */
   readonly storage: NodeStorage | undefined;
   /** Absent on a node alone, and `clusterQueues` with it. */
-  readonly cluster: Pick<BrokerCluster, 'nodeId' | 'handleRpc' | 'callRpc'> | undefined;
+  readonly cluster: Pick<BrokerCluster, 'nodeId' | 'handleRpc' | 'callRpc' | 'featureFlags'> | undefined;
   readonly clusterQueues:
     | Pick<ClusterQueues, 'membersOf' | 'registerGroup' | 'forgetGroup' | 'leaderTookOver'>
     | undefined;

@@ -39,7 +39,9 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 /**
  * Typed publish/subscribe of `ClusterEvent`s over gossipsub, as JSON on `CLUSTER_EVENTS_TOPIC`.
  * Messages are signed by their publisher's node key (gossipsub's default strict signing), so
- * `from` is the publisher's node id. Malformed events are dropped and logged at debug.
+ * `from` is the publisher's node id. Malformed events are dropped and logged at debug. An event of
+ * a kind this version does not know (a newer node's: it publishes new kinds only once their feature
+ * flag is enabled) is dropped too and given to `onUnknownKind`: gossip has no way to answer it.
  */
 export class ClusterGossip {
   readonly #pubsub: GossipSub;
@@ -47,7 +49,9 @@ export class ClusterGossip {
   readonly #handlers = new Set<ClusterEventHandler>();
   #started = false;
 
-  constructor(pubsub: GossipSub, logger: Logger) {
+  readonly #onUnknownKind: ((kind: string, from: string) => void) | undefined;
+
+  constructor(pubsub: GossipSub, logger: Logger, onUnknownKind?: (kind: string, from: string) => void) {
     this.#pubsub = pubsub;
     this.#log = logger.child({ component: 'cluster-gossip' });
   }
@@ -58,6 +62,7 @@ export class ClusterGossip {
     this.#started = true;
     this.#pubsub.addEventListener('message', this.#onMessage);
     this.#pubsub.subscribe(CLUSTER_EVENTS_TOPIC);
+    this.#onUnknownKind = onUnknownKind;
   }
 
   /** Leave the topic and drop every handler. */
@@ -95,7 +100,9 @@ export class ClusterGossip {
     const from = message.from.toString();
     const event = parseClusterEvent(message.data);
     if (event === undefined) {
-      this.#log.debug({ from, bytes: message.data.byteLength }, 'dropped a malformed cluster event');
+      const kind = unknownEventKind(message.data);
+      if (kind !== undefined) this.#onUnknownKind?.(kind, from);
+      else this.#log.debug({ from, bytes: message.data.byteLength }, 'dropped a malformed cluster event');
       return;
     }
     for (const handler of this.#handlers) {
@@ -116,6 +123,24 @@ export function parseClusterEvent(data: Uint8Array): ClusterEvent | undefined {
     value = JSON.parse(decoder.decode(data));
   } catch {
     return undefined;
+const KNOWN_KINDS: ReadonlySet<string> = new Set<ClusterEventKind>([
+  'node-up',
+  'node-down',
+  'group-leader',
+  'metadata-hint',
+]);
+
+/** The kind of an event that is a JSON object with a string `kind` this version does not know. */
+export function unknownEventKind(data: Uint8Array): string | undefined {
+  if (data.byteLength > MAX_EVENT_BYTES) return undefined;
+  try {
+    const kind = (JSON.parse(decoder.decode(data)) as { kind?: unknown } | null)?.kind;
+    return typeof kind === 'string' && kind !== '' && !KNOWN_KINDS.has(kind) ? kind.slice(0, 64) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;

@@ -5,6 +5,8 @@ import type { Logger } from '../logging/logger.ts';
 import type { ClusterGater } from './connection-gater.ts';
 import { ClusterError, FrameTooLargeError } from './errors.ts';
 import { nodeMultiaddr, peerMultiaddr } from './peer-address.ts';
+import type { PeerVersions, UnknownMessage } from './protocol-version.ts';
+import { fixedVersions, receivedUnknown, UnknownMessageLog } from './protocol-version.ts';
 import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
 
 /** The libp2p protocol of cluster RPCs: one stream per call, one request frame, one response frame. */
@@ -41,7 +43,11 @@ export const MAX_RPC_ERROR_TEXT_BYTES = 1_024;
 export const RpcErrorCode = {
   /** `admit` refused the caller for that kind: the handler never saw the request. */
   forbidden: 'FORBIDDEN',
-  /** No handler for that kind on the responder. */
+  /**
+   * No handler for that kind on the responder (an older build, or the kind's feature flag is one it
+   * lacks): the text names both nodes' cluster protocol versions. The caller gets
+   * `RpcUnknownKindError`; the connection and later calls go on.
+   */
   unknownKind: 'UNKNOWN_KIND',
   /** The handler failed with something other than an `RpcError` (logged on the responder). */
   internal: 'INTERNAL',
@@ -72,6 +78,25 @@ export class RpcRemoteError extends ClusterError {
     super(code, text);
     this.peer = peer;
     this.kind = kind;
+  }
+}
+
+/**
+ * The responder has no handler for the kind (`RpcErrorCode.unknownKind`): it runs another version,
+ * or lacks the kind's feature flag. `message` is its text, naming both versions.
+ */
+export class RpcUnknownKindError extends RpcRemoteError implements UnknownMessage {
+  readonly protocol = 'rpc';
+  readonly what: string;
+  /** This node's version (it sent the call). */
+  readonly senderVersion: number | undefined;
+  /** The responder's, as its hello said (undefined before it). */
+  readonly receiverVersion: number | undefined;
+  constructor(text: string, peer: string, kind: string, versions: PeerVersions) {
+    super(RpcErrorCode.unknownKind, text, peer, kind);
+    this.what = `kind '${kind}'`;
+    this.senderVersion = versions.localVersion;
+    this.receiverVersion = versions.versionOf(peer);
   }
 }
 
@@ -206,6 +231,8 @@ export interface ClusterRpcOptions {
    * not caught up with. Without it, such calls need the gater `openToJoins`.
    */
   readonly gater?: ClusterGater;
+  /** Versions to name in the answer to an unknown kind (default: this build's, peers' unknown). */
+  readonly versions?: PeerVersions;
 }
 
 const ignore = (): void => {};
@@ -237,6 +264,8 @@ export class ClusterRpc {
   readonly #timeoutMs: number;
   readonly #admit: (peerId: string, kind: string) => boolean;
   readonly #gater: ClusterGater | undefined;
+  readonly #versions: PeerVersions;
+  readonly #unknown: UnknownMessageLog;
   readonly #handlers = new Map<string, RpcHandler>();
   /** Targets with a first stream being opened, and targets where one opened before. */
   readonly #firstOpen = new Map<string, Promise<void>>();
@@ -254,6 +283,8 @@ export class ClusterRpc {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
     this.#admit = options.admit ?? (() => true);
     this.#gater = options.gater;
+    this.#versions = options.versions ?? fixedVersions();
+    this.#unknown = new UnknownMessageLog(this.#log);
   }
 
   /** Register the protocol on `options.node` and start answering calls. */
@@ -442,9 +473,7 @@ export class ClusterRpc {
         }
         if (response === undefined) return;
         settle(
-          response.ok
-            ? { payload: response.payload }
-            : { error: new RpcRemoteError(response.code, response.text, target, kind) },
+          response.ok ? { payload: response.payload } : { error: this.#remoteError(response, target, kind) },
         );
       };
       const onClose = (): void => settle({ error: new PeerUnreachableError(target) });
@@ -467,6 +496,14 @@ export class ClusterRpc {
       stream.send(encodeFrame(request));
       stream.close({ signal }).catch(ignore);
     });
+  }
+
+  #remoteError(response: { code: string; text: string }, target: string, kind: string): RpcRemoteError {
+    if (response.code !== RpcErrorCode.unknownKind)
+      return new RpcRemoteError(response.code, response.text, target, kind);
+    const error = new RpcUnknownKindError(response.text, target, kind, this.#versions);
+    this.#unknown.report(error, response.text, 'refused by the peer');
+    return error;
   }
 
   // --------------------------------------------------------------------------------- responder
@@ -559,8 +596,10 @@ export class ClusterRpc {
     }
     const handler = this.#handlers.get(kind);
     if (handler === undefined) {
-      this.#log.debug({ peer, kind }, 'cluster rpc of an unknown kind');
-      return { ok: false, code: RpcErrorCode.unknownKind, text: `no handler for ${kind}` };
+      const self = this.#node.peerId.toString();
+      const { message, text } = receivedUnknown(this.#versions, self, peer, 'rpc', `kind '${kind}'`);
+      this.#unknown.report(message, text, 'received');
+      return { ok: false, code: RpcErrorCode.unknownKind, text };
     }
     try {
       return { ok: true, payload: await handler(payload, peer) };

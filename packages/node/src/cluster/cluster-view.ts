@@ -10,6 +10,7 @@
 import { ReplyCode } from '@styx/client/wire';
 import type { MetadataError } from '../metadata/types.ts';
 import { ClusterError } from './errors.ts';
+import type { FeatureFlagsView } from './feature-flags.ts';
 
 /** A member's place in the metadata Raft group: voting, catching up as a learner, or not (yet) in it. */
 export type MetadataVoterRole = 'voter' | 'learner' | 'none';
@@ -51,6 +52,8 @@ export interface ClusterView {
    * `ClusterUnavailableError`.
    */
   forget(idOrName: string): Promise<void>;
+  /** The feature flags (`styx ctl list_feature_flags`); absent on a node without clustering. */
+  readonly featureFlags?: FeatureFlagsView;
 }
 
 /** The node was started without `--cluster-listen`: it can neither join a cluster nor forget members. */

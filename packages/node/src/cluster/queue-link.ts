@@ -15,7 +15,10 @@
  *   error     [3][u32 call id][u8 code length][code][u16 text length][text]
  *
  * A frame that does not parse, or a request whose body the handler cannot decode, closes that
- * stream only (and is logged): the connection and every other stream go on. An answer to no call
+ * stream only (and is logged): the connection and every other stream go on. A frame of a kind or a
+ * request of an op this version does not know (a newer peer's) closes nothing: every frame starts
+ * `[u8 kind][u32 call id]`, so the call is answered with the error `UNKNOWN_MESSAGE` naming both
+ * versions (the caller's call rejects with `QueueLinkUnknownMessageError`), logged once per peer. An answer to no call
  * waiting is dropped (it cannot be told from one that came after its call timed out). A call whose stream breaks or
  * that gets no answer in time rejects with `QueueLinkLostError` / `QueueLinkTimeoutError`: its
  * outcome is unknown (the caller retries with an idempotency id, or reports the loss).
@@ -33,6 +36,8 @@ import type { Multiaddr } from '@multiformats/multiaddr';
 import type { Logger } from '../logging/logger.ts';
 import { ClusterError, FrameTooLargeError } from './errors.ts';
 import { nodeMultiaddr } from './peer-address.ts';
+import type { PeerVersions, UnknownMessage } from './protocol-version.ts';
+import { fixedVersions, receivedUnknown, UnknownMessageLog } from './protocol-version.ts';
 import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
 
 export const QUEUE_LINK_PROTOCOL = '/styx/queue-rpc/1.0.0';
@@ -52,6 +57,8 @@ const DIAL_TIMEOUT_MS = 5_000;
 const REQUEST = 1;
 const ANSWER_OK = 2;
 const ANSWER_ERROR = 3;
+/** The error code of an answer to a frame kind or an op the responder does not know. */
+export const UNKNOWN_MESSAGE_CODE = 'UNKNOWN_MESSAGE';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -75,6 +82,24 @@ export class QueueLinkRemoteError extends ClusterError {
   constructor(code: string, text: string, peer: string) {
     super(code, text);
     this.peer = peer;
+  }
+}
+
+/**
+ * The peer did not know the request's frame kind or op (`UNKNOWN_MESSAGE`: another version), or
+ * this node did not know the kind of its answer. Nothing was done with it; `message` names both
+ * versions.
+ */
+export class QueueLinkUnknownMessageError extends QueueLinkRemoteError implements UnknownMessage {
+  readonly protocol = 'queue-link';
+  readonly what: string;
+  readonly senderVersion: number | undefined;
+  readonly receiverVersion: number | undefined;
+  constructor(text: string, details: Omit<UnknownMessage, 'protocol'>) {
+    super(UNKNOWN_MESSAGE_CODE, text, details.peer);
+    this.what = details.what;
+    this.senderVersion = details.senderVersion;
+    this.receiverVersion = details.receiverVersion;
   }
 }
 
@@ -114,6 +139,8 @@ export class QueueLinkFrameError extends ClusterError {
 }
 
 interface PendingCall {
+  /** The request's op, to name it when the peer does not know it. */
+  readonly op: number;
   readonly resolve: (body: Uint8Array) => void;
   readonly reject: (error: Error) => void;
   readonly timer: NodeJS.Timeout;
@@ -147,6 +174,13 @@ export interface QueueLinkOptions {
   readonly maxFrameBytes?: number;
   /** See `DEFAULT_QUEUE_LINK_MAX_QUEUED_BYTES`, bytes. */
   readonly maxQueuedBytes?: number;
+  /**
+   * Whether this node knows `op` (default: every op goes to the handler). A request of an op it
+   * does not know is answered `UNKNOWN_MESSAGE` here, before the handler.
+   */
+  readonly knowsOp?: (op: number) => boolean;
+  /** Versions to name in answers to unknown messages (default: this build's, peers' unknown). */
+  readonly versions?: PeerVersions;
 }
 
 export class QueueLink {
@@ -156,6 +190,9 @@ export class QueueLink {
   readonly #admit: (peerId: string) => boolean;
   readonly #maxFrameBytes: number;
   readonly #maxQueuedBytes: number;
+  readonly #knowsOp: (op: number) => boolean;
+  readonly #versions: PeerVersions;
+  readonly #unknown: UnknownMessageLog;
   readonly #addresses = new Map<string, Multiaddr>();
   readonly #links = new Map<string, OutboundLink>();
   readonly #inbound = new Set<Stream>();
@@ -171,6 +208,9 @@ export class QueueLink {
     this.#admit = options.admit;
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_QUEUE_LINK_MAX_FRAME_BYTES;
     this.#maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_QUEUE_LINK_MAX_QUEUED_BYTES;
+    this.#knowsOp = options.knowsOp ?? (() => true);
+    this.#versions = options.versions ?? fixedVersions();
+    this.#unknown = new UnknownMessageLog(this.#log);
   }
 
   static async start(options: QueueLinkOptions): Promise<QueueLink> {
@@ -240,7 +280,7 @@ export class QueueLink {
         if (link.pending.delete(id)) reject(new QueueLinkTimeoutError(peer, timeoutMs));
       }, timeoutMs);
       timer.unref();
-      link.pending.set(id, { resolve, reject, timer });
+      link.pending.set(id, { op, resolve, reject, timer });
       this.#write(peer, link, id, frame);
     });
   }
@@ -397,22 +437,37 @@ export class QueueLink {
       call.resolve(payload.subarray(5));
       return;
     }
+    if (payload[0] !== ANSWER_ERROR) {
+      // A later version's answer kind: its call fails, the stream goes on.
+      const what = `answer kind ${payload[0]}`;
+      const { message, text } = receivedUnknown(this.#versions, this.nodeId, peer, 'queue-link', what);
+      this.#unknown.report(message, text, 'received');
+      call.reject(new QueueLinkUnknownMessageError(text, message));
+      return;
+    }
     // The call named fails with the frame's fault before the stream is closed for it.
     const codeLength = payload[5] ?? 0;
-    const failure =
-      payload[0] !== ANSWER_ERROR
-        ? new QueueLinkFrameError(`unknown frame kind ${payload[0]}`)
-        : payload.byteLength < 8 + codeLength
-          ? new QueueLinkFrameError('error answer shorter than its header')
-          : undefined;
-    if (failure !== undefined) {
+    if (payload.byteLength < 8 + codeLength) {
+      const failure = new QueueLinkFrameError('error answer shorter than its header');
       call.reject(failure);
       throw failure;
     }
     const code = lenientDecoder.decode(payload.subarray(6, 6 + codeLength));
     const textLength = view.getUint16(6 + codeLength);
     const text = lenientDecoder.decode(payload.subarray(8 + codeLength, 8 + codeLength + textLength));
-    call.reject(new QueueLinkRemoteError(code, text, peer));
+    if (code !== UNKNOWN_MESSAGE_CODE) {
+      call.reject(new QueueLinkRemoteError(code, text, peer));
+      return;
+    }
+    const details = {
+      what: `op ${call.op}`,
+      peer,
+      senderVersion: this.#versions.localVersion,
+      receiverVersion: this.#versions.versionOf(peer),
+    };
+    const error = new QueueLinkUnknownMessageError(text, details);
+    this.#unknown.report(error, text, 'refused by the peer');
+    call.reject(error);
   }
 
   // ------------------------------------------------------------------------------ responder side
@@ -444,14 +499,19 @@ export class QueueLink {
   }
 
   #request(peer: string, stream: Stream, payload: Uint8Array): void {
-    if (payload.byteLength < 8 || payload[0] !== REQUEST) {
-      throw new QueueLinkFrameError(
-        payload.byteLength < 8 ? 'request shorter than its header' : 'not a request',
-      );
-    }
     const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+    if (payload.byteLength >= 5 && payload[0] !== REQUEST) {
+      // Every frame starts [kind][call id]: a later version's kind is answered, not a fault.
+      this.#answerUnknown(peer, stream, view.getUint32(1), `frame kind ${payload[0]}`);
+      return;
+    }
+    if (payload.byteLength < 8) throw new QueueLinkFrameError('request shorter than its header');
     const id = view.getUint32(1);
     const op = payload[5] as number;
+    if (!this.#knowsOp(op)) {
+      this.#answerUnknown(peer, stream, id, `op ${op}`);
+      return;
+    }
     const groupLength = view.getUint16(6);
     if (8 + groupLength > payload.byteLength) throw new QueueLinkFrameError('group id runs past the frame');
     const group = decoder.decode(payload.subarray(8, 8 + groupLength));
@@ -477,6 +537,13 @@ export class QueueLink {
       (bytes) => this.#reply(stream, okFrame(id, bytes)),
       (error: unknown) => this.#reply(stream, errorFrame(id, error, this.#log)),
     );
+  }
+
+  /** Answer call `id` with `UNKNOWN_MESSAGE`, naming both versions; logged once per peer and message. */
+  #answerUnknown(peer: string, stream: Stream, id: number, what: string): void {
+    const { message, text } = receivedUnknown(this.#versions, this.nodeId, peer, 'queue-link', what);
+    this.#unknown.report(message, text, 'received');
+    this.#reply(stream, errorFrame(id, new QueueLinkError(UNKNOWN_MESSAGE_CODE, text), this.#log));
   }
 
   #reply(stream: Stream, payload: Uint8Array): void {
