@@ -9,6 +9,8 @@ import type { MetadataGroup } from '../metadata/metadata-group.ts';
 import type { ClusterNodeRecord, MetadataCommand, MetadataReply } from '../metadata/metadata-machine.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
+import { PRETEND_OLDER_ENV, pretendOlder } from '../test-support/pretend-older.ts';
+import { ClusterFeatureFlags } from './cluster-feature-flags.ts';
 import { ClusterGossip } from './cluster-gossip.ts';
 import { ClusterRpc, RpcError, RpcRemoteError } from './cluster-rpc.ts';
 import type { ClusterMemberStatus, ClusterView } from './cluster-view.ts';
@@ -19,12 +21,17 @@ import {
 } from './cluster-view.ts';
 import { ClusterGater } from './connection-gater.ts';
 import { ClusterError } from './errors.ts';
+import type { NodeBuild } from './feature-flags.ts';
+import { buildOf } from './feature-flags.ts';
 import type { ClusterLibp2p } from './libp2p-node.ts';
 import { createClusterNode, listenAddress } from './libp2p-node.ts';
 import { Libp2pTransport } from './libp2p-transport.ts';
 import { MembershipReconciler } from './membership-reconciler.ts';
 import type { NodeIdentity } from './node-identity.ts';
+import { PeerHello } from './peer-hello.ts';
+import { CLUSTER_PROTOCOL_VERSION, receivedUnknown, UnknownMessageLog } from './protocol-version.ts';
 import { QueueLink } from './queue-link.ts';
+import { QueueOp } from './queue-rpc-codec.ts';
 
 /** This node could not join the cluster: refused (forgotten, its name taken) or no member answered. */
 export class ClusterJoinError extends ClusterError {
@@ -79,7 +86,15 @@ export interface ClusterStartOptions {
   /** The node's readable name, unique in the cluster. */
   readonly nodeName: string;
   readonly logger: Logger;
+  /**
+   * The version and feature flags this node announces (default: this build's; one version older
+   * with the test-only `STYX_TEST_PRETEND_OLDER=1`, see test-support/pretend-older.ts).
+   */
+  readonly build?: NodeBuild;
 }
+
+/** The queue-link ops this version knows: a request of another op is answered as unknown. */
+const KNOWN_QUEUE_OPS: ReadonlySet<number> = new Set(Object.values(QueueOp));
 
 /** A join request: who is asking, and where it listens. */
 interface JoinRequest {
@@ -87,6 +102,9 @@ interface JoinRequest {
   readonly peerId: string;
   readonly name: string;
   readonly address: string;
+  /** The joiner's cluster protocol version and feature flags (absent from builds before them). */
+  readonly version?: number;
+  readonly flags?: readonly string[];
 }
 
 /** The answer to a join: the cluster's members, so the joiner can reach them at once. */
@@ -133,6 +151,9 @@ export class Cluster implements BrokerCluster {
   /** Queue commands and deliveries between nodes (see queue-link.ts). */
   readonly queueLink: QueueLink;
   readonly #gossip: ClusterGossip;
+  readonly #hello: PeerHello;
+  /** The feature flags: which this build supports, which the cluster enabled (feature-flags.ts). */
+  readonly featureFlags: ClusterFeatureFlags;
   readonly #downListeners = new Set<(nodeId: string) => void>();
   readonly #upListeners = new Set<(nodeId: string) => void>();
   #group: MetadataGroup | undefined;
@@ -154,6 +175,7 @@ export class Cluster implements BrokerCluster {
       rpc: ClusterRpc;
       queueLink: QueueLink;
       gossip: ClusterGossip;
+      hello: PeerHello;
     },
   ) {
     this.#options = options;
@@ -166,6 +188,13 @@ export class Cluster implements BrokerCluster {
     this.#rpc = parts.rpc;
     this.queueLink = parts.queueLink;
     this.#gossip = parts.gossip;
+    this.#hello = parts.hello;
+    this.featureFlags = new ClusterFeatureFlags({
+      selfId: options.identity.nodeId,
+      hello: parts.hello,
+      logger: options.logger,
+      propose: (command) => this.#proposeOrForward(command),
+    });
     this.address = listenAddress(parts.node);
     // A data dir that holds no metadata group yet joins the cluster it is pointed at; one that
     // holds it is a member already (restarted) or the node that formed the cluster.
@@ -188,6 +217,14 @@ export class Cluster implements BrokerCluster {
     // The secret is the operator's approval to ask for a join: strangers holding it may connect,
     // but only members reach the Raft transport and the member-only RPCs.
     const gater = new ClusterGater(logger, [identity.nodeId], { openToJoins: true });
+    if (pretendOlder.error !== undefined) throw new ClusterJoinError(pretendOlder.error);
+    const build = options.build ?? buildOf(CLUSTER_PROTOCOL_VERSION - (pretendOlder.on ? 1 : 0));
+    if (pretendOlder.on) {
+      logger.warn(
+        { version: build.version, flags: [...build.flags] },
+        `${PRETEND_OLDER_ENV} is set: this node pretends to run the previous cluster protocol version (testing only)`,
+      );
+    }
     const node = await createClusterNode({
       privateKey: identity.privateKey,
       listen: options.listen,
@@ -196,22 +233,37 @@ export class Cluster implements BrokerCluster {
       logger,
     });
     try {
+      // First, so that the streams below can name each peer's version from its first connection.
+      const hello = await PeerHello.start({ node, logger, build });
       const transport = await Libp2pTransport.start({
         node,
         logger,
         admit: (peer) => gater.isMember(peer),
+        versions: hello,
       });
       const rpc = await ClusterRpc.start({
         node,
         logger,
         gater,
         admit: (peer, kind) => kind === RPC_JOIN || gater.isMember(peer),
+        versions: hello,
       });
-      const queueLink = await QueueLink.start({ node, logger, admit: (peer) => gater.isMember(peer) });
-      const gossip = new ClusterGossip(node.services.pubsub, logger);
+      const queueLink = await QueueLink.start({
+        node,
+        logger,
+        admit: (peer) => gater.isMember(peer),
+        knowsOp: (op) => KNOWN_QUEUE_OPS.has(op),
+        versions: hello,
+      });
+      const unknownEvents = new UnknownMessageLog(logger.child({ component: 'cluster-gossip' }));
+      const gossip = new ClusterGossip(node.services.pubsub, logger, (kind, from) => {
+        const self = identity.nodeId;
+        const { message, text } = receivedUnknown(hello, self, from, 'gossip', `event kind '${kind}'`);
+        unknownEvents.report(message, text, 'received');
+      });
       gossip.start();
       raftHostOf(storage, transport);
-      const cluster = new Cluster(options, { node, gater, transport, rpc, queueLink, gossip });
+      const cluster = new Cluster(options, { node, gater, transport, rpc, queueLink, gossip, hello });
       node.addEventListener('peer:disconnect', (event) => cluster.#nodeDown(event.detail.toString()));
       node.addEventListener('peer:connect', (event) => cluster.#nodeUp(event.detail.toString()));
       return cluster;
@@ -225,6 +277,9 @@ export class Cluster implements BrokerCluster {
 
   async attach(group: MetadataGroup): Promise<void> {
     this.#group = group;
+    this.featureFlags.attach(group);
+    // A member's metadata lists the members; only the node forming a new cluster finds none.
+    const forming = !this.joining && group.state.clusterNodes().length === 0;
     group.onApplied((command) => {
       const membership =
         command === undefined || command.type === 'addClusterNode' || command.type === 'forgetClusterNode';
@@ -241,7 +296,9 @@ export class Cluster implements BrokerCluster {
     } else {
       // A member restarted (or the node that formed the cluster): make sure the membership has its
       // current name and address. Not waited for when the leader is elsewhere and unreachable.
-      const announcing = this.#announceSelf();
+      const announcing = this.#announceSelf().then(() =>
+        forming ? this.featureFlags.enableAtFormation() : undefined,
+      );
       if (group.log.role === 'leader') await announcing;
       else
         announcing.catch((error: unknown) => this.#log.warn({ err: error }, 'could not announce this node'));
@@ -343,6 +400,7 @@ export class Cluster implements BrokerCluster {
         );
       },
       forget: (idOrName: string) => this.#forget(idOrName),
+      featureFlags: this.featureFlags,
     };
   }
 
@@ -359,6 +417,7 @@ export class Cluster implements BrokerCluster {
     await this.queueLink.close();
     await this.#rpc.close();
     await this.#transport.close();
+    await this.#hello.close();
     await this.#node.stop();
   }
 
@@ -523,7 +582,8 @@ export class Cluster implements BrokerCluster {
    */
   async #join(): Promise<void> {
     const started = Date.now();
-    const request = encodeJson(this.#selfRecord());
+    const { version, flags } = this.featureFlags.build;
+    const request = encodeJson({ ...this.#selfRecord(), version, flags: [...flags] } satisfies JoinRequest);
     let attempt = 0;
     let lastError: unknown;
     for (;;) {
@@ -658,6 +718,14 @@ export class Cluster implements BrokerCluster {
     const group = this.#group as MetadataGroup;
     if (group.log.leader !== this.nodeId) {
       return this.#callLeaderRaw(RPC_JOIN, payload, () => this.#onJoin(payload, from));
+    }
+    const refusal = this.featureFlags.joinRefusal(request);
+    if (refusal !== undefined) {
+      this.#log.warn({ node: request.name, id: request.id }, `join refused: ${refusal}`);
+      throw new RpcError(
+        String(ReplyCode.PRECONDITION_FAILED),
+        `node '${request.name}' cannot join: ${refusal}`,
+      );
     }
     const reply = await this.#asLeader(() => group.log.propose({ type: 'addClusterNode', ...request }));
     if (reply.type === 'error') throw new RpcError(String(reply.code), reply.text);
