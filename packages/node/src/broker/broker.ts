@@ -121,7 +121,7 @@ export class Broker {
   /** The operators' verbs on queue replicas (`styx ctl add_member`, `grow`, `rebalance`...). */
   readonly replicaOps: QueueReplicaOperations;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
-  readonly runId: string = randomBytes(4).toString('base64url');
+  readonly runId: string;
   private readonly storage: NodeStorage | undefined;
   private readonly loopbackUsers: ReadonlySet<string>;
   private memoryTimer: NodeJS.Timeout | undefined;
@@ -157,6 +157,8 @@ export class Broker {
         ? undefined
         : new ClusterQueues(
             {
+    // A clustered node's run id is its incarnation: peers that see it change know it restarted.
+    this.runId = options.cluster?.incarnation ?? randomBytes(4).toString('base64url');
               metadata: this.metadata,
               logger: this.logger,
               replica: (groupId) => this.actors.replicaOf(groupId),

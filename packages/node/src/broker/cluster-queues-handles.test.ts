@@ -47,6 +47,7 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
         handle: () => {},
       },
       isDown: () => false,
+      peerStatus: () => ({ suspected: false, unreachableMs: 0, incarnation: undefined }),
       onNodeDown: () => () => {},
       onNodeUp: () => () => {},
     };
@@ -103,6 +104,7 @@ describe('ClusterQueues: handles of deleted queues are released', () => {
       nodeId: 'id-n1',
       queueLink: { call: async () => new Uint8Array(0), handle: () => {} },
       isDown: () => false,
+      peerStatus: () => ({ suspected: false, unreachableMs: 0, incarnation: undefined }),
       onNodeDown: () => () => {},
       onNodeUp: () => () => {},
     };

@@ -81,6 +81,7 @@ function setUp(members: string[]) {
       handle: () => {},
     },
     isDown: () => false,
+    peerStatus: () => ({ suspected: false, unreachableMs: 0, incarnation: undefined }),
     onNodeDown: () => () => {},
     onNodeUp: () => () => {},
   };

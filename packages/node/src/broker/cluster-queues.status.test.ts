@@ -34,6 +34,7 @@ describe('ClusterQueues.status (quorum_status)', () => {
       nodeId: 'id-n1',
       queueLink: { call: () => Promise.reject(new Error('no link')), handle: () => {} },
       isDown: () => false,
+      peerStatus: () => ({ suspected: false, unreachableMs: 0, incarnation: undefined }),
       onNodeDown: () => () => {},
       onNodeUp: () => () => {},
     };

@@ -5,6 +5,7 @@ import { silentLogger } from '../logging/logger.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues, ownerNodeName } from './cluster-queues.ts';
+import type { PeerStatus } from './owner-suspicion.ts';
 
 describe('ownerNodeName', () => {
   it.each([
@@ -29,9 +30,14 @@ describe('ownerNodeName', () => {
   });
 });
 
-describe('ClusterQueues: consumers given up while their node was counted down', () => {
-  /** One leading replica on this node, holding an owner of node n2; the cluster and link faked. */
-  function setUp() {
+describe('ClusterQueues: suspicion before verdict for the owners of other nodes', () => {
+  const OWNER = 'n2:run1.1/1';
+
+  /**
+   * One leading replica on this node, holding an owner of node n2 (run `run1`); the failure
+   * detector's view of n2, the metadata and the link faked. The queue's timeout is `timeoutArg`.
+   */
+  function setUp(timeoutArg?: number) {
     const down = new Set<(id: string) => void>();
     const up = new Set<(id: string) => void>();
     const calls: { peer: string; op: number }[] = [];
@@ -39,18 +45,31 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
     let failNext = 0;
     let reasserted = 0;
     const lost: string[] = [];
+    const suspensions: [string, boolean][] = [];
+    let status: PeerStatus = { suspected: false, unreachableMs: 0, incarnation: 'run1' };
     const actor = {
       groupId: 'g1',
+      vhost: '/',
+      name: 'q1',
       isLeader: true,
-      ownerIds: () => ['n2:run.1/1'],
+      ownerIds: () => [OWNER],
       ownerLost: (owner: string) => lost.push(owner),
+      setOwnerSuspended: (owner: string, suspended: boolean) => suspensions.push([owner, suspended]),
     } as unknown as QueueActor;
     const nodes = [
       { id: 'id-n1', name: 'n1' },
       { id: 'id-n2', name: 'n2' },
     ];
+    const args =
+      timeoutArg === undefined
+        ? []
+        : [{ key: 'x-consumer-disconnected-timeout', value: { i32: timeoutArg } }];
     const host = {
-      metadata: { clusterNode: (key: string) => nodes.find((n) => n.id === key || n.name === key) },
+      metadata: {
+        clusterNode: (key: string) => nodes.find((n) => n.id === key || n.name === key),
+        queue: () => ({ vhost: '/', name: 'q1', arguments: { entries: args } }),
+        policyFor: () => undefined,
+      },
       logger: silentLogger(),
       replica: () => undefined,
       replicas: () => [actor],
@@ -76,7 +95,8 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
           handler = h;
         },
       },
-      isDown: () => false,
+      isDown: () => status.suspected,
+      peerStatus: () => status,
       onNodeDown: (listener) => {
         down.add(listener);
         return () => down.delete(listener);
@@ -91,6 +111,7 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
       queues,
       calls,
       lost,
+      suspensions,
       reasserted: () => reasserted,
       forget: (id: string) => {
         nodes.splice(
@@ -102,34 +123,116 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
         failNext = n;
       },
       serve: (op: number) => (handler as QueueLinkHandler)(op, '', new Uint8Array(0), 'id-n2'),
-      down: (id: string) => {
-        for (const l of down) l(id);
+      /** n2 suspected for `unreachableMs` so far (the detector's event). */
+      down: (unreachableMs = 0) => {
+        status = { ...status, suspected: true, unreachableMs };
+        for (const l of down) l('id-n2');
       },
-      up: (id: string) => {
-        for (const l of up) l(id);
+      /** n2 still suspected, `unreachableMs` now (no event: the per-second check sees it). */
+      stillDown: (unreachableMs: number) => {
+        status = { ...status, suspected: true, unreachableMs };
+      },
+      /** n2 answers again, as `incarnation`. */
+      up: (incarnation = 'run1') => {
+        status = { suspected: false, unreachableMs: 0, incarnation };
+        for (const l of up) l('id-n2');
       },
     };
   }
 
-  it('tells that node to register its consumers again once it answers, once per give-up', async () => {
+  it('suspends a suspected node’s owners, keeps what they hold, and resumes them when it answers', () => {
     const t = setUp();
-    t.up('id-n2'); // nothing was given up: nothing to tell
-    expect(t.calls).toEqual([]);
-    t.down('id-n2');
-    expect(t.lost).toEqual(['n2:run.1/1']);
-    t.up('id-n2');
-    t.up('id-n2');
-    expect(t.calls).toEqual([{ peer: 'id-n2', op: QueueOp.reassert }]);
+    t.down(1_000);
+    expect(t.suspensions).toEqual([[OWNER, true]]);
+    t.stillDown(59_000); // under the 60 s default
+    t.up();
+    expect(t.suspensions).toEqual([
+      [OWNER, true],
+      [OWNER, false],
+    ]);
+    expect(t.lost).toEqual([]);
+    expect(t.calls).toEqual([]); // nothing was given up: nothing to register again
     t.queues.stop();
   });
 
-  it('tries again while the node is up and the notice is lost', async () => {
+  it('gives the owners up once the node stayed suspected past the queue’s timeout (checked every second)', async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setUp(5_000);
+      t.down(1_000);
+      t.stillDown(4_900);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(t.lost).toEqual([]);
+      t.stillDown(5_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(t.lost).toEqual([OWNER]);
+      // Back with the same process: told once to register its consumers again.
+      t.up();
+      t.up();
+      expect(t.calls).toEqual([{ peer: 'id-n2', op: QueueOp.reassert }]);
+      t.queues.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('the default timeout is 60 s', async () => {
     vi.useFakeTimers();
     try {
       const t = setUp();
+      t.down(59_999);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(t.lost).toEqual([]);
+      t.stillDown(60_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(t.lost).toEqual([OWNER]);
+      t.queues.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('gives up at once the owners of a node that restarted (a new incarnation), without a notice', () => {
+    const t = setUp();
+    t.down(500);
+    t.up('run2');
+    expect(t.lost).toEqual([OWNER]);
+    expect(t.calls).toEqual([]);
+    // Its channels died with the old process: deliveries to them go nowhere.
+    expect(t.queues.resolveOwner(OWNER)).toBeUndefined();
+    expect(t.queues.resolveOwner('n2:run2.1/1')).toBeDefined();
+    t.queues.stop();
+  });
+
+  it('gives up the owners of a forgotten node at the next check', async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setUp();
+      t.forget('id-n2');
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(t.lost).toEqual([OWNER]);
+      expect(t.calls).toEqual([]);
+      t.queues.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('still delivers to a suspected node’s owner (the sends are held and sent again)', () => {
+    const t = setUp();
+    t.down(1_000);
+    expect(t.queues.resolveOwner(OWNER)).toBeDefined();
+    t.queues.stop();
+  });
+
+  it('tries the notice again while the node is up and it is lost', async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setUp(0);
       t.failNext(2);
-      t.down('id-n2');
-      t.up('id-n2');
+      t.down(0);
+      expect(t.lost).toEqual([OWNER]);
+      t.up();
       await vi.advanceTimersByTimeAsync(2_000);
       expect(t.calls.map((c) => c.op)).toEqual([QueueOp.reassert, QueueOp.reassert, QueueOp.reassert]);
       t.queues.stop();
@@ -141,10 +244,10 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
   it('keeps telling a node that is up, with capped back-off, until it hears; not once it is forgotten', async () => {
     vi.useFakeTimers();
     try {
-      const t = setUp();
+      const t = setUp(0);
       t.failNext(30);
-      t.down('id-n2');
-      t.up('id-n2');
+      t.down(0);
+      t.up();
       // 10 tries used to be all it got (5 s): a node that stays unreachable that long kept no consumers.
       await vi.advanceTimersByTimeAsync(120_000);
       expect(t.calls.length).toBeGreaterThan(11);
@@ -156,10 +259,10 @@ describe('ClusterQueues: consumers given up while their node was counted down', 
       await vi.advanceTimersByTimeAsync(60_000);
       expect(t.calls.length).toBe(told); // heard: no more tries
 
-      const u = setUp();
+      const u = setUp(0);
       u.failNext(100);
-      u.down('id-n2');
-      u.up('id-n2');
+      u.down(0);
+      u.up();
       await vi.advanceTimersByTimeAsync(1_000);
       u.forget('id-n2');
       const before = u.calls.length;

@@ -9,10 +9,13 @@
  *   node is no longer listed is destroyed once the group has removed it and every remaining
  *   member holds that removal (`#removalSettled`); a leader removing itself first hands its
  *   leadership to an up-to-date voter that answers.
- * - **Owners.** A consumer belongs to a channel (`owner`); its node is in the owner id. A leader
- *   delivers to a channel on another node over the link; when that node answers that it has no
- *   such channel, or is counted down, the owner's consumers go and its unacked messages come back
- *   (`ownerDown`), to be redelivered with their delivery count raised.
+ * - **Owners.** A consumer belongs to a channel (`owner`); its node and that node's run are in the
+ *   owner id. A leader delivers to a channel on another node over the link. While that node is
+ *   suspected (missed pings, lost connection) its owners are suspended: no new deliveries, what
+ *   they hold stays theirs. When that node answers that it has no such channel, restarted (a new
+ *   incarnation), was forgotten, or stayed suspected past the queue's consumer-disconnected
+ *   timeout, the owner's consumers go and its unacked messages come back (`ownerDown`), to be
+ *   redelivered with their delivery count raised (owner-suspicion.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { RaftGroupLog } from '@styx/raft';
@@ -35,6 +38,7 @@ import {
   QueueOp,
 } from '../cluster/queue-rpc-codec.ts';
 import type { Logger } from '../logging/logger.ts';
+import { consumerDisconnectedTimeoutMs } from '../metadata/effective-config.ts';
 import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
 import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { GotApplyResult, OwnerSink, QueueActor } from '../queue/queue-actor.ts';
@@ -43,11 +47,11 @@ import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, queueMembers } from './cluster-queue.ts';
+import type { PeerStatus } from './owner-suspicion.ts';
+import { ownerRun, ownerVerdict } from './owner-suspicion.ts';
 import { RemoteOwnerSink } from './remote-owner-sink.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
-/** How long a new leader waits before giving up the owners of nodes it counts down, ms. */
-const TAKEOVER_OWNER_CHECK_MS = 3_000;
 /** How often leaders check their groups' membership against the records, ms. */
 const MEMBERSHIP_CHECK_MS = 1_000;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
@@ -71,7 +75,11 @@ export interface QueueClusterPort {
     handle(handler: QueueLinkHandler): void;
   };
   isDown(nodeId: string): boolean;
+  /** What the failure detector knows of a member now (suspected, for how long, its incarnation). */
+  peerStatus(nodeId: string): PeerStatus;
+  /** A member is suspected. */
   onNodeDown(listener: (nodeId: string) => void): () => void;
+  /** A member answers again (or, restarted, as a new incarnation). */
   onNodeUp(listener: (nodeId: string) => void): () => void;
 }
 
@@ -118,8 +126,8 @@ export class ClusterQueues {
   readonly #groups = new Map<string, RaftGroupLog<QueueCommand, QueueApplyResult>>();
   /** Local channels wrapped so their deliveries name the handle, not the replica. */
   readonly #channelSinks = new WeakMap<ChannelSink, OwnerSink>();
-  /** Remote owners' sinks, by owner id. */
-  readonly #remoteSinks = new Map<string, OwnerSink>();
+  /** Remote owners' sinks, by owner id: what the replicas call, and the link sender behind it. */
+  readonly #remoteSinks = new Map<string, { readonly sink: OwnerSink; readonly link: RemoteOwnerSink }>();
   /** Groups with a membership change in flight. */
   readonly #changing = new Set<string>();
   /**
@@ -222,13 +230,22 @@ export class ClusterQueues {
     const name = ownerNodeName(owner);
     const node = this.#host.metadata.clusterNode(name);
     if (node === undefined || node.id === this.selfId) return undefined; // a channel of ours, closed
-    if (this.#cluster.isDown(node.id)) return undefined;
-    let sink = this.#remoteSinks.get(owner);
-    if (sink === undefined) {
-      sink = this.#remoteSink(owner, node.id);
-      this.#remoteSinks.set(owner, sink);
+    // Its node restarted: the channel died with the old process. (A suspected node's channel is
+    // still its own: deliveries to it are held and sent again until it answers or is given up.)
+    if (this.#restarted(owner, node.id)) return undefined;
+    let remote = this.#remoteSinks.get(owner);
+    if (remote === undefined) {
+      remote = this.#remoteSink(owner, node.id);
+      this.#remoteSinks.set(owner, remote);
     }
-    return sink;
+    return remote.sink;
+  }
+
+  /** Whether `owner`'s node answers as another incarnation than the one that opened the channel. */
+  #restarted(owner: string, nodeId: string): boolean {
+    const incarnation = this.#cluster.peerStatus(nodeId).incarnation;
+    const run = ownerRun(owner);
+    return incarnation !== undefined && run !== undefined && run !== incarnation;
   }
 
   #localSink(channel: ChannelSink): OwnerSink {
@@ -251,8 +268,8 @@ export class ClusterQueues {
     return this.handle(record);
   }
 
-  #remoteSink(owner: string, nodeId: string): OwnerSink {
-    const sink = new RemoteOwnerSink({
+  #remoteSink(owner: string, nodeId: string): { sink: OwnerSink; link: RemoteOwnerSink } {
+    const link = new RemoteOwnerSink({
       send: (op, group, body) => this.#cluster.queueLink.call(nodeId, op, group, body, 5_000),
       classify: (error) => {
         if (!(error instanceof QueueLinkRemoteError)) return 'lost';
@@ -261,44 +278,101 @@ export class ClusterQueues {
         return 'refused';
       },
       nodeDown: () => this.#cluster.isDown(nodeId),
+      ownerGone: () =>
+        this.#host.metadata.clusterNode(nodeId) === undefined || this.#restarted(owner, nodeId),
       lost: (actor) => {
         this.#remoteSinks.delete(owner);
         this.#giveUp(actor, owner, nodeId);
       },
       warn: (fields, message) => this.#log.warn({ ...fields, owner, node: nodeId }, message),
     });
-    return {
+    const sink: OwnerSink = {
       deliver: (actor, tag, id, redelivered, deliveryCount, message) =>
-        sink.send(
+        link.send(
           actor,
           QueueOp.deliver,
           encodeDelivery(owner, tag, id, redelivered, deliveryCount, message),
         ),
-      consumerCancelled: (actor, tag) => sink.send(actor, QueueOp.cancelled, encodeCancelled(owner, tag)),
+      consumerCancelled: (actor, tag) => link.send(actor, QueueOp.cancelled, encodeCancelled(owner, tag)),
     };
+    return { sink, link };
   }
 
-  /** A node is down: the replicas this node leads give up that node's owners. */
-  #nodeDown(nodeId: string): void {
-    const name = this.#host.metadata.clusterNode(nodeId)?.name;
-    if (name === undefined) return;
-    for (const [owner] of this.#remoteSinks)
-      if (ownerNodeName(owner) === name) this.#remoteSinks.delete(owner);
-    for (const actor of this.#host.replicas()) {
-      if (!actor.isLeader) continue;
-      for (const owner of actor.ownerIds())
-        if (ownerNodeName(owner) === name) this.#giveUp(actor, owner, nodeId);
+  /**
+   * Each queue led here decides, for every owner on another node (only `onlyNode`'s when given),
+   * whether its consumers take messages, are suspended, or are given up (owner-suspicion.ts): on
+   * every failure-detector event and every second (timeouts), through each queue's log.
+   */
+  #checkOwners(onlyNode?: string): void {
+    if (this.#stopped) return;
+    for (const actor of this.#host.replicas()) if (actor.isLeader) this.#checkOwnersOf(actor, onlyNode);
+  }
+
+  #checkOwnersOf(actor: QueueActor, onlyNode?: string): void {
+    let timeoutMs: number | undefined;
+    for (const owner of actor.ownerIds()) {
+      const node = this.#host.metadata.clusterNode(ownerNodeName(owner));
+      // A channel of this node: the broker gives it up itself when it closes.
+      if (node?.id === this.selfId || (onlyNode !== undefined && node?.id !== onlyNode)) continue;
+      const status = node === undefined ? undefined : this.#cluster.peerStatus(node.id);
+      const suspected = status?.suspected ?? false;
+      if (suspected) timeoutMs ??= this.#disconnectedTimeout(actor);
+      const view = {
+        forgotten: node === undefined,
+        restarted: node !== undefined && this.#restarted(owner, node.id),
+        suspected,
+        unreachableMs: status?.unreachableMs ?? 0,
+      };
+      switch (ownerVerdict(view, timeoutMs ?? Number.POSITIVE_INFINITY)) {
+        case 'deliver':
+          actor.setOwnerSuspended(owner, false);
+          break;
+        case 'suspend':
+          actor.setOwnerSuspended(owner, true);
+          break;
+        case 'give-up':
+          this.#log.info(
+            { queue: actor.name, vhost: actor.vhost, owner, ...view, timeoutMs },
+            'consumers of a node known gone are given up: their unacked messages return to the queue',
+          );
+          // A node that timed out may come back with its channels: it registers them again then.
+          this.#giveUp(actor, owner, view.forgotten || view.restarted ? undefined : node?.id);
+          break;
+      }
     }
   }
 
-  /** `actor` (leading) gives up `owner`, of node `nodeId`: its consumers go, its unacked return. */
-  #giveUp(actor: QueueActor, owner: string, nodeId: string): void {
-    this.#owesReassert.add(nodeId);
+  /** The queue's consumer-disconnected timeout: its argument, else its policy's, else 60 s. */
+  #disconnectedTimeout(actor: QueueActor): number {
+    const metadata = this.#host.metadata;
+    const record = metadata.queue(actor.vhost, actor.name);
+    if (record === undefined) return consumerDisconnectedTimeoutMs({ arguments: { entries: [] } }, undefined);
+    return consumerDisconnectedTimeoutMs(record, metadata.policyFor(record.vhost, 'queue', record.name));
+  }
+
+  /** A node is suspected: the queues led here stop delivering to its owners. */
+  #nodeDown(nodeId: string): void {
+    this.#checkOwners(nodeId);
+  }
+
+  /**
+   * `actor` (leading) gives up `owner`: its consumers go, its unacked return. When `nodeId` is
+   * given, that node (still a member, same process) is told to register its consumers again once
+   * it answers.
+   */
+  #giveUp(actor: QueueActor, owner: string, nodeId: string | undefined): void {
+    if (nodeId !== undefined) this.#owesReassert.add(nodeId);
+    // Deliveries to it that wait to be sent again are dropped: the queue takes those messages back.
+    this.#remoteSinks.get(owner)?.link.forget(actor);
     actor.ownerLost(owner);
   }
 
-  /** A node answers again: if this node gave up any of its consumers, tell it to register them again. */
+  /**
+   * A node answers again: the queues led here resume its owners; if this node gave up any of its
+   * consumers, it is told to register them again.
+   */
   #nodeUp(nodeId: string, delay = 0): void {
+    if (delay === 0) this.#checkOwners(nodeId);
     if (this.#stopped || (delay === 0 && !this.#owesReassert.delete(nodeId))) return;
     this.#cluster.queueLink.call(nodeId, QueueOp.reassert, '', EMPTY, 5_000).catch((error: unknown) => {
       if (this.#stopped || this.#host.metadata.clusterNode(nodeId) === undefined) return; // removed
@@ -320,19 +394,13 @@ export class ClusterQueues {
     });
   }
 
-  /** This replica leads now: owners on nodes that are down are given up at once. */
+  /**
+   * This replica leads now: owners of suspected nodes are suspended (those of nodes known gone given
+   * up) from this node's view, which may differ from the last leader's.
+   */
   leaderTookOver(actor: QueueActor): void {
     this.#driveMembership(actor.groupId);
-    // Checked again after a moment: a leader just resumed from a pause still counts every peer
-    // down until its next pings are answered, and must not drop healthy nodes' consumers for it.
-    setTimeout(() => {
-      if (this.#stopped || !actor.isLeader) return;
-      for (const owner of actor.ownerIds()) {
-        const node = this.#host.metadata.clusterNode(ownerNodeName(owner));
-        if (node !== undefined && node.id !== this.selfId && this.#cluster.isDown(node.id))
-          this.#giveUp(actor, owner, node.id);
-      }
-    }, TAKEOVER_OWNER_CHECK_MS).unref();
+    this.#checkOwnersOf(actor);
   }
 
   // ------------------------------------------------------------------------------ the link's server side
@@ -600,6 +668,7 @@ export class ClusterQueues {
   #checkMemberships(): void {
     if (this.#stopped) return;
     this.#pruneRemoteSinks();
+    this.#checkOwners();
     let stray = false;
     for (const [groupId, group] of this.#groups) {
       if (group.role === 'leader') this.#driveMembership(groupId);

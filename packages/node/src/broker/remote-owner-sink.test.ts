@@ -22,6 +22,7 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
   const returned: string[] = [];
   const warned: string[] = [];
   let down = false;
+  let gone = false;
   let nextId = 1;
   const ids = new Map<number, string>();
   const sink = new RemoteOwnerSink(
@@ -42,6 +43,7 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
       },
       classify: (error) => error as Outcome,
       nodeDown: () => down,
+      ownerGone: () => gone,
       lost: (actor) => lost.push(actor.groupId),
       warn: (_fields, message) => warned.push(message),
     },
@@ -88,6 +90,10 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
     setDown: () => {
       down = true;
     },
+    setGone: () => {
+      gone = true;
+    },
+    q,
     actor,
   };
 }
@@ -142,19 +148,49 @@ describe('RemoteOwnerSink', () => {
     expect(t.sent).toEqual(['q:a', 'q:b', 'q:a', 'q:b']);
   });
 
-  it('gives the owner up when its channel is gone or its node is counted down, and never resends a refused send', async () => {
+  it('gives the owner up when its channel or its node is known gone, and never resends a refused send', async () => {
     const t = fakePort();
     t.send('a');
     await t.fail('q:a', 'owner-gone');
     t.send('b');
     await t.fail('q:b', 'refused');
     expect(t.lost).toEqual(['q']);
-    t.setDown();
+    t.setGone(); // forgotten, or restarted as a new incarnation
     t.send('c');
     await t.fail('q:c', 'lost');
     expect(t.lost).toEqual(['q', 'q']);
     await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS * 4);
     expect(t.sent).toEqual(['q:a', 'q:b', 'q:c']);
+  });
+
+  it('keeps sending again to a node that is only suspected: the owner is not given up for it', async () => {
+    const t = fakePort();
+    t.setDown();
+    t.send('a');
+    await t.fail('q:a', 'lost');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    await t.fail('q:a', 'lost');
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    expect(t.lost).toEqual([]);
+    expect(t.sent).toEqual(['q:a', 'q:a', 'q:a']);
+    await t.ok('q:a');
+  });
+
+  it('forget: a queue that gave the owner up past its timeout has its held deliveries dropped', async () => {
+    const t = fakePort();
+    const other = t.actor('other');
+    t.send('a');
+    t.send('b', other);
+    await t.fail('q:a');
+    t.send('c');
+    t.cancel();
+    await t.fail('other:b');
+    t.sink.forget(t.q);
+    await vi.advanceTimersByTimeAsync(RESEND_DELAY_MS);
+    // q's deliveries (the lost a, the waiting c) are not sent again; its cancellation and the
+    // other queue's delivery are.
+    expect(t.sent.slice(2)).toEqual(['other:b', 'q:cancel']);
+    expect(t.lost).toEqual([]);
   });
 
   it('drops, on resending, what queues this node no longer leads sent', async () => {

@@ -3,9 +3,11 @@
  * to that node over the queue link, in the order the queues made them.
  *
  * Sends are pipelined (one link stream per peer keeps them in order). A send lost on the way (the
- * stream broke, the answer timed out) is sent again for as long as the node is not counted down —
- * giving up on a node that is up would drop its consumer behind its back — and the channel ignores
- * a delivery id it already holds. Resending only the lost ones would let later deliveries overtake
+ * stream broke, the answer timed out) is sent again for as long as the owner is not known gone
+ * (its node forgotten or restarted) — giving up on a node that is merely suspected (paused,
+ * partitioned) would drop its consumer behind its back; its queues give it up after their
+ * consumer-disconnected timeout instead (`forget`) — and the channel ignores a delivery id it
+ * already holds. Resending only the lost ones would let later deliveries overtake
  * them (a message delivered out of queue order, not marked redelivered: the chaos suite's order
  * checker caught it after a slow link). So once a send is lost, later ones wait; when every send
  * in flight has been answered or lost, the lost ones and the waiting ones go again, in their
@@ -57,8 +59,10 @@ export interface RemoteOwnerPort {
    * refused the send for another reason (logged; not sent again), or it was lost on the way.
    */
   classify(error: unknown): 'owner-gone' | 'refused' | 'lost';
-  /** Whether the owner's node is counted down now. */
+  /** Whether the owner's node is suspected (or not connected) now. */
   nodeDown(): boolean;
+  /** Whether the owner is known gone: its node was forgotten or restarted (a new incarnation). */
+  ownerGone(): boolean;
   /** The owner is gone (its channel closed, or its node down): `actor` gives it up. */
   lost(actor: QueueActor): void;
   /** Log resends that keep failing. */
@@ -114,7 +118,7 @@ export class RemoteOwnerSink {
       () => this.#settled(),
       (error: unknown) => {
         const kind = this.#port.classify(error);
-        if (kind === 'owner-gone' || (kind === 'lost' && this.#port.nodeDown())) {
+        if (kind === 'owner-gone' || (kind === 'lost' && this.#port.ownerGone())) {
           this.#port.lost(outgoing.actor);
         } else if (kind === 'refused') {
           this.#refused(outgoing);
@@ -125,6 +129,16 @@ export class RemoteOwnerSink {
         this.#settled();
       },
     );
+  }
+
+  /**
+   * `actor` gave the owner up (its node stayed unreachable past the queue's timeout): the
+   * deliveries of that queue held here are dropped, and those in flight are not sent again if lost
+   * — the queue took those messages back. Cancellations stay.
+   */
+  forget(actor: QueueActor): void {
+    this.#givenUp.set(actor, this.#seq);
+    this.#dropHeldDeliveries(new Set([actor]));
   }
 
   /** A lost delivery of a queue that gave the owner up since it was sent: that queue took it back. */
@@ -173,6 +187,16 @@ export class RemoteOwnerSink {
       { held: this.#heldSends, heldBytes: this.#heldBytes, queues: actors.size },
       'deliveries held for a node that does not answer exceed the bound: its channel is given up, its messages go back to their queues',
     );
+    this.#dropHeldDeliveries(actors);
+    for (const actor of actors) {
+      this.#givenUp.set(actor, this.#seq);
+      this.#port.lost(actor);
+    }
+    this.#noticeReassert(RESEND_DELAY_MS);
+  }
+
+  /** Drop the held deliveries of `actors` (lost and waiting); cancellations stay. */
+  #dropHeldDeliveries(actors: ReadonlySet<QueueActor>): void {
     const keep = (outgoing: Outgoing): boolean =>
       !actors.has(outgoing.actor) || outgoing.op !== QueueOp.deliver;
     const lostKept = this.#lostSends.filter(keep);
@@ -184,11 +208,6 @@ export class RemoteOwnerSink {
       this.#heldSends++;
       this.#heldBytes += outgoing.body.byteLength;
     }
-    for (const actor of actors) {
-      this.#givenUp.set(actor, this.#seq);
-      this.#port.lost(actor);
-    }
-    this.#noticeReassert(RESEND_DELAY_MS);
   }
 
   /**

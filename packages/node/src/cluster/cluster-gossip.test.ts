@@ -62,9 +62,13 @@ describe('cluster gossip', () => {
       term: 1,
       leader: undefined,
     });
+    expect(
+      parseClusterEvent(encode({ kind: 'node-up', nodeId: 'n', address: 'h:1', incarnation: 'r1' })),
+    ).toEqual({ kind: 'node-up', nodeId: 'n', address: 'h:1', incarnation: 'r1' });
     for (const bad of [
       { kind: 'metadata-hint', index: -1 },
       { kind: 'node-up', nodeId: 'n' },
+      { kind: 'node-up', nodeId: 'n', address: 'h:1', incarnation: 7 },
       { kind: 'node-down', nodeId: 5 },
       { kind: 'group-leader', groupId: 'g', term: 1.5 },
       { kind: 'unknown' },

@@ -10,8 +10,16 @@ export const CLUSTER_EVENTS_TOPIC = '/styx/cluster-events/1';
  * and the queue-RPC `not_leader` answers are the truth; gossip may be late, lost or duplicated.
  */
 export type ClusterEvent =
-  /** A node started (or came back) and listens for peers at `address` (`host:port`). */
-  | { readonly kind: 'node-up'; readonly nodeId: string; readonly address: string }
+  /**
+   * A node started (or came back) and listens for peers at `address` (`host:port`), as process
+   * `incarnation` (absent from nodes that predate it): a new one tells peers it restarted.
+   */
+  | {
+      readonly kind: 'node-up';
+      readonly nodeId: string;
+      readonly address: string;
+      readonly incarnation?: string | undefined;
+    }
   /** A node saw `nodeId`'s connection close (or is itself stopping, when `nodeId` is its own). */
   | { readonly kind: 'node-down'; readonly nodeId: string }
   /** `leader` leads Raft group `groupId` in `term` (undefined: no known leader). */
@@ -54,6 +62,7 @@ export class ClusterGossip {
   constructor(pubsub: GossipSub, logger: Logger, onUnknownKind?: (kind: string, from: string) => void) {
     this.#pubsub = pubsub;
     this.#log = logger.child({ component: 'cluster-gossip' });
+    this.#onUnknownKind = onUnknownKind;
   }
 
   /** Join the topic: from now on peers forward events to this node. */
@@ -62,7 +71,6 @@ export class ClusterGossip {
     this.#started = true;
     this.#pubsub.addEventListener('message', this.#onMessage);
     this.#pubsub.subscribe(CLUSTER_EVENTS_TOPIC);
-    this.#onUnknownKind = onUnknownKind;
   }
 
   /** Leave the topic and drop every handler. */
@@ -115,14 +123,6 @@ export class ClusterGossip {
   };
 }
 
-/** Decode and check one event; undefined when it is not a well-formed `ClusterEvent`. */
-export function parseClusterEvent(data: Uint8Array): ClusterEvent | undefined {
-  if (data.byteLength > MAX_EVENT_BYTES) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(decoder.decode(data));
-  } catch {
-    return undefined;
 const KNOWN_KINDS: ReadonlySet<string> = new Set<ClusterEventKind>([
   'node-up',
   'node-down',
@@ -141,6 +141,14 @@ export function unknownEventKind(data: Uint8Array): string | undefined {
   }
 }
 
+/** Decode and check one event; undefined when it is not a well-formed `ClusterEvent`. */
+export function parseClusterEvent(data: Uint8Array): ClusterEvent | undefined {
+  if (data.byteLength > MAX_EVENT_BYTES) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(decoder.decode(data));
+  } catch {
+    return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
@@ -148,9 +156,9 @@ export function unknownEventKind(data: Uint8Array): string | undefined {
   const isIndex = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
   switch (v.kind) {
     case 'node-up':
-      return isString(v.nodeId) && isString(v.address)
-        ? { kind: 'node-up', nodeId: v.nodeId, address: v.address }
-        : undefined;
+      if (!isString(v.nodeId) || !isString(v.address)) return undefined;
+      if (v.incarnation !== undefined && !isString(v.incarnation)) return undefined;
+      return { kind: 'node-up', nodeId: v.nodeId, address: v.address, incarnation: v.incarnation };
     case 'node-down':
       return isString(v.nodeId) ? { kind: 'node-down', nodeId: v.nodeId } : undefined;
     case 'group-leader':

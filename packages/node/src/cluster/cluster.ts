@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { ReplyCode } from '@styx/client/wire';
 import { NotLeaderError, PeerUnreachableError } from '@styx/raft';
 import type { BrokerCluster } from '../broker/broker-cluster.ts';
+import type { PeerStatus } from '../broker/owner-suspicion.ts';
 import { Code, ConnectionError } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
@@ -21,6 +23,8 @@ import {
 } from './cluster-view.ts';
 import { ClusterGater } from './connection-gater.ts';
 import { ClusterError } from './errors.ts';
+import type { DetectorEvent } from './failure-detector.ts';
+import { FailureDetector } from './failure-detector.ts';
 import type { NodeBuild } from './feature-flags.ts';
 import { buildOf } from './feature-flags.ts';
 import type { ClusterLibp2p } from './libp2p-node.ts';
@@ -44,13 +48,18 @@ export class ClusterJoinError extends ClusterError {
 const RPC_JOIN = 'join';
 const RPC_METADATA = 'metadata';
 const RPC_FORGET = 'forget';
-/** Liveness probe between members (see `#probe`). */
+/** Liveness probe between members (see `#probe`); answered with the node's incarnation. */
 const RPC_PING = 'ping';
 const EMPTY = new Uint8Array(0);
 /** How long a member may take to answer a ping, ms. */
 const PING_TIMEOUT_MS = 1_000;
-/** Missed pings in a row after which a member counts as down. */
-const MISSED_PINGS_DOWN = 2;
+/**
+ * A gap this long between two runs of the redial timer (every `KEEP_CONNECTED_MS`) means this
+ * process did not run (SIGSTOP, a blocked event loop): see failure-detector.ts.
+ */
+const STALL_THRESHOLD_MS = 4_000;
+/** The monotonic clock of the failure detector (never the wall clock: it may jump). */
+const monotonicNow = (): number => performance.now();
 
 /** The metadata group's id (as the broker creates it). */
 const METADATA_GROUP = 'metadata';
@@ -83,6 +92,8 @@ export interface ClusterStartOptions {
   readonly listen: string;
   /** Addresses of members to join through (a fresh data dir) or to announce to (a restart). */
   readonly join: readonly string[];
+  /** This process's incarnation id (default: a fresh random one, as every start should have). */
+  readonly incarnation?: string;
   /** The node's readable name, unique in the cluster. */
   readonly nodeName: string;
   readonly logger: Logger;
@@ -138,6 +149,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  */
 export class Cluster implements BrokerCluster {
   readonly nodeId: string;
+  readonly incarnation: string;
   readonly nodeName: string;
   /** Where other nodes reach this one, `host:port`. */
   readonly address: string;
@@ -162,9 +174,13 @@ export class Cluster implements BrokerCluster {
   readonly #known = new Map<string, string>();
   #stopped = false;
   #connectTimer: NodeJS.Timeout | undefined;
-  /** Members with a ping in flight, and how many pings in a row each missed. */
+  /** Members with a ping in flight. */
   readonly #probing = new Set<string>();
-  readonly #missedPings = new Map<string, number>();
+  /** Suspicion of members that miss pings or lose their connection (see failure-detector.ts). */
+  readonly #detector = new FailureDetector({
+    stallThresholdMs: STALL_THRESHOLD_MS,
+    onEvent: (event) => this.#onDetectorEvent(event),
+  });
 
   private constructor(
     options: ClusterStartOptions,
@@ -181,6 +197,7 @@ export class Cluster implements BrokerCluster {
     this.#options = options;
     this.#log = options.logger.child({ component: 'cluster' });
     this.nodeId = options.identity.nodeId;
+    this.incarnation = options.incarnation ?? randomBytes(6).toString('base64url');
     this.nodeName = options.nodeName;
     this.#node = parts.node;
     this.#gater = parts.gater;
@@ -264,8 +281,8 @@ export class Cluster implements BrokerCluster {
       gossip.start();
       raftHostOf(storage, transport);
       const cluster = new Cluster(options, { node, gater, transport, rpc, queueLink, gossip, hello });
-      node.addEventListener('peer:disconnect', (event) => cluster.#nodeDown(event.detail.toString()));
-      node.addEventListener('peer:connect', (event) => cluster.#nodeUp(event.detail.toString()));
+      node.addEventListener('peer:disconnect', (event) => cluster.#disconnected(event.detail.toString()));
+      node.addEventListener('peer:connect', (event) => cluster.#connected(event.detail.toString()));
       return cluster;
     } catch (error) {
       await node.stop();
@@ -289,7 +306,8 @@ export class Cluster implements BrokerCluster {
     this.#rpc.handle(RPC_JOIN, (payload, from) => this.#onJoin(payload, from));
     this.#rpc.handle(RPC_METADATA, (payload) => this.#onMetadata(payload));
     this.#rpc.handle(RPC_FORGET, (payload) => this.#onForget(payload));
-    this.#rpc.handle(RPC_PING, async () => EMPTY);
+    const incarnation = encoder.encode(this.incarnation);
+    this.#rpc.handle(RPC_PING, async () => incarnation);
     this.#reconciler = new MembershipReconciler({ group, logger: this.#log });
     if (this.joining) {
       await this.#join();
@@ -307,7 +325,7 @@ export class Cluster implements BrokerCluster {
     this.#keepConnected();
     this.#gossipEvents(group);
     void this.#gossip
-      .publish({ kind: 'node-up', nodeId: this.nodeId, address: this.address })
+      .publish({ kind: 'node-up', nodeId: this.nodeId, address: this.address, incarnation: this.incarnation })
       .catch(() => undefined);
   }
 
@@ -329,13 +347,22 @@ export class Cluster implements BrokerCluster {
   }
 
   /**
-   * Whether `nodeId` is down as far as this node can tell: no connection to it, or it missed
-   * pings in a row (a paused process keeps its sockets open).
+   * Whether `nodeId` is down as far as this node can tell: no connection to it, or suspected (it
+   * missed pings in a row: a paused process keeps its sockets open). Down is not gone: see
+   * `peerStatus` for what a caller may conclude.
    */
   isDown(nodeId: string): boolean {
     if (nodeId === this.nodeId) return false;
     if (this.#countedDown(nodeId)) return true;
     return !this.#node.getConnections().some((c) => c.remotePeer.toString() === nodeId);
+  }
+
+  peerStatus(nodeId: string): PeerStatus {
+    return {
+      suspected: this.#detector.isSuspected(nodeId),
+      unreachableMs: this.#detector.unreachableFor(nodeId, monotonicNow()),
+      incarnation: this.#detector.incarnationOf(nodeId),
+    };
   }
 
   /**
@@ -351,16 +378,65 @@ export class Cluster implements BrokerCluster {
     return this.#rpc.call(nodeId, kind, payload, timeoutMs);
   }
 
-  /** Called with a node's id each time it is counted down (disconnected, or missed its pings). */
+  /** Called with a node's id each time it is suspected (disconnected, or missed its pings). */
   onNodeDown(listener: (nodeId: string) => void): () => void {
     this.#downListeners.add(listener);
     return () => this.#downListeners.delete(listener);
   }
 
-  /** Called with a node's id each time it is reachable again (connected, or answering pings again). */
+  /**
+   * Called with a node's id each time it is reachable again: it answers a ping after it was
+   * suspected (a restarted node, as a new incarnation), or it connected without being suspected.
+   */
   onNodeUp(listener: (nodeId: string) => void): () => void {
     this.#upListeners.add(listener);
     return () => this.#upListeners.delete(listener);
+  }
+
+  /** A connection to a member opened: ping it now (a suspected member recovers by answering). */
+  #connected(nodeId: string): void {
+    if (this.#stopped || !this.#known.has(nodeId)) return;
+    void this.#probe(nodeId);
+    if (!this.#detector.isSuspected(nodeId)) this.#nodeUp(nodeId);
+  }
+
+  /** Every connection to a member closed: suspected (redialled every second, pinged once connected). */
+  #disconnected(nodeId: string): void {
+    if (this.#stopped || !this.#known.has(nodeId)) return;
+    this.#detector.disconnected(nodeId, monotonicNow());
+  }
+
+  #onDetectorEvent(event: DetectorEvent): void {
+    switch (event.type) {
+      case 'suspected':
+        this.#log.warn(
+          { node: event.peer, reason: event.reason },
+          'a member is suspected: its consumers get no new messages until it answers',
+        );
+        // The Raft groups it leads are woken (they elect another leader if it is really gone).
+        if (event.reason === 'missed-pings') this.#transport.reportDown(event.peer);
+        this.#nodeDown(event.peer);
+        break;
+      case 'recovered':
+        this.#log.info(
+          { node: event.peer, unreachableMs: Math.round(event.unreachableMs) },
+          'a member answers again',
+        );
+        this.#nodeUp(event.peer);
+        break;
+      case 'restarted':
+        this.#log.info(
+          { node: event.peer, incarnation: event.incarnation, previous: event.previous },
+          'a member restarted (a new incarnation): what its former process held is gone',
+        );
+        break;
+      case 'stalled':
+        this.#log.warn(
+          { pausedMs: Math.round(event.pausedMs) },
+          'this process did not run for a while (paused or stalled): pings in flight do not count, members get a fresh chance',
+        );
+        break;
+    }
   }
 
   #nodeUp(nodeId: string): void {
@@ -462,10 +538,20 @@ export class Cluster implements BrokerCluster {
    */
   #keepConnected(): void {
     const dial = (): void => {
+      // First: a late run of this timer is how a local stall is noticed (failure-detector.ts).
+      this.#detector.tick(monotonicNow());
       const connected = new Set(this.#node.getConnections().map((c) => c.remotePeer.toString()));
       for (const id of this.#known.keys()) {
-        if (!connected.has(id)) this.#transport.connect(id).catch(() => undefined);
-        else void this.#probe(id);
+        if (connected.has(id)) {
+          void this.#probe(id);
+          continue;
+        }
+        // A member this node cannot even dial misses its ping (one never reached since this node
+        // started is suspected, and timed out, like one that went away).
+        const token = this.#detector.pingStarted(id, monotonicNow());
+        this.#transport.connect(id).catch(() => {
+          if (this.#known.has(id)) this.#detector.pingMissed(id, token, monotonicNow());
+        });
       }
     };
     this.#connectTimer = setInterval(dial, KEEP_CONNECTED_MS);
@@ -491,6 +577,8 @@ export class Cluster implements BrokerCluster {
     this.#gossip.subscribe((event, from) => {
       this.#log.debug({ event, from }, 'cluster event');
       if (event.kind === 'node-up' && this.#known.has(event.nodeId)) {
+        if (event.incarnation !== undefined)
+          this.#detector.announced(event.nodeId, event.incarnation, monotonicNow());
         this.#transport.connect(event.nodeId).catch(() => undefined);
       }
     });
@@ -500,29 +588,25 @@ export class Cluster implements BrokerCluster {
    * Liveness of a connected member: it must answer a ping within `PING_TIMEOUT_MS`. A process that
    * is paused (SIGSTOP) or wedged keeps its sockets open, so a closed connection alone would never
    * tell; the Raft groups it leads may be quiesced (their followers not ticking) and would wait for
-   * it forever. Two missed pings in a row count it down: the host wakes those groups, and
-   * `cluster_status` shows it offline until it answers again.
+   * it forever. Two missed pings in a row make it suspected: the host wakes those groups, queues
+   * stop delivering to its consumers, and `cluster_status` shows it offline until it answers again.
+   * The answer carries its incarnation: a new one means it restarted.
    */
   #countedDown(id: string): boolean {
-    return (this.#missedPings.get(id) ?? 0) >= MISSED_PINGS_DOWN;
+    return this.#detector.isSuspected(id);
   }
 
   async #probe(id: string): Promise<void> {
     if (this.#probing.has(id) || this.#stopped) return;
     this.#probing.add(id);
+    const token = this.#detector.pingStarted(id, monotonicNow());
     try {
-      await this.#rpc.call(id, RPC_PING, EMPTY, PING_TIMEOUT_MS);
-      const wasDown = this.#countedDown(id);
-      this.#missedPings.delete(id);
-      if (wasDown) this.#nodeUp(id);
+      const answer = await this.#rpc.call(id, RPC_PING, EMPTY, PING_TIMEOUT_MS);
+      // A node from before incarnations answers with nothing: never taken for a restart.
+      const incarnation = answer.byteLength > 0 ? decoder.decode(answer) : undefined;
+      if (this.#known.has(id)) this.#detector.pingAnswered(id, incarnation, monotonicNow());
     } catch {
-      const missed = (this.#missedPings.get(id) ?? 0) + 1;
-      this.#missedPings.set(id, missed);
-      if (missed === MISSED_PINGS_DOWN) {
-        this.#log.warn({ node: id }, 'a member stopped answering: counted down');
-        this.#transport.reportDown(id);
-        this.#nodeDown(id);
-      }
+      if (this.#known.has(id)) this.#detector.pingMissed(id, token, monotonicNow());
     } finally {
       this.#probing.delete(id);
     }
@@ -554,6 +638,7 @@ export class Cluster implements BrokerCluster {
 
   #dropPeer(id: string): void {
     if (!this.#known.delete(id)) return;
+    this.#detector.remove(id);
     this.#transport.removePeer(id);
     this.#rpc.removePeer(id);
     this.queueLink.removePeer(id);

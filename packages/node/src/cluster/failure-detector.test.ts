@@ -21,7 +21,12 @@ function detector(stallThresholdMs = 3_000) {
     advance(1_000);
     d.pingMissed(peer, token, now);
   };
-  return { d, events, advance, miss, now: () => now, jump: (ms: number) => (now += ms) };
+  /** The clock jumps with no tick in between: this process was paused. */
+  const jump = (ms: number): number => {
+    now += ms;
+    return now;
+  };
+  return { d, events, advance, miss, now: () => now, jump };
 }
 
 describe('FailureDetector', () => {

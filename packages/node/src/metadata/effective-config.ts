@@ -20,7 +20,12 @@
  */
 import { tableGet } from '@styx/client/wire';
 import type { QueueConfig } from '../queue/types.ts';
-import { queueConfigFromArguments } from './queue-arguments.ts';
+import {
+  CONSUMER_DISCONNECTED_TIMEOUT_ARG,
+  DEFAULT_CONSUMER_DISCONNECTED_TIMEOUT_MS,
+  integerArgument,
+  queueConfigFromArguments,
+} from './queue-arguments.ts';
 import type { PolicyRecord, QueueRecord } from './types.ts';
 
 /** A queue's configuration in force and the policy behind it. */
@@ -80,6 +85,21 @@ export function effectiveQueueConfig(
       : (d['dead-letter-strategy'] ?? own.deadLetterStrategy),
   };
   return { config, policyName: policy.name };
+}
+
+/**
+ * How long `queue` keeps the consumers of a node it cannot reach before it returns their unacked
+ * messages, ms: the `x-consumer-disconnected-timeout` argument wins (a choice, not a limit: an
+ * application may want its consumers kept longer than the operator's default), then the policy's
+ * `consumer-disconnected-timeout`, then 60 s. The argument was validated at declare.
+ */
+export function consumerDisconnectedTimeoutMs(
+  queue: Pick<QueueRecord, 'arguments'>,
+  policy: PolicyRecord | undefined,
+): number {
+  const argument = integerArgument(queue.arguments, CONSUMER_DISCONNECTED_TIMEOUT_ARG);
+  if (argument !== undefined && Number.isSafeInteger(argument) && argument >= 0) return argument;
+  return policy?.definition['consumer-disconnected-timeout'] ?? DEFAULT_CONSUMER_DISCONNECTED_TIMEOUT_MS;
 }
 
 /** Whether two configurations are the same (so no `setConfig` needs to be proposed). */

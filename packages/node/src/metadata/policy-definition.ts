@@ -5,7 +5,8 @@
  * RabbitMQ refuses a definition with an unknown key or a bad value as a whole ("Validation
  * failed"), and so does Styx: a typo in a key must not silently leave a queue without its DLX.
  * Bounds match the queue arguments (queue-arguments.ts): `message-ttl` 0..2^32-1 ms, `expires`
- * 1..2^32-1 ms, lengths and the delivery limit any non-negative safe integer.
+ * 1..2^32-1 ms, `consumer-disconnected-timeout` 0..2^32-1 ms, lengths and the delivery limit any
+ * non-negative safe integer.
  */
 import { ReplyCode } from '@styx/client/wire';
 import { checkLength } from './names.ts';
@@ -29,6 +30,7 @@ const KEY_SPECS: Readonly<Record<keyof PolicyDefinition, KeySpec>> = {
   'max-length-bytes': { kind: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER, what: 'a byte count' },
   overflow: { kind: 'choice', choices: ['drop-head', 'reject-publish', 'reject-publish-dlx'] },
   'delivery-limit': { kind: 'integer', min: 0, max: Number.MAX_SAFE_INTEGER, what: 'a delivery count' },
+  'consumer-disconnected-timeout': { kind: 'integer', min: 0, max: MAX_EXPIRY_MS, what: 'a timeout in ms' },
 };
 
 /** The policy keys Styx accepts, in a stable order (for messages and help text). */

@@ -18,6 +18,16 @@ import { resourceText } from './replies.ts';
 /** Largest TTL / expiry RabbitMQ accepts, ms (its `?MAX_EXPIRY_TIMER`: 2^32 - 1, about 49.7 days). */
 export const MAX_EXPIRY_MS = 4_294_967_295;
 
+/**
+ * How long a queue keeps the consumers of a node it cannot reach (and their unacked messages)
+ * before it gives them up, ms: RabbitMQ 4.3's `consumer_disconnected_timeout` default. Set per queue
+ * by `x-consumer-disconnected-timeout` or the policy key `consumer-disconnected-timeout`.
+ */
+export const DEFAULT_CONSUMER_DISCONNECTED_TIMEOUT_MS = 60_000;
+
+/** The declare argument of a queue's consumer-disconnected timeout (RabbitMQ 4.3's name). */
+export const CONSUMER_DISCONNECTED_TIMEOUT_ARG = 'x-consumer-disconnected-timeout';
+
 /** Largest `x-max-priority` (RabbitMQ's `?MAX_SUPPORTED_PRIORITY`). */
 export const MAX_PRIORITY = 255;
 
@@ -236,6 +246,12 @@ function readArguments(args: FieldTable | null | undefined, config: MutableConfi
     const r = checkInteger(v, 0, Number.MAX_SAFE_INTEGER);
     if (typeof r === 'string') return { key: 'x-delivery-limit', problem: r };
     config.deliveryLimit = r;
+  }
+  v = tableGet(args, CONSUMER_DISCONNECTED_TIMEOUT_ARG);
+  if (v !== undefined) {
+    // Not part of QueueConfig: the leader's node applies it (broker/owner-suspicion.ts).
+    const r = checkInteger(v, 0, MAX_EXPIRY_MS);
+    if (typeof r === 'string') return { key: CONSUMER_DISCONNECTED_TIMEOUT_ARG, problem: r };
   }
   return undefined;
 }

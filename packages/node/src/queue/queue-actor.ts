@@ -241,6 +241,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** The machine's earliest deadline as last announced, ms since the epoch. */
   private deadline: number | undefined = undefined;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** Owners with a `suspendOwner` or `resumeOwner` proposal in flight. */
+  private readonly ownersSuspending = new Set<OwnerId>();
   /** When the armed timer fires (<= deadline: an early fire re-arms, never proposes early). */
   private timerAt = 0;
 
@@ -433,6 +435,31 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       return Promise.resolve(EARLY_OK);
     }
     return proposed;
+  }
+
+  /**
+   * The owner's node is suspected (`suspended`), or answers again: its consumers stop, or resume,
+   * taking messages; what it holds stays its own. Leader only; nothing is proposed when the state
+   * says so already or the same change is in flight (callers re-check every second).
+   */
+  setOwnerSuspended(owner: OwnerId, suspended: boolean): void {
+    if (this.state !== 'open' || this.log.role !== 'leader' || !this.machine.hasOwner(owner)) return;
+    if (this.machine.isOwnerSuspended(owner) === suspended || this.ownersSuspending.has(owner)) return;
+    this.ownersSuspending.add(owner);
+    const done = (): void => {
+      this.ownersSuspending.delete(owner);
+    };
+    this.log
+      .propose({ type: suspended ? 'suspendOwner' : 'resumeOwner', owner })
+      .then(done, (err: unknown) => {
+        done();
+        this.logger.debug({ err, owner, suspended }, 'owner suspension not proposed');
+      });
+  }
+
+  /** Whether `owner`'s consumers are suspended here (its node suspected by a leader). */
+  isOwnerSuspended(owner: OwnerId): boolean {
+    return this.machine.isOwnerSuspended(owner);
   }
 
   /** Stop the timer and close the log; stored state is kept. */

@@ -134,10 +134,13 @@ const DEAD_LETTER_STRATEGIES: readonly QueueConfig['deadLetterStrategy'][] = [
 ];
 /**
  * 2 appends the dead-letter state (pending, dedupe, counters); version 1 snapshots (taken before
- * dead-lettering existed) still restore, with that state empty.
+ * dead-lettering existed) still restore, with that state empty. 3 appends the suspended owners;
+ * written only while an owner is suspended, so a node that reads version 2 only still reads the
+ * snapshots of a queue with none (the common case) during a rolling upgrade.
  */
 const SNAPSHOT_VERSION = 2;
 const SNAPSHOT_VERSION_1 = 1;
+const SNAPSHOT_VERSION_3 = 3;
 
 export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult> {
   private config: QueueConfig;
@@ -240,6 +243,12 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       case 'ownerDown':
         this.ownerDown(command.owner);
         break;
+      case 'suspendOwner':
+        this.setOwnerSuspended(command.owner, true);
+        break;
+      case 'resumeOwner':
+        this.setOwnerSuspended(command.owner, false);
+        break;
       case 'touch':
         this.lastUsed = this.now;
         break;
@@ -326,7 +335,7 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     this.consumerTotal++;
     if (command.exclusive) this.exclusiveConsumer = consumer;
     this.lastUsed = this.now;
-    if (consumer.hasCredit()) this.addWaiting(consumer);
+    if (consumer.hasCredit() && !owner.suspended) this.addWaiting(consumer);
     return REPLY_OK;
   }
 
@@ -455,6 +464,25 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       }
     }
     this.owners.delete(ownerId);
+  }
+
+  /**
+   * Suspend or resume an owner's consumers: while suspended (its node is suspected by the leader)
+   * they take no new messages, and keep what they hold (acks, returns and cancels still apply).
+   * Unknown owners are ignored: a suspension is never recorded ahead of the owner's first consume.
+   */
+  private setOwnerSuspended(ownerId: OwnerId, suspended: boolean): void {
+    const owner = this.owners.get(ownerId);
+    if (owner === undefined || owner.suspended === suspended) return;
+    owner.suspended = suspended;
+    for (const consumer of owner.consumers.values()) {
+      if (suspended && consumer.waiting) {
+        this.waiting.remove(consumer);
+        consumer.waiting = false;
+      } else if (!suspended && !consumer.waiting && consumer.hasCredit()) {
+        this.addWaiting(consumer);
+      }
+    }
   }
 
   private setConfig(config: QueueConfig): void {
@@ -651,7 +679,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     entry.consumer = undefined;
     if (consumer !== undefined) {
       consumer.checkedOut--;
-      if (consumer.live && !consumer.waiting && consumer.hasCredit()) this.addWaiting(consumer);
+      if (consumer.live && !consumer.waiting && consumer.hasCredit() && !consumer.owner.suspended)
+        this.addWaiting(consumer);
     }
   }
 
@@ -924,6 +953,16 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     return [...this.owners.keys()];
   }
 
+  /** Whether `owner` holds consumers or unacked messages here. */
+  hasOwner(owner: OwnerId): boolean {
+    return this.owners.has(owner);
+  }
+
+  /** Whether `owner`'s consumers are suspended (see `suspendOwner`). */
+  isOwnerSuspended(owner: OwnerId): boolean {
+    return this.owners.get(owner)?.suspended ?? false;
+  }
+
   /** Every attached consumer. */
   consumers(): ConsumerInfo[] {
     const result: ConsumerInfo[] = [];
@@ -984,7 +1023,7 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
           throw new Error(`unacked ${entry.id} misfiled`);
       }
       for (const consumer of owner.consumers.values()) {
-        if (consumer.waiting !== consumer.hasCredit())
+        if (consumer.waiting !== (consumer.hasCredit() && !owner.suspended))
           throw new Error(`consumer ${consumer.tag} credit out of step`);
       }
     }
@@ -1015,7 +1054,9 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
    */
   snapshot(): Uint8Array {
     const w = new ByteWriter();
-    w.u8(SNAPSHOT_VERSION);
+    const suspended: OwnerId[] = [];
+    for (const owner of this.owners.values()) if (owner.suspended) suspended.push(owner.id);
+    w.u8(suspended.length > 0 ? SNAPSHOT_VERSION_3 : SNAPSHOT_VERSION);
     writeConfig(w, this.config);
     w.optF64(this.lastUsed);
     w.optF64(this.armedDeadline);
@@ -1048,6 +1089,10 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       for (let entry = list.head; entry !== undefined; entry = entry.next) writeEntry(w, entry);
     }
     this.writeDeadLetterState(w);
+    if (suspended.length > 0) {
+      w.varint(suspended.length);
+      for (const id of suspended) w.string(id);
+    }
     return w.finish();
   }
 
@@ -1114,7 +1159,7 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   restore(snapshot: Uint8Array, meta: EntryMeta): void {
     const r = new ByteReader(snapshot);
     const version = r.u8();
-    if (version !== SNAPSHOT_VERSION && version !== SNAPSHOT_VERSION_1) {
+    if (version !== SNAPSHOT_VERSION && version !== SNAPSHOT_VERSION_1 && version !== SNAPSHOT_VERSION_3) {
       throw new QueueSnapshotError(`unknown version ${version}`);
     }
     this.reset();
@@ -1165,9 +1210,25 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     const inIdOrder = [...this.entries.values()].sort(byId);
     this.entries.clear();
     for (const entry of inIdOrder) this.entries.set(entry.id, entry);
-    if (version === SNAPSHOT_VERSION) this.readDeadLetterState(r);
+    if (version !== SNAPSHOT_VERSION_1) this.readDeadLetterState(r);
+    if (version === SNAPSHOT_VERSION_3) this.readSuspendedOwners(r);
     r.end();
     this.appliedIndex = meta.index;
+  }
+
+  /**
+   * Version 3's tail: the suspended owners. Their consumers were written out of the waiting list
+   * (a waiting consumer of a suspended owner is a corrupt snapshot).
+   */
+  private readSuspendedOwners(r: ByteReader): void {
+    const count = r.varint();
+    for (let i = 0; i < count; i++) {
+      const owner = this.owners.get(r.string());
+      if (owner === undefined || owner.suspended) throw new QueueSnapshotError('bad suspended owner');
+      for (const consumer of owner.consumers.values())
+        if (consumer.waiting) throw new QueueSnapshotError('waiting consumer of a suspended owner');
+      owner.suspended = true;
+    }
   }
 
   private readNewEntry(r: ByteReader): MessageEntry {

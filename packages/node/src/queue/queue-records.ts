@@ -93,6 +93,8 @@ export class Owner {
   readonly consumers = new Map<string, Consumer>();
   /** Its unacked messages, in delivery order (linked through the entries' prev/next). */
   readonly unacked = new LinkedQueue<MessageEntry>();
+  /** Its node is suspected: its consumers take no new messages (none of them is waiting). */
+  suspended = false;
 
   constructor(id: OwnerId) {
     this.id = id;

@@ -107,6 +107,13 @@ export type QueueCommand =
   | { readonly type: 'purge' }
   /** The owner (channel) is gone: its consumers are removed and its unacked messages returned. */
   | { readonly type: 'ownerDown'; readonly owner: OwnerId }
+  /**
+   * The owner's node is suspected (it stopped answering): its consumers take no new messages until
+   * `resumeOwner`; what it holds stays its own, and its acks still count. Proposed by the leader.
+   */
+  | { readonly type: 'suspendOwner'; readonly owner: OwnerId }
+  /** The owner's node answers again (the same process): its consumers take messages again. */
+  | { readonly type: 'resumeOwner'; readonly owner: OwnerId }
   /** A declare, passive declare or other use that resets the `x-expires` clock. */
   | { readonly type: 'touch' }
   /** New effective configuration (argument or policy change). */

@@ -69,6 +69,8 @@ const SAMPLES: { readonly [K in QueueCommand['type']]: readonly Variant<K>[] } =
   expire: [{ type: 'expire' }],
   purge: [{ type: 'purge' }],
   ownerDown: [{ type: 'ownerDown', owner: 'c9/1' }],
+  suspendOwner: [{ type: 'suspendOwner', owner: 'n2:r1.4/1' }],
+  resumeOwner: [{ type: 'resumeOwner', owner: 'n2:r1.4/1' }],
   touch: [{ type: 'touch' }],
   remove: [
     { type: 'remove', ids: [] },

@@ -137,6 +137,8 @@ const VARIANTS = {
   touch: { tag: 11, fields: [] },
   setConfig: { tag: 12, fields: [['config', 'config']] },
   deadLetterSettled: { tag: 13, fields: [['ids', 'ids']] },
+  suspendOwner: { tag: 17, fields: [['owner', 'string']] },
+  resumeOwner: { tag: 18, fields: [['owner', 'string']] },
   // 14 and 15 are the enqueue variants with an id.
   remove: { tag: 16, fields: [['ids', 'ids']] },
 } as const satisfies { readonly [K in GenericType]: VariantSpec<Variant<K>> };
