@@ -72,7 +72,18 @@ export class BasicAuthenticator {
   async authenticate(header: string | undefined, remoteAddress: string | undefined): Promise<UserRecord> {
     const credentials = parseBasic(header);
     if (credentials === undefined) throw notAuthorised('basic authentication required');
-    const { user: name, password } = credentials;
+    return this.verifyCredentials(credentials.user, credentials.password, remoteAddress);
+  }
+
+  /**
+   * The user `name` and `password` authenticate (the web console's login form), or an ApiError
+   * 401, with the same rules and cache as `authenticate`.
+   */
+  async verifyCredentials(
+    name: string,
+    password: string,
+    remoteAddress: string | undefined,
+  ): Promise<UserRecord> {
     const user = this.lookup(name);
     if (user === undefined || !(await this.matches(name, password, user.passwordHash))) {
       throw notAuthorised('Login failed');

@@ -1,9 +1,10 @@
 /**
  * The node's management HTTP server (node:http, no framework), on its own port, loopback by
- * default. Every request under /api/ is authenticated with HTTP basic auth against the metadata
- * store's users, then dispatched to ManagementApi. Replies are JSON; errors are `{error, reason}`
- * with the HTTP status. Nothing a client sends can crash the node: a handler's unexpected
- * exception is a logged 500.
+ * default. Every request under /api/ is authenticated against the metadata store's users, with
+ * HTTP basic auth or a web console session (console/console-auth.ts), then dispatched to
+ * ManagementApi; every other path is the web console's (console/console-routes.ts). API replies
+ * are JSON; errors are `{error, reason}` with the HTTP status. Nothing a client sends can crash
+ * the node: a handler's unexpected exception is a logged 500.
  *
  * Logging: one debug line per request (method, path, status, user). Never the Authorization
  * header, never a body (a PUT /api/users body carries a password).
@@ -16,6 +17,10 @@ import type { ClusterView } from '../cluster/cluster-view.ts';
 import type { Logger } from '../logging/logger.ts';
 import { ApiError, badRequest, notFound } from './api-error.ts';
 import { BasicAuthenticator } from './basic-auth.ts';
+import { ConsoleAssets } from './console/console-assets.ts';
+import { ConsoleAuth } from './console/console-auth.ts';
+import { ConsoleRoutes, isConsolePath } from './console/console-routes.ts';
+import { SessionStore } from './console/session-store.ts';
 import { ManagementApi } from './management-api.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { readJsonBody } from './request-body.ts';
@@ -55,7 +60,8 @@ export class ManagementListenError extends Error {
 
 export class ManagementServer {
   private readonly api: ManagementApi;
-  private readonly auth: BasicAuthenticator;
+  private readonly auth: ConsoleAuth;
+  private readonly console: ConsoleRoutes;
   private readonly logger: Logger;
   private readonly server: Server;
   private address: AddressInfo | undefined;
@@ -64,10 +70,14 @@ export class ManagementServer {
     const { broker } = options;
     this.logger = options.logger.child({ component: 'management' });
     this.api = new ManagementApi(broker, options.cluster, options.queueReplicas);
-    this.auth = new BasicAuthenticator({
-      lookup: (name) => broker.metadataView.user(name),
-      loopbackOnly: (name) => broker.isLoopbackOnly(name),
+    const lookup = (name: string) => broker.metadataView.user(name);
+    // Tools authenticate with basic auth; the web console (served at '/') with a session cookie.
+    this.auth = new ConsoleAuth({
+      basic: new BasicAuthenticator({ lookup, loopbackOnly: (name) => broker.isLoopbackOnly(name) }),
+      lookup,
+      sessions: new SessionStore(),
     });
+    this.console = new ConsoleRoutes(this.auth, new ConsoleAssets(this.logger));
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((err: unknown) => {
         this.logger.error({ err }, 'management request failed while replying');
@@ -123,14 +133,16 @@ export class ManagementServer {
     let status = 500;
     let user: string | undefined;
     try {
+      if (isConsolePath(path)) {
+        ({ status, user } = await this.console.handle(request, response, path));
+        this.logger.debug({ method, path, status, user }, 'management request');
+        return;
+      }
       const segments = apiSegments(path);
       // Resolve before authenticating: an unknown path is 404 for anyone, and a 405 says which
       // methods exist; neither reveals anything about the data.
       const { handler, params } = this.api.resolve(method, segments);
-      const record = await this.auth.authenticate(
-        request.headers.authorization,
-        request.socket.remoteAddress,
-      );
+      const record = await this.auth.authenticate(request);
       user = record.name;
       const result = await handler({
         method,
