@@ -1,0 +1,134 @@
+// The shapes of the management API's replies the console reads (the fields it uses).
+
+export type JsonObject = Record<string, unknown>;
+
+export interface ReasonTotals {
+  readonly rejected: number;
+  readonly expired: number;
+  readonly maxlen: number;
+  readonly delivery_limit: number;
+}
+
+export interface EffectiveConfig {
+  readonly message_ttl: number | null;
+  readonly expires: number | null;
+  readonly max_length: number | null;
+  readonly max_length_bytes: number | null;
+  readonly overflow: string;
+  readonly delivery_limit: number | null;
+  readonly dead_letter_exchange: string | null;
+  readonly dead_letter_routing_key: string | null;
+  readonly dead_letter_strategy: string;
+}
+
+export interface QueueInfo {
+  readonly name: string;
+  readonly vhost: string;
+  readonly durable: boolean;
+  readonly auto_delete: boolean;
+  readonly exclusive: boolean;
+  readonly arguments: JsonObject;
+  readonly node: string;
+  readonly leader?: string | null;
+  readonly members?: readonly string[];
+  readonly online?: readonly string[];
+  readonly type: string;
+  readonly state: string;
+  readonly messages: number;
+  readonly messages_ready: number;
+  readonly messages_unacknowledged: number;
+  readonly message_bytes_ready: number;
+  readonly consumers: number;
+  readonly policy: string | null;
+  readonly effective_policy_definition: JsonObject;
+  readonly effective_config: EffectiveConfig;
+  readonly messages_dead_letter_pending: number;
+  readonly removed: ReasonTotals;
+  readonly dead_lettered: ReasonTotals;
+  readonly dead_letter_dropped: {
+    readonly no_dlx: ReasonTotals;
+    readonly cycle: ReasonTotals;
+    readonly at_most_once: ReasonTotals;
+  };
+  readonly replica_bodies?: { readonly missing: number; readonly repaired: number; readonly lost: number };
+  /** RabbitMQ's cumulative counters, where the node keeps them. */
+  readonly message_stats?: Record<string, number | JsonObject>;
+}
+
+export interface QueuePage {
+  readonly filtered_count: number;
+  readonly item_count: number;
+  readonly items: readonly QueueInfo[];
+  readonly page: number;
+  readonly page_count: number;
+  readonly page_size: number;
+  readonly total_count: number;
+}
+
+export interface PolicyInfo {
+  readonly vhost: string;
+  readonly name: string;
+  readonly pattern: string;
+  readonly 'apply-to': string;
+  readonly definition: JsonObject;
+  readonly priority: number;
+}
+
+export interface ExchangeInfo {
+  readonly name: string;
+  readonly vhost: string;
+  readonly type: string;
+  readonly durable: boolean;
+  readonly auto_delete: boolean;
+  readonly internal: boolean;
+  readonly arguments: JsonObject;
+  readonly policy: string | null;
+}
+
+export interface BindingInfo {
+  readonly source: string;
+  readonly vhost: string;
+  readonly destination: string;
+  readonly destination_type: string;
+  readonly routing_key: string;
+  readonly arguments: JsonObject;
+  readonly properties_key?: string;
+}
+
+export interface NodeInfo {
+  readonly name: string;
+  readonly running: boolean;
+  readonly id: string;
+  readonly peer_id: string;
+  readonly cluster_address: string;
+  readonly metadata_role: string;
+  readonly is_metadata_leader: boolean;
+  readonly is_self: boolean;
+}
+
+export interface UserInfo {
+  readonly name: string;
+  readonly tags: readonly string[];
+}
+
+export interface VhostInfo {
+  readonly name: string;
+  readonly messages: number;
+  readonly messages_ready: number;
+  readonly messages_unacknowledged: number;
+}
+
+export interface PermissionInfo {
+  readonly user: string;
+  readonly vhost: string;
+  readonly configure: string;
+  readonly write: string;
+  readonly read: string;
+}
+
+export const REASONS = ['rejected', 'expired', 'maxlen', 'delivery_limit'] as const;
+
+export function reasonTotal(t: ReasonTotals | undefined): number {
+  if (t === undefined) return 0;
+  return t.rejected + t.expired + t.maxlen + t.delivery_limit;
+}

@@ -1,0 +1,271 @@
+// Redrive: move messages of a dead-letter queue back to the queue each died in (its x-death) or to
+// a named exchange and routing key, selected by the inspector's filter. A dry run first shows what
+// would move and where; the real run shows its progress and can be cancelled. Past redrives of
+// the queue (the cluster's audit record) are listed below.
+import { useState } from 'preact/hooks';
+import { api, apiPath } from '../api.ts';
+import type { MessageFilterDraft } from '../filter.ts';
+import { filterJson, filterQuery, recalledFilter, rememberFilter } from '../filter.ts';
+import { FilterFields } from '../filter-form.tsx';
+import { count, text, time } from '../format.ts';
+import { useAction, useApi } from '../hooks.ts';
+import { href } from '../route.ts';
+import { ActionNote, Badge, ErrorNote, Page, Panel, SelectField, Table, TextField } from '../widgets.tsx';
+import type { BrowsedMessage } from './inspector.tsx';
+
+interface TargetCount {
+  readonly exchange: string;
+  readonly routing_key: string;
+  readonly count: number;
+}
+
+interface Sample {
+  readonly id: number;
+  readonly exchange: string;
+  readonly routing_key: string;
+  readonly queues: readonly string[];
+  readonly failure: string | null;
+}
+
+export interface RedriveInfo {
+  readonly id: string;
+  readonly user: string;
+  readonly vhost: string;
+  readonly queue: string;
+  readonly dry_run: boolean;
+  readonly state: string;
+  readonly cancel_requested?: boolean;
+  readonly created_at: number;
+  readonly finished_at: number | null;
+  readonly error: string | null;
+  readonly target: { kind: string; exchange?: string; routing_key?: string };
+  readonly progress: {
+    readonly total: number | null;
+    readonly moved: number;
+    readonly failed: number;
+    readonly targets: readonly TargetCount[];
+    readonly failures: readonly { reason: string; count: number }[];
+    readonly sample: readonly Sample[];
+  };
+}
+
+/** Where the messages of the first page died, most first: the queues a redrive would return them to. */
+function sourcesOf(messages: readonly BrowsedMessage[]): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const m of messages) {
+    const source = m.dead_lettering?.latest?.queue;
+    if (source !== null && source !== undefined) counts.set(source, (counts.get(source) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]);
+}
+
+function Progress(props: { r: RedriveInfo; onCancel: () => void }) {
+  const { r } = props;
+  const p = r.progress;
+  const running = r.state === 'running';
+  const total = p.total ?? 0;
+  const done = p.moved + p.failed;
+  return (
+    <div class="redrive" data-testid={`redrive-${r.dry_run ? 'dry' : 'real'}`}>
+      <p>
+        <Badge kind={r.state === 'done' ? 'ok' : r.state === 'running' ? 'info' : 'warn'}>{r.state}</Badge>{' '}
+        {r.dry_run ? 'Dry run: ' : ''}
+        <span data-testid="redrive-counts">
+          {r.dry_run ? 'would move' : 'moved'} {count(p.moved)}, {r.dry_run ? 'would stay' : 'left'}{' '}
+          {count(p.failed)} of {p.total === null ? '…' : count(p.total)}
+        </span>
+        {running && !r.dry_run ? (
+          <>
+            {' '}
+            <progress max={Math.max(1, total)} value={done} />{' '}
+            <button
+              type="button"
+              class="danger"
+              disabled={r.cancel_requested === true}
+              onClick={props.onCancel}
+            >
+              Cancel
+            </button>
+          </>
+        ) : null}
+      </p>
+      <ErrorNote error={r.error ?? undefined} />
+      <Table
+        rows={p.targets}
+        rowKey={(t) => `${t.exchange}\u0000${t.routing_key}`}
+        empty="Nothing to move."
+        columns={[
+          {
+            key: 'exchange',
+            title: 'To exchange',
+            render: (t) => (t.exchange === '' ? '(default)' : t.exchange),
+          },
+          { key: 'key', title: 'Routing key', render: (t) => t.routing_key },
+          { key: 'count', title: 'Messages', numeric: true, render: (t) => count(t.count) },
+        ]}
+      />
+      {p.failures.length > 0 ? (
+        <ul class="warnings">
+          {p.failures.map((f) => (
+            <li key={f.reason}>
+              <Badge kind="warn">stays</Badge> {count(f.count)}: {f.reason}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {p.sample.length > 0 ? (
+        <Table
+          rows={p.sample}
+          rowKey={(s) => String(s.id)}
+          columns={[
+            { key: 'id', title: 'Message', render: (s) => String(s.id) },
+            {
+              key: 'to',
+              title: 'Published to',
+              render: (s) => `${s.exchange === '' ? '(default)' : s.exchange} / ${s.routing_key}`,
+            },
+            { key: 'queues', title: 'Reaches', render: (s) => s.queues.join(', ') || '–' },
+            { key: 'failure', title: 'Why it stays', render: (s) => text(s.failure) },
+          ]}
+        />
+      ) : null}
+    </div>
+  );
+}
+
+export function RedrivePage(props: { vhost: string; name: string }) {
+  const { vhost, name } = props;
+  const [draft, setDraft] = useState<MessageFilterDraft>(() => recalledFilter(vhost, name));
+  const [targetKind, setTargetKind] = useState('source');
+  const [exchange, setExchange] = useState('');
+  const [routingKey, setRoutingKey] = useState('');
+  const [rate, setRate] = useState('');
+  const [maxMessages, setMaxMessages] = useState('');
+  const [current, setCurrent] = useState<string | undefined>(undefined);
+  const action = useAction();
+  const headQuery = new URLSearchParams([...filterQuery(draft), ['limit', '200'], ['body_bytes', '0']]);
+  const head = useApi<{ messages: BrowsedMessage[] }>(
+    `${apiPath('queues', vhost, name, 'messages')}?${headQuery}`,
+  );
+  const running = useApi<RedriveInfo>(current === undefined ? undefined : apiPath('redrives', current), 1000);
+  const history = useApi<RedriveInfo[]>(apiPath('redrives'), 5000);
+  const sources = sourcesOf(head.data?.messages ?? []);
+  const start = (dryRun: boolean): void => {
+    rememberFilter(vhost, name, draft);
+    const body = {
+      filter: filterJson(draft),
+      target:
+        targetKind === 'source'
+          ? { kind: 'source' }
+          : { kind: 'exchange', exchange, routing_key: routingKey },
+      rate: rate === '' ? null : Number(rate),
+      max_messages: maxMessages === '' ? null : Number(maxMessages),
+      dry_run: dryRun,
+    };
+    void action.run(
+      async () => {
+        const started = await api<RedriveInfo>('POST', apiPath('queues', vhost, name, 'redrive'), body);
+        setCurrent(started.id);
+        history.reload();
+      },
+      dryRun ? 'Dry run started.' : 'Redrive started.',
+    );
+  };
+  const mine = (history.data ?? []).filter((r) => r.vhost === vhost && r.queue === name);
+  return (
+    <Page
+      title={`Redrive ${name}`}
+      actions={
+        <a class="button" href={href('inspect', vhost, name)}>
+          Inspect messages
+        </a>
+      }
+    >
+      <Panel title="Which messages">
+        <FilterFields draft={draft} onChange={setDraft} />
+        <p data-testid="sources">
+          {sources.length === 0
+            ? 'None of the first messages records a queue it died in.'
+            : `The first ${count(head.data?.messages.length ?? 0)} selected messages died in: ${sources.map(([q, n]) => `${q} (${n})`).join(', ')}.`}
+        </p>
+        <ErrorNote error={head.error} />
+      </Panel>
+      <Panel title="Where to">
+        <div class="inline-form">
+          <SelectField
+            label="Target"
+            name="redrive-target"
+            value={targetKind}
+            options={[
+              ['source', 'back to the queue each died in (x-death)'],
+              ['exchange', 'an exchange and routing key'],
+            ]}
+            onChange={setTargetKind}
+          />
+          {targetKind === 'exchange' ? (
+            <>
+              <TextField label="Exchange" name="redrive-exchange" value={exchange} onChange={setExchange} />
+              <TextField label="Routing key" name="redrive-key" value={routingKey} onChange={setRoutingKey} />
+            </>
+          ) : null}
+          <TextField label="Rate limit (msg/s)" name="redrive-rate" numeric value={rate} onChange={setRate} />
+          <TextField
+            label="At most (messages)"
+            name="redrive-max"
+            numeric
+            value={maxMessages}
+            onChange={setMaxMessages}
+          />
+        </div>
+        <p>
+          <button type="button" disabled={action.busy} onClick={() => start(true)}>
+            Dry run
+          </button>{' '}
+          <button type="button" class="primary" disabled={action.busy} onClick={() => start(false)}>
+            Redrive
+          </button>
+        </p>
+        <ActionNote action={action} />
+      </Panel>
+      {running.data === undefined ? null : (
+        <Panel title={running.data.dry_run ? 'Dry run' : 'Progress'}>
+          <Progress
+            r={running.data}
+            onCancel={() =>
+              void action.run(
+                () => api('DELETE', apiPath('redrives', running.data?.id ?? '')),
+                'Cancel asked.',
+              )
+            }
+          />
+        </Panel>
+      )}
+      <ErrorNote error={running.error} />
+      <Panel title="Redrives of this queue (audit)">
+        <ErrorNote error={history.error} />
+        <Table
+          rows={mine}
+          rowKey={(r) => r.id}
+          empty="None yet."
+          columns={[
+            { key: 'when', title: 'Started', render: (r) => time(r.created_at) },
+            { key: 'who', title: 'By', render: (r) => r.user },
+            { key: 'kind', title: 'Kind', render: (r) => (r.dry_run ? 'dry run' : 'redrive') },
+            { key: 'state', title: 'State', render: (r) => r.state },
+            { key: 'moved', title: 'Moved', numeric: true, render: (r) => count(r.progress.moved) },
+            { key: 'failed', title: 'Left', numeric: true, render: (r) => count(r.progress.failed) },
+            {
+              key: 'open',
+              title: '',
+              render: (r) => (
+                <button type="button" class="linkish" onClick={() => setCurrent(r.id)}>
+                  Show
+                </button>
+              ),
+            },
+          ]}
+        />
+      </Panel>
+    </Page>
+  );
+}
