@@ -32,6 +32,7 @@ import {
   pickColumns,
   printList,
 } from './ctl-context.ts';
+import { FEATURE_FLAG_COMMANDS } from './ctl-feature-flag-commands.ts';
 import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
 
 export type { CtlIo } from './ctl-context.ts';
@@ -497,6 +498,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
+  ...FEATURE_FLAG_COMMANDS,
 };
 
 export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]

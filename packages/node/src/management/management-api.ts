@@ -20,6 +20,8 @@
  *                       (the queue replica endpoints: queue-replicas-api.ts)
  *   GET                 /api/checks/queues[?vhost=], /api/checks/queues/{vhost}/{name}
  *                       (the queue consistency checks: queue-checks-api.ts)
+ *   GET                 /api/feature-flags; PUT /api/feature-flags/{name}/enable
+ *                       (rolling upgrades: feature-flags-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages (the dead-letter inspector: dead-letter-api.ts)
  *
  * Authorization (the user is already authenticated):
@@ -39,6 +41,7 @@ import { tableGet } from '@styx/client/wire';
 import type { Broker } from '../broker/broker.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
+import { standaloneFeatureFlags } from '../cluster/feature-flags.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
@@ -46,6 +49,7 @@ import { ADMINISTRATOR } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import { clusterRoutes } from './cluster-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
+import { featureFlagRoutes } from './feature-flags-api.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
 import { queueCheckRoutes } from './queue-checks-api.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
@@ -145,6 +149,7 @@ export class ManagementApi {
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
       ...queueCheckRoutes({ ops: checks, metadata: broker.metadataView }),
+      ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...deadLetterRoutes({
         browser: broker.queueBrowser,
         metadata: broker.metadataView,
