@@ -47,6 +47,7 @@ import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, queueMembers } from './cluster-queue.ts';
+import { handOverTarget } from './handover-target.ts';
 import type { PeerStatus } from './owner-suspicion.ts';
 import { ownerRun, ownerVerdict } from './owner-suspicion.ts';
 import { RemoteOwnerSink } from './remote-owner-sink.ts';
@@ -714,20 +715,14 @@ export class ClusterQueues {
     if (change === undefined) return;
     if (change.type === 'remove' && change.nodeId === this.selfId) {
       // The leader leaves its own group: hand the leadership over first, the next leader removes us.
-      // To the wanted voter that answers and is furthest along: Raft catches the transferee up
-      // before it campaigns, and refuses proposals meanwhile, so a voter that is down or far
-      // behind (one just restarted) would stall the queue for nothing. None answering: keep
-      // leading, and try again at the next check.
-      const progress = group.progress();
-      let next: string | undefined;
-      let nextMatch = -1;
-      for (const id of conf.voters) {
-        if (id === this.selfId || !wanted.includes(id)) continue;
-        const pr = progress.get(id);
-        if (pr === undefined || !pr.active || pr.match <= nextMatch) continue;
-        next = id;
-        nextMatch = pr.match;
-      }
+      // To the wanted voter that answers and is furthest along (handover-target.ts). None
+      // answering: keep leading, and try again at the next check.
+      const next = handOverTarget({
+        self: this.selfId,
+        voters: conf.voters,
+        progress: group.progress(),
+        eligible: (id) => wanted.includes(id),
+      });
       if (next !== undefined) group.transferLeadership(next);
       return;
     }
