@@ -45,6 +45,7 @@ import type { BrokerCluster } from './broker-cluster.ts';
 import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
+import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
 import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
@@ -120,6 +121,8 @@ export class Broker {
   readonly queueBrowser: QueueBrowser;
   /** The operators' verbs on queue replicas (`styx ctl add_member`, `grow`, `rebalance`...). */
   readonly replicaOps: QueueReplicaOperations;
+  /** Maintenance mode here (`styx ctl drain` / `revive`): leaderships handed over, clients refused. */
+  readonly maintenance: NodeMaintenance;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string;
   private readonly storage: NodeStorage | undefined;
@@ -212,6 +215,22 @@ export class Broker {
       leaderHint: (record) => this.clusterQueues?.handle(record).leader,
       cluster: this.cluster,
     });
+    this.maintenance = new NodeMaintenance({
+      selfId: this.nodeId(),
+      selfName: this.nodeName,
+      metadata: this.metadata,
+      logger: this.logger,
+      replicas: () => this.actors.replicas(),
+      queueGroup: (groupId) => this.clusterQueues?.group(groupId),
+      metadataGroup: this.cluster === undefined ? undefined : this.metaGroup,
+      closeClients: (reason) => {
+        const open = [...this.connections.values()];
+        for (const connection of open) connection.forceClose(reason);
+        return open.length;
+      },
+    });
+    // Maintenance mode follows the metadata (drain, revive; replayed when the node restarts).
+    this.appliedListeners.add(() => this.maintenance.refresh());
     // A member back from a partition may have given up this node's consumers: register them again.
     // And a member back (or new) should lead its share of the queues again.
     this.cluster?.onNodeUp(() => {
@@ -267,6 +286,7 @@ export class Broker {
     remoteAddress: string,
     connectionId: string,
   ): Promise<Session> {
+    this.maintenance.checkAcceptsClients();
     const record = this.metadata.user(user);
     // Unknown user and wrong password get the same answer, so names cannot be probed.
     if (record === undefined || !(await verifyPassword(password, record.passwordHash))) {
@@ -946,6 +966,7 @@ export class Broker {
   async shutdown(): Promise<void> {
     if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
     this.replicaOps.stop();
+    this.maintenance.stop();
     this.clusterQueues?.stop();
     for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
     await this.actors.closeAll();
