@@ -20,6 +20,9 @@
  *                       (the queue replica endpoints: queue-replicas-api.ts)
  *   GET                 /api/checks/queues[?vhost=], /api/checks/queues/{vhost}/{name}
  *                       (the queue consistency checks: queue-checks-api.ts)
+ *   POST                /api/nodes/{node}/drain, /api/nodes/{node}/revive; GET /api/nodes/{node}/maintenance
+ *   GET                 /api/health/checks/node-is-quorum-critical, /api/health/checks/quorum-plus-one-online
+ *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
  *   GET                 /api/feature-flags; PUT /api/feature-flags/{name}/enable
  *                       (rolling upgrades: feature-flags-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages (the dead-letter inspector: dead-letter-api.ts)
@@ -48,6 +51,7 @@ import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../me
 import { ADMINISTRATOR } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import { clusterRoutes } from './cluster-api.ts';
+import { maintenanceRoutes } from './maintenance-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
@@ -149,6 +153,7 @@ export class ManagementApi {
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
       ...queueCheckRoutes({ ops: checks, metadata: broker.metadataView }),
+      ...maintenanceRoutes({ broker, cluster, replicas }),
       ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...deadLetterRoutes({
         browser: broker.queueBrowser,
