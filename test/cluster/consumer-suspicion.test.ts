@@ -36,6 +36,7 @@ async function hold(connection: Connection, queue: string): Promise<{ channel: C
 }
 
 const TIMEOUT_MS = 5_000;
+const SHORT_PAUSE_TIMEOUT_MS = 10_000;
 const SUSPECTED = 'a member is suspected';
 
 describe('a consumer’s node unreachable: suspected first, given up only when known gone', () => {
@@ -87,13 +88,16 @@ describe('a consumer’s node unreachable: suspected first, given up only when k
   }, 60_000);
 
   it('paused shorter than the timeout: it keeps its messages, its acks count, nothing is redelivered', async () => {
-    const { leader, other } = await queueWith('susp.short', 5, TIMEOUT_MS);
+    // A longer timeout here: the pause must outlast this node's stall threshold (4 s) and stay
+    // well short of the suspicion plus the timeout.
+    const { leader, other } = await queueWith('susp.short', 5, SHORT_PAUSE_TIMEOUT_MS);
     const held = await hold(await connect(other), 'susp.short');
     await eventually('the held consumer to get all 5', async () => held.got.length === 5);
     const watcher = await hold(await connect(leader), 'susp.short');
     const leaderLog = cluster.logsOf(leader).length;
     const otherLog = cluster.logsOf(other).length;
 
+    const pausedAt = Date.now();
     cluster.pause(other);
     // Paused long enough to be suspected (two missed 1 s pings), well short of the timeout.
     await eventually(
@@ -101,7 +105,7 @@ describe('a consumer’s node unreachable: suspected first, given up only when k
       async () => linesOf(leader, SUSPECTED, leaderLog).length > 0,
       8_000,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, pausedAt + 6_000 - Date.now())));
     cluster.resume(other);
 
     // Its own timers ran late: it noticed that it had stalled, and gave its peers a fresh chance.
@@ -116,7 +120,7 @@ describe('a consumer’s node unreachable: suspected first, given up only when k
       20_000,
     );
     // Wait past the timeout: nothing comes back.
-    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS + 2_000));
+    await new Promise((resolve) => setTimeout(resolve, SHORT_PAUSE_TIMEOUT_MS));
     expect(watcher.got).toEqual([]);
     expect(held.got.map((d) => [d.n, d.redelivered])).toEqual([0, 1, 2, 3, 4].map((n) => [n, false]));
     expect((await cluster.queue(leader, 'susp.short')).messages).toBe(0);
