@@ -5,8 +5,10 @@
  *   styx ctl set_policy DLX ".*" '{"dead-letter-exchange":"my-dlx"}' --apply-to queues
  *
  * rabbitmq-queues' verbs for queue replicas (add_member, grow, quorum_status, ...) are here too, in
- * ctl-queue-commands.ts, and the queue consistency checks (check_queue, check_queues) in
- * ctl-check-commands.ts; what every command is made of is in ctl-context.ts.
+ * ctl-queue-commands.ts, the queue consistency checks (check_queue, check_queues) in
+ * ctl-check-commands.ts, maintenance mode and the rolling-restart checks (drain, revive,
+ * check_if_node_is_quorum_critical, await_online_quorum_plus_one) in ctl-maintenance-commands.ts;
+ * what every command is made of is in ctl-context.ts.
  *
  * Options may come before or after the positional arguments (as rabbitmqctl's). Output is
  * rabbitmqctl's: an informational line ("Listing queues for vhost / ..."), then for list commands
@@ -33,6 +35,7 @@ import {
   printList,
 } from './ctl-context.ts';
 import { FEATURE_FLAG_COMMANDS } from './ctl-feature-flag-commands.ts';
+import { MAINTENANCE_COMMANDS } from './ctl-maintenance-commands.ts';
 import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
 
 export type { CtlIo } from './ctl-context.ts';
@@ -119,6 +122,7 @@ const QUEUE_COLUMNS: readonly Column[] = [
   field('leader'),
   field('members'),
   field('online'),
+  field('under_replicated'),
 ];
 
 const EXCHANGE_COLUMNS: readonly Column[] = [
@@ -499,6 +503,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
+  ...MAINTENANCE_COMMANDS,
 };
 
 export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]
@@ -667,6 +672,7 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       json: formatter === 'json',
       quiet: values.quiet ?? false,
       silent: values.silent ?? false,
+      timeoutMs: Number(timeoutText) * 1000,
       options,
       io,
       request: makeRequest(node, credentials, Number(timeoutText) * 1000),

@@ -57,6 +57,8 @@ export interface Context {
   readonly json: boolean;
   readonly quiet: boolean;
   readonly silent: boolean;
+  /** `--timeout` in ms: how long one request may take, and how long a waiting command waits. */
+  readonly timeoutMs: number;
   /** The command-specific options given (only those its spec lists get this far). */
   readonly options: Readonly<Partial<Record<CommandOption, string>>>;
   readonly io: CtlIo;
