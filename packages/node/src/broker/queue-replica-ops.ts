@@ -6,11 +6,20 @@
  * (ClusterQueues). On a node alone every verb refuses: its queues have one replica each.
  */
 import type { Assignment, GrowStrategy, LeaderTransfer, QueueSelector } from '../cluster/placement.ts';
-import { growPlan, parseQueueKey, queueKey, rebalanceLeaders, shrinkPlan } from '../cluster/placement.ts';
+import {
+  DEFAULT_QUORUM_GROUP_SIZE,
+  growPlan,
+  INITIAL_GROUP_SIZE_ARG,
+  parseQueueKey,
+  queueKey,
+  rebalanceLeaders,
+  shrinkPlan,
+} from '../cluster/placement.ts';
 import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
 import { ChannelError, Code, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { MetadataCommand, MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
+import { integerArgument } from '../metadata/queue-arguments.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import type { ClusterQueues } from './cluster-queues.ts';
 
@@ -19,6 +28,11 @@ export interface QueueReplicas {
   readonly members: readonly string[];
   readonly leader: string | undefined;
   readonly online: readonly string[];
+  /**
+   * How many replicas the queue should have: its `x-quorum-initial-group-size` (or the default of
+   * 3), at most the cluster's size. Absent: as many as it has.
+   */
+  readonly target?: number;
 }
 
 /** How long after a member joins or returns the queue leaders are rebalanced, ms. */
@@ -67,10 +81,13 @@ export class QueueReplicaOperations {
     const { clusterQueues, cluster } = this.#host;
     if (clusterQueues === undefined || cluster === undefined) return undefined;
     const members = clusterQueues.membersOf(record);
+    const size = integerArgument(record.arguments, INITIAL_GROUP_SIZE_ARG);
+    const wanted = size !== undefined && size >= 1 ? size : DEFAULT_QUORUM_GROUP_SIZE;
     return {
       members,
       leader: clusterQueues.handle(record).leader,
       online: members.filter((id) => !cluster.isDown(id)),
+      target: Math.min(wanted, Math.max(this.#host.metadata.clusterNodes().length, 1)),
     };
   }
 
@@ -142,7 +159,10 @@ export class QueueReplicaOperations {
   async rebalanceQueues(): Promise<readonly LeaderTransfer[]> {
     const { cluster, clusterQueues, metadata } = this.#host;
     if (cluster === undefined || clusterQueues === undefined) throw notClustered();
-    const members = metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster.isDown(n.id) }));
+    // A drained node (maintenance mode) counts as offline: no leader moves to it, its own move away.
+    const members = metadata
+      .clusterNodes()
+      .map((n) => ({ id: n.id, online: !cluster.isDown(n.id) && !metadata.isNodeDrained(n.id) }));
     const transfers = rebalanceLeaders({ members, assignment: this.assignment() });
     for (const transfer of transfers) {
       const { vhost, name } = parseQueueKey(transfer.queueKey);

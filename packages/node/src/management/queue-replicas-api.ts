@@ -20,6 +20,7 @@ import { isReplicatedQueue, notReplicatedError } from '../broker/replicated-queu
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import type { QueueSelector } from '../cluster/placement.ts';
 import { parseQueueKey } from '../cluster/placement.ts';
+import { isUnderReplicated } from '../cluster/quorum-critical.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { ClusterNodeRecord, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, requireTag } from './access.ts';
@@ -78,6 +79,7 @@ export function replicaNames(
     leader: replicas.leader === undefined ? undefined : nameOf(replicas.leader),
     members: replicas.members.map(nameOf),
     online: replicas.online.map(nameOf),
+    underReplicated: isUnderReplicated(replicas, replicas.target ?? replicas.members.length),
   };
 }
 

@@ -123,6 +123,8 @@ export interface QueueReplicaNames {
   readonly members: readonly string[];
   /** The members the answering node reaches now. */
   readonly online: readonly string[];
+  /** A member is offline, or it has fewer members than it should (`isUnderReplicated`). */
+  readonly underReplicated: boolean;
 }
 
 function totalsJson(t: RemovalTotals | undefined): Json {
@@ -148,10 +150,18 @@ function configJson(c: QueueConfig): Json {
   };
 }
 
-/** RabbitMQ's fields of a quorum queue's replicas: `leader` (null while unknown), `members`, `online`. */
+/**
+ * RabbitMQ's fields of a quorum queue's replicas: `leader` (null while unknown), `members`, `online`;
+ * and Styx's `under_replicated`.
+ */
 function replicasJson(replicas: QueueReplicaNames | undefined): { [key: string]: Json } {
   if (replicas === undefined) return {};
-  return { leader: replicas.leader ?? null, members: [...replicas.members], online: [...replicas.online] };
+  return {
+    leader: replicas.leader ?? null,
+    members: [...replicas.members],
+    online: [...replicas.online],
+    under_replicated: replicas.underReplicated,
+  };
 }
 
 export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): Json {
