@@ -6,7 +6,7 @@
 import { ReplyCode } from '@styx/client/wire';
 import { ClusterError } from '../cluster/errors.ts';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
-import { ChannelError } from '../errors/amqp-error.ts';
+import { ChannelError, ConnectionError } from '../errors/amqp-error.ts';
 import type { MetadataError } from '../metadata/types.ts';
 
 /** The `error` field of an error reply, one per failure mode. */
@@ -131,4 +131,17 @@ export function fromQueueReplicaError(error: unknown): unknown {
     return serviceUnavailable(`no replica of the queue answered: ${error.message}`);
   }
   return fromClusterError(error);
+}
+
+/**
+ * A refused broker operation run for a management request (declare, delete, bind, purge) as an
+ * HTTP error: a ChannelError by its AMQP code (`fromReplyCode`), a ConnectionError (503
+ * COMMAND_INVALID for an unknown exchange type, 530 NOT_ALLOWED) 400 with its text. Anything else
+ * is returned as it is (a 500 when thrown).
+ */
+export function fromBrokerError(error: unknown): unknown {
+  if (error instanceof ChannelError || error instanceof ConnectionError) {
+    return fromReplyCode(error.code, error.message);
+  }
+  return error;
 }

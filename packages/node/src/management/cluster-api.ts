@@ -15,6 +15,8 @@ import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { requireTag } from './access.ts';
 import { badRequest, fromClusterError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { NodeStats } from './node-stats.ts';
+import { unknownNodeStats } from './node-stats.ts';
 import { objectBody, requiredString } from './request-body.ts';
 import type { Json } from './views.ts';
 import { nodeJson } from './views.ts';
@@ -34,7 +36,10 @@ async function change(operation: () => Promise<void>): Promise<ApiResponse> {
   return NO_CONTENT;
 }
 
-export function clusterRoutes(cluster: ClusterView): Route[] {
+/** `localStats`: the answering node's figures for /api/nodes (other members' are null). */
+export function clusterRoutes(cluster: ClusterView, localStats?: () => NodeStats): Route[] {
+  const show = (m: ClusterMemberStatus, leader: string | undefined): Json =>
+    nodeJson(m, leader, localStats === undefined ? undefined : m.isSelf ? localStats() : unknownNodeStats());
   const members = (): ClusterMemberStatus[] => cluster.members();
   const member = (idOrName: string): ClusterMemberStatus => {
     const all = members();
@@ -44,7 +49,7 @@ export function clusterRoutes(cluster: ClusterView): Route[] {
   };
   const list = (): Json[] => {
     const leader = cluster.metadataLeader();
-    return members().map((m) => nodeJson(m, leader));
+    return members().map((m) => show(m, leader));
   };
   const read =
     (handler: (request: ApiRequest) => Json) =>
@@ -57,7 +62,7 @@ export function clusterRoutes(cluster: ClusterView): Route[] {
     {
       path: ['nodes', ':node'],
       methods: {
-        GET: read((r) => nodeJson(member(r.params[0] as string), cluster.metadataLeader())),
+        GET: read((r) => show(member(r.params[0] as string), cluster.metadataLeader())),
       },
     },
     {

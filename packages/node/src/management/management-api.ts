@@ -10,6 +10,13 @@
  *   GET                 /api/queues[/{vhost}[/{name}]]
  *   GET                 /api/exchanges[/{vhost}[/{name}]] (the default exchange is 'amq.default' in a path)
  *   GET                 /api/bindings[/{vhost}]
+ *   PUT DELETE          /api/exchanges/{vhost}/{name}, /api/queues/{vhost}/{name}
+ *   DELETE              /api/queues/{vhost}/{name}/contents (purge)
+ *   GET                 /api/exchanges/{vhost}/{name}/bindings/source|destination, /api/queues/{vhost}/{name}/bindings
+ *   GET POST            /api/bindings/{vhost}/e/{source}/q|e/{destination}
+ *   GET DELETE          /api/bindings/{vhost}/e/{source}/q|e/{destination}/{props}
+ *                       (topology changes, as the user's AMQP permissions allow: topology-api.ts)
+ *   GET POST            /api/definitions[/{vhost}] (export and import, RabbitMQ's JSON: definitions-api.ts)
  *   GET                 /api/nodes[/{node}], /api/cluster
  *   POST                /api/cluster/join                 DELETE         /api/cluster/nodes/{node}
  *                       (the cluster endpoints: cluster-api.ts)
@@ -27,12 +34,16 @@
  *                       (rolling upgrades: feature-flags-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages (the dead-letter inspector: dead-letter-api.ts)
  *
- * Authorization (the user is already authenticated):
- * - tag `administrator`: everything, every vhost;
- * - anyone else: reads in the vhosts where it has a permission entry; other vhosts answer exactly
- *   as if they did not exist (404, same text), so their names cannot be probed;
- * - users, vhosts and permissions are administrator-only (403 for others, before any lookup);
- * - policies may also be set and cleared by users tagged `policymaker`, in their vhosts.
+ * Authorization (the user is already authenticated), RabbitMQ's rules:
+ * - a user without one of the tags `administrator`, `monitoring`, `policymaker`, `management`
+ *   cannot use the API at all (403 on every endpoint; it may still use AMQP);
+ * - `administrator` and `monitoring` see every vhost; anyone else reads in the vhosts where it has
+ *   a permission entry, and other vhosts answer exactly as if they did not exist (404, same text),
+ *   so their names cannot be probed;
+ * - users, vhosts, permissions and definitions are administrator-only (403 for others, before any
+ *   lookup); policies, read or changed, need `policymaker` or `administrator`;
+ * - declaring, deleting, binding and purging need the user's permission regexes in the vhost,
+ *   exactly as over AMQP, administrators included (topology-api.ts).
  *
  * Writes go through `Broker.manage`, so their consequences (queues reconfigured by a policy, actors
  * of a deleted vhost stopped) have happened when the reply is sent. PUT answers 201 when it
@@ -48,18 +59,21 @@ import { standaloneFeatureFlags } from '../cluster/feature-flags.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
-import { ADMINISTRATOR } from './access.ts';
+import { ADMINISTRATOR, MANAGEMENT_TAGS, MONITORING, POLICYMAKER, requireTag } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import { clusterRoutes } from './cluster-api.ts';
 import { maintenanceRoutes } from './maintenance-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
+import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
+import { localNodeStats } from './node-stats.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
 import { queueCheckRoutes } from './queue-checks-api.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
+import { exchangeFromPath, topologyRoutes } from './topology-api.ts';
 import type { Json } from './views.ts';
 import {
   bindingJson,
@@ -100,11 +114,6 @@ export interface Route {
   readonly methods: Readonly<Partial<Record<Method, Handler>>>;
 }
 
-/** The path segment naming the default exchange '' (as RabbitMQ's API does). */
-const DEFAULT_EXCHANGE_ALIAS = 'amq.default';
-
-const POLICYMAKER = 'policymaker';
-
 const CREATED: ApiResponse = { status: 201 };
 const NO_CONTENT: ApiResponse = { status: 204 };
 
@@ -144,7 +153,7 @@ export class ManagementApi {
     this.broker = broker;
     this.replicas = replicas;
     this.routes = [
-      ...clusterRoutes(cluster),
+      ...clusterRoutes(cluster, () => localNodeStats(broker)),
       // Before the queue routes: '/api/queues/grow' is also the shape of '/api/queues/{vhost}'.
       ...queueReplicaRoutes({
         ops: replicas,
@@ -160,6 +169,12 @@ export class ManagementApi {
         metadata: broker.metadataView,
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
+      ...topologyRoutes({
+        broker,
+        requireVhost: (user, vhost) => this.requireVhost(user, vhost),
+        requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
+      }),
+      ...definitionsRoutes(broker),
       { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
       { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
       { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },
@@ -224,7 +239,7 @@ export class ManagementApi {
       const params = matchPath(route.path, segments);
       if (params === undefined) continue;
       const handler = route.methods[method as Method];
-      if (handler !== undefined) return { handler, params };
+      if (handler !== undefined) return { handler: managementUsersOnly(handler), params };
       for (const other of Object.keys(route.methods)) allowed.add(other);
     }
     if (allowed.size > 0) throw methodNotAllowed(method, [...allowed]);
@@ -245,10 +260,15 @@ export class ManagementApi {
     if (!this.isAdmin(user)) throw forbidden('Not administrator user');
   }
 
+  /** Whether `user` sees every vhost: administrators, and monitoring users (read only). */
+  private seesAll(user: UserRecord): boolean {
+    return this.isAdmin(user) || user.tags.includes(MONITORING);
+  }
+
   /** Whether `user` may see `vhost` (which must exist). */
   private canSee(user: UserRecord, vhost: string): boolean {
     if (this.metadata.vhost(vhost) === undefined) return false;
-    return this.isAdmin(user) || this.metadata.permissions(user.name, vhost) !== undefined;
+    return this.seesAll(user) || this.metadata.permissions(user.name, vhost) !== undefined;
   }
 
   /** `vhost` if `user` may see it; the same 404 whether it is missing or hidden. */
@@ -312,7 +332,7 @@ export class ManagementApi {
       node: this.broker.nodeName,
       cluster_name: this.broker.nodeName,
       object_totals: {
-        connections: this.isAdmin(request.user) ? this.broker.connectionCount() : 0,
+        connections: this.seesAll(request.user) ? this.broker.connectionCount() : 0,
         exchanges,
         queues,
         consumers,
@@ -477,6 +497,7 @@ export class ManagementApi {
   // ------------------------------------------------------------------------------ policies
 
   private listPolicies(request: ApiRequest): ApiResponse {
+    this.requirePolicymaker(request.user);
     const out: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
       for (const p of this.metadata.policies(vhost).sort(byName)) out.push(policyJson(p));
@@ -485,6 +506,7 @@ export class ManagementApi {
   }
 
   private getPolicy(request: ApiRequest): ApiResponse {
+    this.requirePolicymaker(request.user);
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     const name = request.params[1] as string;
     const policy = this.metadata.policy(vhost, name);
@@ -492,10 +514,9 @@ export class ManagementApi {
     return ok(policyJson(policy));
   }
 
+  /** Policies, read or changed, are for policymakers and administrators (RabbitMQ's rule). */
   private requirePolicymaker(user: UserRecord): void {
-    if (!this.isAdmin(user) && !user.tags.includes(POLICYMAKER)) {
-      throw forbidden('Not policymaker user (tag administrator or policymaker needed)');
-    }
+    requireTag(user, [ADMINISTRATOR, POLICYMAKER]);
   }
 
   /** `{pattern, definition, priority?, apply-to?}`; priority defaults to 0 and apply-to to 'all'. */
@@ -586,8 +607,7 @@ export class ManagementApi {
 
   private getExchange(request: ApiRequest): ApiResponse {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
-    const segment = request.params[1] as string;
-    const name = segment === DEFAULT_EXCHANGE_ALIAS ? '' : segment;
+    const name = exchangeFromPath(request.params[1] as string);
     const x = this.metadata.exchange(vhost, name);
     if (x === undefined) throw notFound(`no exchange '${name}' in vhost '${vhost}'`);
     return ok(exchangeJson(x, this.metadata.policyFor(vhost, 'exchange', name)));
@@ -602,6 +622,17 @@ export class ManagementApi {
     }
     return ok(out);
   }
+}
+
+/**
+ * `handler`, refused (403) to users without a tag that lets them use the management API at all
+ * (RabbitMQ's rule: a user with no tags, or only tags of its own, may use AMQP but not the API).
+ */
+function managementUsersOnly(handler: Handler): Handler {
+  return (request) => {
+    requireTag(request.user, MANAGEMENT_TAGS);
+    return handler(request);
+  };
 }
 
 /** The parameters of `segments` if they follow `path` (literals and ':param' placeholders). */

@@ -59,3 +59,29 @@ export function requiredString(body: BodyObject, key: string): string {
 export function optionalString(body: BodyObject, key: string): string | undefined {
   return body[key] === undefined ? undefined : requiredString(body, key);
 }
+
+/** 400 naming the first field of `body` not in `known` (a typo must not be silently ignored). */
+export function onlyFields(body: BodyObject, known: readonly string[], what: string): void {
+  for (const key of Object.keys(body)) {
+    if (!known.includes(key)) {
+      throw badRequest(`unknown field '${key}' in ${what} (known: ${known.join(', ')})`);
+    }
+  }
+}
+
+export function optionalBoolean(body: BodyObject, key: string): boolean | undefined {
+  const value = body[key];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'boolean') throw badRequest(`'${key}' must be true or false`);
+  return value;
+}
+
+/** A JSON object field (declare or binding arguments); undefined when absent. */
+export function optionalObject(body: BodyObject, key: string): BodyObject | undefined {
+  const value = body[key];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw badRequest(`'${key}' must be a JSON object`);
+  }
+  return value as BodyObject;
+}

@@ -22,6 +22,7 @@ import type {
 } from '../metadata/types.ts';
 import type { BodyRepairStatus } from '../queue/body-repair.ts';
 import type { DeadLetterTotals, QueueConfig, QueueCounts, RemovalTotals } from '../queue/types.ts';
+import { bindingPropertiesKey } from './binding-props.ts';
 
 /** A JSON value as the API sends it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -84,6 +85,7 @@ export function bindingJson(b: BindingRecord): Json {
     destination_type: b.destinationKind,
     routing_key: b.routingKey,
     arguments: argumentsJson(b.arguments),
+    properties_key: bindingPropertiesKey(b.routingKey, b.arguments),
   };
 }
 
@@ -96,6 +98,7 @@ export function defaultBindingJson(queue: QueueRecord): Json {
     destination_type: 'queue',
     routing_key: queue.name,
     arguments: {},
+    properties_key: bindingPropertiesKey(queue.name, { entries: [] }),
   };
 }
 
@@ -213,9 +216,13 @@ export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): J
  * A cluster member as `GET /api/nodes` shows it: RabbitMQ's `name`, `type` (always 'disc': every
  * node keeps its data on disk) and `running` (reachable from the node answering), then Styx's own
  * fields: its Raft node id, libp2p peer id, cluster address, role in the metadata group, and
- * whether it leads that group or is the node answering.
+ * whether it leads that group or is the node answering; then `stats`, RabbitMQ's figures of it.
  */
-export function nodeJson(member: ClusterMemberStatus, metadataLeader: string | undefined): Json {
+export function nodeJson(
+  member: ClusterMemberStatus,
+  metadataLeader: string | undefined,
+  stats?: { readonly [key: string]: Json },
+): Json {
   return {
     name: member.name,
     type: 'disc',
@@ -226,6 +233,8 @@ export function nodeJson(member: ClusterMemberStatus, metadataLeader: string | u
     metadata_role: member.voter,
     is_metadata_leader: member.id === metadataLeader,
     is_self: member.isSelf,
+    // RabbitMQ's figures of the node (node-stats.ts): measured for the node answering.
+    ...stats,
   };
 }
 

@@ -9,6 +9,7 @@
  * libuv worker thread, on purpose: that is what makes offline guessing expensive.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { isRabbitHash, verifyRabbitHash } from './rabbit-password-hashes.ts';
 
 /** scrypt cost parameter (CPU/memory), a power of two. */
 const COST = 16_384;
@@ -54,12 +55,19 @@ export async function hashPassword(password: string): Promise<string> {
   return `$scrypt$N=${params.N},r=${params.r},p=${params.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
+/** Whether `encoded` has the shape `hashPassword` writes (a definitions import checks this). */
+export function isScryptHash(encoded: string): boolean {
+  return ENCODED.test(encoded);
+}
+
 /**
- * Whether `password` matches an encoded hash from `hashPassword`. A malformed hash or out-of-bounds
- * parameters give false (never an exception), so a broken user record locks that user out rather
- * than crashing the login path.
+ * Whether `password` matches an encoded hash from `hashPassword`, or a RabbitMQ hash a definitions
+ * import brought (rabbit-password-hashes.ts). A malformed hash or out-of-bounds parameters give
+ * false (never an exception), so a broken user record locks that user out rather than crashing the
+ * login path.
  */
 export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
+  if (isRabbitHash(encoded)) return verifyRabbitHash(password, encoded);
   const m = ENCODED.exec(encoded);
   if (m === null) return false;
   const params = { N: Number(m[1]), r: Number(m[2]), p: Number(m[3]) };
