@@ -4,7 +4,7 @@
 import type { Channel, ConfirmChannel, Connection, ConsumeMessage, GetMessage } from '@styx/client';
 import * as amqp from '@styx/client';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import type { BrokerProcess } from '../support/broker-process.ts';
+import type { BrokerProcess, StartOptions } from '../support/broker-process.ts';
 import { startBroker } from '../support/broker-process.ts';
 
 /** Default bound on any single wait, ms: generous, since a loaded CI machine is slow, not wrong. */
@@ -23,10 +23,11 @@ export interface TrackedConnection {
 }
 
 /**
- * Start one broker for the enclosing test file and give each test a way to open connections that
- * are closed after it. Call at the top level of a file (or a describe block).
+ * Start one broker for the enclosing test file (with `options`, e.g. its management API) and give
+ * each test a way to open connections that are closed after it. Call at the top level of a file
+ * (or a describe block).
  */
-export function useBroker(): {
+export function useBroker(options: StartOptions = {}): {
   broker(): BrokerProcess;
   /** Connect as guest to vhost '/' (or `path`, appended to the URL); closed after the test. */
   connect(path?: string): Promise<Connection>;
@@ -36,7 +37,7 @@ export function useBroker(): {
   let broker: BrokerProcess | undefined;
   const open: Connection[] = [];
   beforeAll(async () => {
-    broker = await startBroker();
+    broker = await startBroker(options);
   });
   afterEach(async () => {
     const conns = open.splice(0);

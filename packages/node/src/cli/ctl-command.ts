@@ -37,6 +37,7 @@ import {
 import { FEATURE_FLAG_COMMANDS } from './ctl-feature-flag-commands.ts';
 import { MAINTENANCE_COMMANDS } from './ctl-maintenance-commands.ts';
 import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
+import { REDRIVE_COMMANDS } from './ctl-redrive-commands.ts';
 
 export type { CtlIo } from './ctl-context.ts';
 
@@ -502,6 +503,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
+  ...REDRIVE_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
   ...MAINTENANCE_COMMANDS,
 };
@@ -609,6 +611,17 @@ const OPTIONS = {
   'apply-to': { type: 'string' },
   'vhost-pattern': { type: 'string' },
   'queue-pattern': { type: 'string' },
+  'to-source': { type: 'boolean' },
+  exchange: { type: 'string' },
+  'routing-key': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  rate: { type: 'string' },
+  'max-messages': { type: 'string' },
+  reason: { type: 'string' },
+  'source-queue': { type: 'string' },
+  'older-than-ms': { type: 'string' },
+  header: { type: 'string' },
+  'no-wait': { type: 'boolean' },
 } as const;
 
 function parseNode(value: string): string {
@@ -647,7 +660,7 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       const value = values[option];
       if (value === undefined) continue;
       if (!spec.options?.includes(option)) throw new UsageError(`${command} does not take --${option}`);
-      options[option] = value;
+      options[option] = String(value);
     }
     if (args.length < spec.min || args.length > spec.max) {
       throw new UsageError(`${command} takes ${arity(spec)}, got ${args.length}`);

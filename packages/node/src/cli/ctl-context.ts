@@ -24,6 +24,18 @@ export const COMMAND_OPTIONS = {
   'vhost-pattern':
     '  --vhost-pattern REGEX   only queues in vhosts whose name matches it (default: every vhost)',
   'queue-pattern': '  --queue-pattern REGEX   only queues whose name matches it (default: every queue)',
+  // redrive (ctl-redrive-commands.ts); flags without a value read 'true'.
+  'to-source': '  --to-source             back to the queue each message died in last (x-death)',
+  exchange: "  --exchange E            to exchange E ('' is the default exchange), with --routing-key",
+  'routing-key': '  --routing-key K         the routing key to publish with to --exchange (default: empty)',
+  'dry-run': '  --dry-run               move nothing: show what would move where, and what would stay',
+  rate: '  --rate N                at most N messages per second (default: as fast as targets confirm)',
+  'max-messages': '  --max-messages N        deal with at most N selected messages',
+  reason: '  --reason R              only messages that died last for R (rejected, expired, ...)',
+  'source-queue': '  --source-queue Q        only messages that died last in queue Q',
+  'older-than-ms': '  --older-than-ms MS      only messages in the queue for at least MS milliseconds',
+  header: '  --header NAME:VALUE     only messages whose header NAME reads VALUE',
+  'no-wait': '  --no-wait               print the redrive id and return instead of following it',
 } as const;
 
 export type CommandOption = keyof typeof COMMAND_OPTIONS;

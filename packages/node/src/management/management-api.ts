@@ -27,6 +27,8 @@
  *                       (the queue replica endpoints: queue-replicas-api.ts)
  *   GET                 /api/checks/queues[?vhost=], /api/checks/queues/{vhost}/{name}
  *                       (the queue consistency checks: queue-checks-api.ts)
+ *   POST                /api/queues/{vhost}/{name}/redrive; GET /api/redrives[/{id}]; DELETE /api/redrives/{id}
+ *                       (moving dead letters back, and the redrive audit: redrive-api.ts)
  *   POST                /api/nodes/{node}/drain, /api/nodes/{node}/revive; GET /api/nodes/{node}/maintenance
  *   GET                 /api/health/checks/node-is-quorum-critical, /api/health/checks/quorum-plus-one-online
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
@@ -71,6 +73,7 @@ import type { QueueCheckOps } from './queue-checks-api.ts';
 import { queueCheckRoutes } from './queue-checks-api.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
+import { redriveRoutes } from './redrive-api.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
 import { exchangeFromPath, topologyRoutes } from './topology-api.ts';
@@ -162,6 +165,7 @@ export class ManagementApi {
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
       ...queueCheckRoutes({ ops: checks, metadata: broker.metadataView }),
+      ...redriveRoutes(broker, cluster),
       ...maintenanceRoutes({ broker, cluster, replicas }),
       ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...deadLetterRoutes({
