@@ -164,6 +164,16 @@ export class HandOffScheduler {
     return this.entries.has(id);
   }
 
+  /**
+   * Hand-offs waiting for a retry after an attempt that found nowhere to go (DLX missing, nothing
+   * bound) or was refused or unanswered: blocked, in the operator's terms. O(tracked); for metrics.
+   */
+  blocked(): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.phase === 'waiting' && e.attempt > 0) n++;
+    return n;
+  }
+
   /** Starts tracking a pending message; its first attempt is due at `now`. */
   track(id: number, now: number): void {
     checkId(id);

@@ -52,6 +52,7 @@ export type {
 } from './replicated-log.ts';
 export type { SingleVoterLogOptions } from './single-voter-log.ts';
 export { SingleVoterLog, SingleVoterLogFactory } from './single-voter-log.ts';
+export { LatencyHistogram, SYNC_LATENCY_BOUNDS } from './storage/latency-histogram.ts';
 export type {
   AttachedWrite,
   HardState,

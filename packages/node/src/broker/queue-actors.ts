@@ -5,7 +5,7 @@
  * otherwise — stop, take up the policies' config, and come and go as this node is added to or
  * removed from a queue's members.
  */
-import type { Clock, ReplicatedLog } from '@styx/raft';
+import type { Clock, RaftGroupLog, ReplicatedLog } from '@styx/raft';
 import { InMemoryLog } from '@styx/raft';
 import type { Logger } from '../logging/logger.ts';
 import type { EffectiveQueueConfig } from '../metadata/effective-config.ts';
@@ -16,6 +16,7 @@ import { InMemoryBodyStore } from '../queue/body-store.ts';
 import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { QueueActorSinks } from '../queue/queue-actor.ts';
 import { QueueActor } from '../queue/queue-actor.ts';
+import type { QueueFlowCounters } from '../queue/queue-flow-counters.ts';
 import type { QueueApplyResult, QueueCommand, QueueConfig } from '../queue/types.ts';
 import { durableQueueGroup } from '../storage/durable-queue-log.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
@@ -39,6 +40,8 @@ export interface QueueActorsHost {
   readonly sinks: Omit<QueueActorSinks, 'onLeader'>;
   /** A queue's effective configuration: its arguments merged with the policy that applies to it. */
   effectiveConfig(record: QueueRecord): EffectiveQueueConfig;
+  /** The node's flow totals, which each replica adds to while it leads (metrics). */
+  readonly nodeFlow?: QueueFlowCounters;
 }
 
 export class QueueActors {
@@ -47,6 +50,8 @@ export class QueueActors {
   readonly #actors = new Map<string, Map<string, QueueActor>>();
   /** The same actors by group id. */
   readonly #replicasByGroup = new Map<string, QueueActor>();
+  /** The Raft groups of the durable replicas running here, by group id (term, commit index, progress). */
+  readonly #raftGroups = new Map<string, RaftGroupLog<QueueCommand, QueueApplyResult>>();
   /** Replicas being removed from this node, by group id: one added back waits for its removal. */
   readonly #droppingReplicas = new Map<string, Promise<void>>();
   /** Where a durable queue's replica asks for bodies it lacks (clustered nodes only). */
@@ -85,6 +90,11 @@ export class QueueActors {
     return this.#replicasByGroup.get(groupId);
   }
 
+  /** The Raft group under a durable replica running here; undefined for an in-memory queue. */
+  raftGroupOf(groupId: string): RaftGroupLog<QueueCommand, QueueApplyResult> | undefined {
+    return this.#raftGroups.get(groupId);
+  }
+
   /** Every replica running on this node. */
   replicas(): Iterable<QueueActor> {
     return this.#replicasByGroup.values();
@@ -117,6 +127,7 @@ export class QueueActors {
     this.#host.logger.info({ queue: record.name, vhost: record.vhost }, 'replica removed from this node');
     this.#actors.get(record.vhost)?.delete(record.name);
     this.#replicasByGroup.delete(record.groupId);
+    this.#raftGroups.delete(record.groupId);
     this.#host.clusterQueues?.forgetGroup(record.groupId);
     const dropping = actor.delete({ notifyConsumers: false }).then(
       () => undefined,
@@ -150,6 +161,7 @@ export class QueueActors {
     if (durable && storage !== undefined) {
       const made = durableQueueGroup(storage, record.groupId, { clock, logger, start });
       log = made.log;
+      this.#raftGroups.set(record.groupId, made.group);
       this.#host.clusterQueues?.registerGroup(record.groupId, made.group);
     } else {
       log = new InMemoryLog<QueueCommand, QueueApplyResult>(record.groupId, { clock });
@@ -165,6 +177,7 @@ export class QueueActors {
       logger: logger.child({ queue: record.name, vhost: record.vhost }),
       sinks: this.#sinks,
       deliveryCountHeader: showsDeliveryCount(record.arguments),
+      nodeFlow: this.#host.nodeFlow,
       ...(durable && this.#bodySource !== undefined ? { bodySource: this.#bodySource } : {}),
     });
     let byName = this.#actors.get(record.vhost);
@@ -189,6 +202,7 @@ export class QueueActors {
     if (actor === undefined) return Promise.resolve(0);
     this.#actors.get(vhost)?.delete(name);
     this.#replicasByGroup.delete(actor.groupId);
+    this.#raftGroups.delete(actor.groupId);
     this.#host.clusterQueues?.forgetGroup(actor.groupId);
     return deleteData ? actor.delete() : actor.close().then(() => 0);
   }

@@ -123,6 +123,11 @@ export class AtLeastOnceHandOffs {
     return this.scheduler.size + this.inBacklog.size;
   }
 
+  /** Hand-offs in progress whose last attempt found nowhere to go or was refused: waiting to retry. */
+  get blocked(): number {
+    return this.scheduler.blocked();
+  }
+
   /** Hand-offs in progress (at most MAX_HAND_OFFS_IN_PROGRESS). */
   get inProgress(): number {
     return this.scheduler.size;

@@ -146,6 +146,11 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     return this.#replica?.core.term ?? 0;
   }
 
+  /** Elections this replica started since it opened (0 before `open`; metrics). */
+  get elections(): number {
+    return this.#replica?.core.elections ?? 0;
+  }
+
   /** The highest index this replica knows to be committed (0 before `open`; diagnostics). */
   get commitIndex(): number {
     return this.#replica?.core.commitIndex ?? 0;

@@ -180,6 +180,7 @@ export class RaftCore {
   #readStates: ReadState[] = [];
 
   #electionElapsed = 0;
+  #elections = 0;
   #heartbeatElapsed = 0;
   #randomizedElectionTimeout = 0;
   #leadTransferee: NodeId | undefined;
@@ -243,6 +244,10 @@ export class RaftCore {
   /** Current term (volatile view; the durable one is in the last persisted HardState). */
   get term(): number {
     return this.#term;
+  }
+  /** Elections this replica started (became candidate, past any pre-vote) since it was created. */
+  get elections(): number {
+    return this.#elections;
   }
   /** Who this replica voted for in the current term. */
   get vote(): NodeId | undefined {
@@ -676,6 +681,7 @@ export class RaftCore {
     this.#reset(this.#term + 1);
     this.#vote = this.id;
     this.#role = RaftRole.Candidate;
+    this.#elections++;
   }
 
   #becomeLeader(): void {

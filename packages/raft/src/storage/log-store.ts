@@ -1,5 +1,6 @@
 import { LogStoreClosedError, LogStoreFailedError } from '../errors.ts';
 import type { EntryMeta } from '../replicated-log.ts';
+import { LatencyHistogram } from './latency-histogram.ts';
 import type {
   AttachedWrite,
   HardState,
@@ -17,6 +18,8 @@ interface Batch {
   readonly reject: (error: unknown) => void;
   /** The storage reported this batch durable; it resolves once every earlier batch has too. */
   stored: boolean;
+  /** When it was handed to the storage (`performance.now()`, ms), for `syncLatency`. */
+  handedAt: number;
 }
 
 function newBatch(): Batch {
@@ -29,7 +32,7 @@ function newBatch(): Batch {
   // Writers may ignore the promise (a compaction nobody awaits); a failure still reaches the
   // writers that do wait, and must not crash the process as an unhandled rejection.
   durable.catch(() => {});
-  return { writes: [], durable, resolve, reject, stored: false };
+  return { writes: [], durable, resolve, reject, stored: false, handedAt: 0 };
 }
 
 /**
@@ -70,6 +73,11 @@ export interface LogStoreOptions {
 export const DEFAULT_MAX_BATCHES_IN_FLIGHT = 3;
 
 export class LogStore {
+  /**
+   * How long each batch took from being handed to the storage until the storage reported it
+   * durable (its transaction committed and synced), seconds: the node's log sync latency.
+   */
+  readonly syncLatency = new LatencyHistogram();
   readonly #storage: LogStorage;
   readonly #maxInFlight: number;
   /** Collecting writes of the current turn; undefined when nothing is queued. */
@@ -222,6 +230,7 @@ export class LogStore {
     if (batch === undefined || this.#inFlight.length >= this.#maxInFlight || this.#failure) return;
     this.#pending = undefined;
     this.#inFlight.push(batch);
+    batch.handedAt = performance.now();
     let written: Promise<void>;
     try {
       written = this.#storage.write(batch.writes);
@@ -237,6 +246,7 @@ export class LogStore {
   #onDurable(batch: Batch): void {
     if (this.#failure) return; // already rejected with the failure of an earlier batch
     batch.stored = true;
+    this.syncLatency.observe((performance.now() - batch.handedAt) / 1000);
     // Resolve in order: a batch the storage reports early waits for every earlier one.
     const inFlight = this.#inFlight;
     let done = 0;

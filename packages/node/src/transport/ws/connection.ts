@@ -114,6 +114,11 @@ export class Connection implements ChannelHost {
     return this.sessionValue;
   }
 
+  /** Channels open on this connection (metrics). */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
   get isOpen(): boolean {
     return this.state === 'open';
   }

@@ -1,0 +1,79 @@
+/**
+ * `GET /metrics` on the management listener: the node's figures for Prometheus
+ * (metrics/node-metrics.ts), in the text format 0.0.4.
+ *
+ * Unauthenticated, as RabbitMQ's Prometheus endpoint is by default: scrapers rarely carry
+ * credentials, and the figures hold no message data — but they do name queues and vhosts, so the
+ * listener's reach is the access control. The management listener binds to 127.0.0.1 unless the
+ * operator passes `--management-host` (README: "Metrics"); expose it wider only on a network
+ * that may see queue names.
+ *
+ * GET and HEAD only (405 with `Allow` otherwise). A render that throws is a logged 500 with the
+ * API's JSON error shape; it cannot take the node down.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Broker } from '../broker/broker.ts';
+import type { ClusterView } from '../cluster/cluster-view.ts';
+import type { Logger } from '../logging/logger.ts';
+import { EXPOSITION_CONTENT_TYPE, renderNodeMetrics } from '../metrics/node-metrics.ts';
+import { nodeNames } from './queue-replicas-api.ts';
+
+/** Where Prometheus scrapes (its default `metrics_path`). */
+export const METRICS_PATH = '/metrics';
+
+export class MetricsEndpoint {
+  private readonly broker: Broker;
+  private readonly cluster: ClusterView;
+  private readonly logger: Logger;
+
+  constructor(broker: Broker, cluster: ClusterView, logger: Logger) {
+    this.broker = broker;
+    this.cluster = cluster;
+    this.logger = logger;
+  }
+
+  /** Answer a request for `METRICS_PATH`; returns the status sent. */
+  serve(method: string, response: ServerResponse): number {
+    if (method !== 'GET' && method !== 'HEAD') {
+      return sendJson(response, 405, 'method_not_allowed', `method ${method} is not allowed here`, {
+        Allow: 'GET, HEAD',
+      });
+    }
+    let text: string;
+    try {
+      text = renderNodeMetrics(
+        this.broker.metricsSource(),
+        this.cluster,
+        nodeNames(this.broker.metadataView),
+      );
+    } catch (err) {
+      this.logger.error({ err }, 'rendering /metrics failed');
+      return sendJson(response, 500, 'internal_error', 'internal error');
+    }
+    const body = Buffer.from(text, 'utf8');
+    response.writeHead(200, {
+      'Content-Type': EXPOSITION_CONTENT_TYPE,
+      'Content-Length': body.byteLength,
+      'Cache-Control': 'no-cache',
+    });
+    response.end(method === 'HEAD' ? undefined : body);
+    return 200;
+  }
+}
+
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  error: string,
+  reason: string,
+  headers: Record<string, string> = {},
+): number {
+  const text = JSON.stringify({ error, reason });
+  response.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  response.end(text);
+  return status;
+}

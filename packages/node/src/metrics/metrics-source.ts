@@ -1,0 +1,35 @@
+/**
+ * What the node's metrics read of the broker: its queue replicas and their Raft groups, its
+ * connections, the node-wide flow totals and the log store's sync latency. The broker hands one
+ * out (`Broker.metricsSource`); this interface keeps the metrics code from depending on the
+ * broker's class (and the broker from depending on how figures are written).
+ */
+import type { LatencyHistogram, RaftGroupLog } from '@styx/raft';
+import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import type { QueueActor } from '../queue/queue-actor.ts';
+import type { QueueFlowTotals } from '../queue/queue-flow-counters.ts';
+import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
+
+/** The Raft facts of a group replica that metrics read (a `RaftGroupLog` has them all). */
+export type RaftReplicaView = Pick<
+  RaftGroupLog<QueueCommand, QueueApplyResult>,
+  'term' | 'commitIndex' | 'appliedIndex' | 'elections' | 'role' | 'membership' | 'progress'
+>;
+
+export interface NodeMetricsSource {
+  readonly nodeName: string;
+  /** The metadata store: node ids → names, queue records. */
+  readonly metadata: MetadataMachine;
+  /** Every queue replica running on this node (leaders and followers). */
+  replicas(): Iterable<QueueActor>;
+  /** The Raft group under a durable replica; undefined for an in-memory queue. */
+  raftGroupOf(groupId: string): RaftReplicaView | undefined;
+  /** The metadata store's Raft replica here; undefined on a node without durable storage. */
+  metadataRaft(): Pick<RaftReplicaView, 'term' | 'commitIndex' | 'elections' | 'role'> | undefined;
+  connectionCount(): number;
+  channelCount(): number;
+  /** What this node's queue leaders applied since it started (queue-flow-counters.ts). */
+  readonly nodeFlow: QueueFlowTotals;
+  /** The log store's batch sync latency; undefined without durable storage. */
+  readonly logSync: LatencyHistogram | undefined;
+}
