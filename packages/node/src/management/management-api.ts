@@ -34,7 +34,8 @@
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
  *   GET                 /api/feature-flags; PUT /api/feature-flags/{name}/enable
  *                       (rolling upgrades: feature-flags-api.ts)
- *   GET                 /api/queues/{vhost}/{name}/messages (the dead-letter inspector: dead-letter-api.ts)
+ *   GET                 /api/queues/{vhost}/{name}/messages, /api/queues/{vhost}/{name}/dead-lettering
+ *                       (the dead-letter inspector and explain: dead-letter-api.ts)
  *
  * Authorization (the user is already authenticated), RabbitMQ's rules:
  * - a user without one of the tags `administrator`, `monitoring`, `policymaker`, `management`
