@@ -34,7 +34,6 @@ import {
   pickColumns,
   printList,
 } from './ctl-context.ts';
-import { EXPLAIN_COMMANDS } from './ctl-explain-commands.ts';
 import { FEATURE_FLAG_COMMANDS } from './ctl-feature-flag-commands.ts';
 import { MAINTENANCE_COMMANDS } from './ctl-maintenance-commands.ts';
 import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
@@ -506,7 +505,6 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   ...QUEUE_CHECK_COMMANDS,
   ...REDRIVE_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
-  ...EXPLAIN_COMMANDS,
   ...MAINTENANCE_COMMANDS,
 };
 

@@ -14,6 +14,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Broker } from '../broker/broker.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
+import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import type { Logger } from '../logging/logger.ts';
 import { ApiError, badRequest, notFound } from './api-error.ts';
 import { BasicAuthenticator } from './basic-auth.ts';
@@ -22,6 +23,7 @@ import { ConsoleAuth } from './console/console-auth.ts';
 import { ConsoleRoutes, isConsolePath } from './console/console-routes.ts';
 import { SessionStore } from './console/session-store.ts';
 import { ManagementApi } from './management-api.ts';
+import { METRICS_PATH, MetricsEndpoint } from './metrics-endpoint.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { readJsonBody } from './request-body.ts';
 import type { Json } from './views.ts';
@@ -62,6 +64,7 @@ export class ManagementServer {
   private readonly api: ManagementApi;
   private readonly auth: ConsoleAuth;
   private readonly console: ConsoleRoutes;
+  private readonly metrics: MetricsEndpoint;
   private readonly logger: Logger;
   private readonly server: Server;
   private address: AddressInfo | undefined;
@@ -78,6 +81,11 @@ export class ManagementServer {
       sessions: new SessionStore(),
     });
     this.console = new ConsoleRoutes(this.auth, new ConsoleAssets(this.logger));
+    this.metrics = new MetricsEndpoint(
+      broker,
+      options.cluster ?? singleNodeClusterView({ nodeName: broker.nodeName }),
+      this.logger,
+    );
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((err: unknown) => {
         this.logger.error({ err }, 'management request failed while replying');
@@ -133,6 +141,12 @@ export class ManagementServer {
     let status = 500;
     let user: string | undefined;
     try {
+      // Prometheus' scrape: unauthenticated, as RabbitMQ's (metrics-endpoint.ts).
+      if (path === METRICS_PATH) {
+        status = this.metrics.serve(method, response);
+        this.logger.debug({ method, path, status }, 'management request');
+        return;
+      }
       if (isConsolePath(path)) {
         ({ status, user } = await this.console.handle(request, response, path));
         this.logger.debug({ method, path, status, user }, 'management request');

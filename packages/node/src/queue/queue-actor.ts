@@ -39,9 +39,11 @@ import type { BodyStore } from './body-store.ts';
 import { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
-import type { QueueGetResult, QueueHandle } from './queue-handle.ts';
 import type { BrowsePage, BrowseRequest } from './message-browse.ts';
 import { browseMessages } from './message-browse.ts';
+import type { QueueFlowTotals } from './queue-flow-counters.ts';
+import { QueueFlowCounters } from './queue-flow-counters.ts';
+import type { QueueGetResult, QueueHandle } from './queue-handle.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { ConsumerInfo } from './queue-machine.ts';
 import { QueueMachine } from './queue-machine.ts';
@@ -137,6 +139,8 @@ export interface QueueActorOptions {
    * properties.
    */
   readonly deliveryCountHeader?: boolean;
+  /** The node's totals: this replica adds what it applies while it leads (metrics/node-metrics.ts). */
+  readonly nodeFlow?: QueueFlowCounters | undefined;
 }
 
 /** A `got` apply result with the body attached by the actor (read before a noAck get deletes it). */
@@ -237,17 +241,22 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   private graceOwners: Set<OwnerId> | undefined = undefined;
   /** Owners with an `ownerDown` proposal in flight (so a burst of failed deliveries proposes one). */
   private readonly ownersGoing = new Set<OwnerId>();
+  /** Owners with a `suspendOwner` or `resumeOwner` proposal in flight. */
+  private readonly ownersSuspending = new Set<OwnerId>();
 
   /** The machine's earliest deadline as last announced, ms since the epoch. */
   private deadline: number | undefined = undefined;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
-  /** Owners with a `suspendOwner` or `resumeOwner` proposal in flight. */
-  private readonly ownersSuspending = new Set<OwnerId>();
   /** When the armed timer fires (<= deadline: an early fire re-arms, never proposes early). */
   private timerAt = 0;
 
   private readonly deadLettering: DeadLetteringOptions;
   private readonly drops: DeadLetterDrops;
+  /** Cycle drops of at-least-once hand-offs (those of `drops` are at-most-once), for metrics. */
+  private readonly handOffDrops: DeadLetterDrops;
+  /** What this replica applied (queue-flow-counters.ts), and the node's share while it leads. */
+  private readonly flow = new QueueFlowCounters();
+  private readonly nodeFlow: QueueFlowCounters | undefined;
   private readonly waitingLog: AggregatedLog;
   private readonly atMostOnce: AtMostOnceDeadLetters;
   /** The at-least-once hand-offs of the current leadership; undefined while not leading. */
@@ -272,9 +281,16 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.deliveryCountHeader = options.deliveryCountHeader ?? false;
     this.deadLettering = options.deadLettering ?? {};
     const logIntervalMs = this.deadLettering.logIntervalMs ?? DEFAULT_AGGREGATION_INTERVAL_MS;
-    this.drops = new DeadLetterDrops(
-      new AggregatedLog(this.logger, 'info', 'dead-lettered copies dropped', this.clock, logIntervalMs),
+    const dropLog = new AggregatedLog(
+      this.logger,
+      'info',
+      'dead-lettered copies dropped',
+      this.clock,
+      logIntervalMs,
     );
+    this.drops = new DeadLetterDrops(dropLog);
+    this.handOffDrops = new DeadLetterDrops(dropLog);
+    this.nodeFlow = options.nodeFlow;
     this.waitingLog = new AggregatedLog(
       this.logger,
       'warn',
@@ -421,22 +437,6 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     if (this.state === 'open' && this.log.role === 'leader') this.ownerGone(owner, true);
   }
 
-  /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
-  private propose(command: QueueCommand): Promise<QueueApplyResult> {
-    const proposed =
-      this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
-    if (
-      EARLY_REPLY_BREAK &&
-      command.type === 'enqueue' &&
-      repliesBeforeCommit(command.handOff !== undefined)
-    ) {
-      // Deliberately broken (test-breaks.ts): the reply no longer waits for the commit.
-      proposed.catch(toVoid);
-      return Promise.resolve(EARLY_OK);
-    }
-    return proposed;
-  }
-
   /**
    * The owner's node is suspected (`suspended`), or answers again: its consumers stop, or resume,
    * taking messages; what it holds stays its own. Leader only; nothing is proposed when the state
@@ -460,6 +460,22 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** Whether `owner`'s consumers are suspended here (its node suspected by a leader). */
   isOwnerSuspended(owner: OwnerId): boolean {
     return this.machine.isOwnerSuspended(owner);
+  }
+
+  /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
+  private propose(command: QueueCommand): Promise<QueueApplyResult> {
+    const proposed =
+      this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
+    if (
+      EARLY_REPLY_BREAK &&
+      command.type === 'enqueue' &&
+      repliesBeforeCommit(command.handOff !== undefined)
+    ) {
+      // Deliberately broken (test-breaks.ts): the reply no longer waits for the commit.
+      proposed.catch(toVoid);
+      return Promise.resolve(EARLY_OK);
+    }
+    return proposed;
   }
 
   /** Stop the timer and close the log; stored state is kept. */
@@ -619,9 +635,24 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     return {
       deadLettered: machine.deadLettered,
       droppedNoDlx: machine.droppedNoDlx,
-      droppedCycle: this.drops.cycleTotals(),
+      droppedCycle: sumTotals(this.drops.cycleTotals(), this.handOffDrops.cycleTotals()),
       droppedAtMostOnce: this.drops.atMostOnceTotals(),
     };
+  }
+
+  /** Cycle drops per strategy (`deadLetterTotals` sums them), leader-local like those. */
+  cycleDropsByStrategy(): { readonly atMostOnce: RemovalTotals; readonly atLeastOnce: RemovalTotals } {
+    return { atMostOnce: this.drops.cycleTotals(), atLeastOnce: this.handOffDrops.cycleTotals() };
+  }
+
+  /** What this replica applied since it opened: published, delivered, acked, dead-lettered. */
+  flowTotals(): QueueFlowTotals {
+    return this.flow;
+  }
+
+  /** At-least-once hand-offs whose last attempt found nowhere to go or was refused (leader; else 0). */
+  blockedHandOffs(): number {
+    return this.handOffs?.blocked ?? 0;
   }
 
   /** Whether messages wait for their at-least-once dead-letter hand-off. */
@@ -673,7 +704,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   // ------------------------------------------------------------------------------ apply
 
   private applyEntry(command: QueueCommand, meta: EntryMeta): QueueApplyResult {
+    const settledBefore =
+      command.type === 'deadLetterSettled' ? this.machine.deadLetterTotals().deadLettered : undefined;
     const result = this.machine.apply(command, meta);
+    // Counted once open (replayed entries were counted by the run that applied them first).
+    if (this.state === 'open') this.countApplied(command, result, settledBefore);
     const { reply } = result;
     let returned: QueueApplyResult = result;
     if (command.type === 'enqueue') {
@@ -700,6 +735,19 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     const { removed } = result;
     for (let i = 0; i < removed.length; i++) this.bodyStore.delete(this.groupId, removed[i] as number);
     return returned;
+  }
+
+  private countApplied(
+    command: QueueCommand,
+    result: QueueApplyResult,
+    before: RemovalTotals | undefined,
+  ): void {
+    const settled =
+      before === undefined ? undefined : { before, after: this.machine.deadLetterTotals().deadLettered };
+    this.flow.count(command, result, settled);
+    // The node's totals take what its leaders commit, so a cluster's nodes sum to the whole.
+    if (this.nodeFlow !== undefined && this.log.role === 'leader')
+      this.nodeFlow.count(command, result, settled);
   }
 
   // ------------------------------------------------------------------------------ snapshot transfer
@@ -958,7 +1006,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       proposeSettled: (ids) => this.log.propose({ type: 'deadLetterSettled', ids }),
       clock: this.clock,
       logger: this.logger,
-      drops: this.drops,
+      drops: this.handOffDrops,
       waitingLog: this.waitingLog,
       ...(this.deadLettering.handOff === undefined ? {} : { scheduler: this.deadLettering.handOff }),
     });
@@ -1132,6 +1180,15 @@ const EARLY_OK: QueueApplyResult = { reply: { type: 'ok' }, effects: [], removed
 
 function removedIds(result: QueueApplyResult): readonly number[] {
   return result.reply.type === 'removed' ? result.reply.ids : [];
+}
+
+function sumTotals(a: RemovalTotals, b: RemovalTotals): RemovalTotals {
+  return {
+    rejected: a.rejected + b.rejected,
+    expired: a.expired + b.expired,
+    maxlen: a.maxlen + b.maxlen,
+    delivery_limit: a.delivery_limit + b.delivery_limit,
+  };
 }
 
 function purgedCount(result: QueueApplyResult): number {
