@@ -34,6 +34,7 @@ import {
   pickColumns,
   printList,
 } from './ctl-context.ts';
+import { EXPLAIN_COMMANDS } from './ctl-explain-commands.ts';
 import { FEATURE_FLAG_COMMANDS } from './ctl-feature-flag-commands.ts';
 import { MAINTENANCE_COMMANDS } from './ctl-maintenance-commands.ts';
 import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
@@ -505,6 +506,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   ...QUEUE_CHECK_COMMANDS,
   ...REDRIVE_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
+  ...EXPLAIN_COMMANDS,
   ...MAINTENANCE_COMMANDS,
 };
 

@@ -292,3 +292,70 @@ describe('GET /api/queues/{vhost}/{name}/messages', () => {
     expect((await api('GET', '/api/queues/%2F/dlq/messages', undefined, monitor)).status).toBe(403);
   });
 });
+
+describe('GET /api/queues/{vhost}/{name}/dead-lettering', () => {
+  interface Explanation {
+    readonly policy: string | null;
+    readonly dead_letter_exchange: { value: string | null; exists: boolean | null; source: unknown };
+    readonly routing: { routes: { queues: string[] | null }[] };
+    readonly reasons: { reason: string; outcome: string }[];
+    readonly warnings: { code: string; severity: string }[];
+  }
+  const explain = async (queue: string, credentials: Credentials = GUEST) => {
+    const reply = await api('GET', `/api/queues/%2F/${queue}/dead-lettering`, undefined, credentials);
+    return { status: reply.status, body: reply.body as unknown as Explanation & Reply };
+  };
+
+  it("follows the topology: a policy's DLX, missing, then declared and bound", async () => {
+    await declare('work');
+    expect(
+      (
+        await api('PUT', '/api/policies/%2F/DLX', {
+          pattern: '^work$',
+          definition: { 'dead-letter-exchange': 'my-dlx' },
+        })
+      ).status,
+    ).toBe(201);
+    const missing = await explain('work');
+    expect(missing.status).toBe(200);
+    expect(missing.body.policy).toBe('DLX');
+    expect(missing.body.dead_letter_exchange).toMatchObject({
+      value: 'my-dlx',
+      exists: false,
+      source: { from: 'policy', policy: 'DLX' },
+    });
+    expect(missing.body.warnings.map((w) => [w.code, w.severity])).toContainEqual([
+      'dead_letter_exchange_missing',
+      'error',
+    ]);
+    expect(missing.body.reasons.find((r) => r.reason === 'rejected')?.outcome).toBe('held');
+
+    await broker.declareExchange(session, {
+      exchange: 'my-dlx',
+      type: 'fanout',
+      passive: false,
+      durable: true,
+      autoDelete: false,
+      internal: false,
+    });
+    const nowhere = await explain('work');
+    expect(nowhere.body.warnings.map((w) => w.code)).toContain('dead_letter_exchange_routes_nowhere');
+
+    await declare('dlq');
+    await broker.bind(session, 'queue', 'dlq', 'my-dlx', '', undefined);
+    const bound = await explain('work');
+    expect(bound.body.dead_letter_exchange.exists).toBe(true);
+    expect(bound.body.routing.routes.map((r) => r.queues)).toEqual([['dlq']]);
+    expect(bound.body.warnings.map((w) => w.code)).toEqual(['at_least_once_overflow']);
+    expect(bound.body.reasons.find((r) => r.reason === 'rejected')?.outcome).toBe('dead_lettered');
+  });
+
+  it('answers 404 for an unknown queue, or a vhost the user may not see', async () => {
+    await declare('work');
+    expect((await explain('nope')).status).toBe(404);
+    const outsider = await makeUser('outsider2', ['management']);
+    expect((await explain('work', outsider)).status).toBe(404);
+    const reader = await makeUser('reader2', ['management'], '^$');
+    expect((await explain('work', reader)).status).toBe(200);
+  });
+});

@@ -7,14 +7,19 @@
  *       default 4096) and the filter (queue/message-filter.ts): `reason`, `source_queue`,
  *       `older_than_ms`, `newer_than_ms`, `header=name:value` (repeatable). Any other parameter
  *       is a 400, so a misspelt filter never shows every message. Shape: message-views.ts.
+ *   GET /api/queues/{vhost}/{name}/dead-lettering   explain: for each reason, what happens to a
+ *       message leaving the queue right now (dlx-explain.ts, which has the shape), from the
+ *       metadata this node holds (every node holds the cluster's).
  *
  * Who may read messages: the same rule as the other queue reads (management-api.ts: administrators
  * everywhere, others in the vhosts they have a permission entry for; other vhosts are a 404), and,
  * since this shows message contents, a non-administrator also needs the `read` permission on the
- * queue, as basic.get does (403 otherwise).
+ * queue, as basic.get does (403 otherwise). The explanation shows configuration and topology
+ * only: the queue reads' rule alone.
  */
 import type { QueueBrowser } from '../broker/queue-browse.ts';
 import { QueueBrowseUnavailableError, QueueNotRunningError } from '../broker/queue-browse.ts';
+import { explainDeadLettering, metadataTopology } from '../dlx-explain.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { canAccess } from '../metadata/permissions.ts';
 import type { QueueRecord, UserRecord } from '../metadata/types.ts';
@@ -33,6 +38,7 @@ import { badRequest, forbidden, notFound, serviceUnavailable } from './api-error
 import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
 import { browsePageJson } from './message-views.ts';
 import { nodeNames } from './queue-replicas-api.ts';
+import type { Json } from './views.ts';
 
 export interface DeadLetterRouteDeps {
   readonly browser: Pick<QueueBrowser, 'browse'>;
@@ -120,5 +126,14 @@ export function deadLetterRoutes(deps: DeadLetterRouteDeps): Route[] {
     }
   };
 
-  return [{ path: ['queues', ':vhost', ':name', 'messages'], methods: { GET: messages } }];
+  const explain = (request: ApiRequest): ApiResponse => {
+    const record = deps.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
+    const explanation = explainDeadLettering(metadataTopology(metadata), record.vhost, record.name);
+    return { status: 200, body: explanation as unknown as Json };
+  };
+
+  return [
+    { path: ['queues', ':vhost', ':name', 'messages'], methods: { GET: messages } },
+    { path: ['queues', ':vhost', ':name', 'dead-lettering'], methods: { GET: explain } },
+  ];
 }

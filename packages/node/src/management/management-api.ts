@@ -7,7 +7,7 @@
  *   GET                 /api/permissions                  GET PUT DELETE /api/permissions/{vhost}/{user}
  *   GET                 /api/vhosts/{vhost}/permissions   GET            /api/users/{user}/permissions
  *   GET                 /api/policies[/{vhost}]           GET PUT DELETE /api/policies/{vhost}/{name}
- *   GET                 /api/queues[/{vhost}[/{name}]]
+ *   GET                 /api/queues[/{vhost}[/{name}]]   (lists page with ?page=: pagination.ts)
  *   GET                 /api/exchanges[/{vhost}[/{name}]] (the default exchange is 'amq.default' in a path)
  *   GET                 /api/bindings[/{vhost}]
  *   PUT DELETE          /api/exchanges/{vhost}/{name}, /api/queues/{vhost}/{name}
@@ -34,7 +34,8 @@
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
  *   GET                 /api/feature-flags; PUT /api/feature-flags/{name}/enable
  *                       (rolling upgrades: feature-flags-api.ts)
- *   GET                 /api/queues/{vhost}/{name}/messages (the dead-letter inspector: dead-letter-api.ts)
+ *   GET                 /api/queues/{vhost}/{name}/messages, /api/queues/{vhost}/{name}/dead-lettering
+ *                       (the dead-letter inspector and explain: dead-letter-api.ts)
  *
  * Authorization (the user is already authenticated), RabbitMQ's rules:
  * - a user without one of the tags `administrator`, `monitoring`, `policymaker`, `management`
@@ -69,8 +70,10 @@ import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
 import { localNodeStats } from './node-stats.ts';
+import { pageOf, wantsPage } from './pagination.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
 import { queueCheckRoutes } from './queue-checks-api.ts';
+import { queueListPaging } from './queue-list.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
 import { redriveRoutes } from './redrive-api.ts';
@@ -583,13 +586,14 @@ export class ManagementApi {
     );
   }
 
+  /** Every queue, or with `?page=` one page of them (pagination.ts: only that page is rendered). */
   private listQueues(request: ApiRequest): ApiResponse {
     const nameOf = nodeNames(this.metadata);
-    const out: Json[] = [];
-    for (const vhost of this.vhostsOf(request)) {
-      for (const q of this.metadata.queues(vhost).sort(byName)) out.push(this.queueJson(q, nameOf));
-    }
-    return ok(out);
+    const records = this.vhostsOf(request).flatMap((vhost) => this.metadata.queues(vhost).sort(byName));
+    const json = (q: QueueRecord): Json => this.queueJson(q, nameOf);
+    if (wantsPage(request.query))
+      return ok(pageOf(records, request.query, queueListPaging(this.broker, json)));
+    return ok(records.map(json));
   }
 
   private getQueue(request: ApiRequest): ApiResponse {

@@ -3,7 +3,7 @@
 // would move and where; the real run shows its progress and can be cancelled. Past redrives of
 // the queue (the cluster's audit record) are listed below.
 import { useState } from 'preact/hooks';
-import { api, apiPath } from '../api.ts';
+import { api, apiPath, withQuery } from '../api.ts';
 import type { MessageFilterDraft } from '../filter.ts';
 import { filterJson, filterQuery, recalledFilter, rememberFilter } from '../filter.ts';
 import { FilterFields } from '../filter-form.tsx';
@@ -27,6 +27,7 @@ interface Sample {
   readonly failure: string | null;
 }
 
+/** A redrive record as GET /api/redrives/{id} shows it. */
 export interface RedriveInfo {
   readonly id: string;
   readonly user: string;
@@ -34,19 +35,21 @@ export interface RedriveInfo {
   readonly queue: string;
   readonly dry_run: boolean;
   readonly state: string;
-  readonly cancel_requested?: boolean;
+  readonly cancel_requested: boolean;
+  readonly node: string;
   readonly created_at: number;
   readonly finished_at: number | null;
   readonly error: string | null;
   readonly target: { kind: string; exchange?: string; routing_key?: string };
-  readonly progress: {
-    readonly total: number | null;
-    readonly moved: number;
-    readonly failed: number;
-    readonly targets: readonly TargetCount[];
-    readonly failures: readonly { reason: string; count: number }[];
-    readonly sample: readonly Sample[];
-  };
+  readonly total: number | null;
+  readonly moved: number;
+  readonly failed: number;
+  readonly remaining: number | null;
+  readonly would_move?: number;
+  readonly would_fail?: number;
+  readonly targets: readonly TargetCount[];
+  readonly failures: readonly { reason: string; count: number }[];
+  readonly sample: readonly Sample[];
 }
 
 /** Where the messages of the first page died, most first: the queues a redrive would return them to. */
@@ -61,29 +64,21 @@ function sourcesOf(messages: readonly BrowsedMessage[]): [string, number][] {
 
 function Progress(props: { r: RedriveInfo; onCancel: () => void }) {
   const { r } = props;
-  const p = r.progress;
   const running = r.state === 'running';
-  const total = p.total ?? 0;
-  const done = p.moved + p.failed;
+  const counts = r.dry_run
+    ? `would move ${count(r.would_move ?? 0)}, would stay ${count(r.would_fail ?? r.failed)} of ${count(r.total)}`
+    : `moved ${count(r.moved)}, left ${count(r.failed)} of ${r.total === null ? '…' : count(r.total)}`;
   return (
     <div class="redrive" data-testid={`redrive-${r.dry_run ? 'dry' : 'real'}`}>
       <p>
-        <Badge kind={r.state === 'done' ? 'ok' : r.state === 'running' ? 'info' : 'warn'}>{r.state}</Badge>{' '}
+        <Badge kind={r.state === 'done' ? 'ok' : running ? 'info' : 'warn'}>{r.state}</Badge>{' '}
         {r.dry_run ? 'Dry run: ' : ''}
-        <span data-testid="redrive-counts">
-          {r.dry_run ? 'would move' : 'moved'} {count(p.moved)}, {r.dry_run ? 'would stay' : 'left'}{' '}
-          {count(p.failed)} of {p.total === null ? '…' : count(p.total)}
-        </span>
+        <span data-testid="redrive-counts">{counts}</span> · on {r.node}
         {running && !r.dry_run ? (
           <>
             {' '}
-            <progress max={Math.max(1, total)} value={done} />{' '}
-            <button
-              type="button"
-              class="danger"
-              disabled={r.cancel_requested === true}
-              onClick={props.onCancel}
-            >
+            <progress max={Math.max(1, r.total ?? 0)} value={r.moved + r.failed} />{' '}
+            <button type="button" class="danger" disabled={r.cancel_requested} onClick={props.onCancel}>
               Cancel
             </button>
           </>
@@ -91,7 +86,7 @@ function Progress(props: { r: RedriveInfo; onCancel: () => void }) {
       </p>
       <ErrorNote error={r.error ?? undefined} />
       <Table
-        rows={p.targets}
+        rows={r.targets}
         rowKey={(t) => `${t.exchange}\u0000${t.routing_key}`}
         empty="Nothing to move."
         columns={[
@@ -104,18 +99,18 @@ function Progress(props: { r: RedriveInfo; onCancel: () => void }) {
           { key: 'count', title: 'Messages', numeric: true, render: (t) => count(t.count) },
         ]}
       />
-      {p.failures.length > 0 ? (
+      {r.failures.length > 0 ? (
         <ul class="warnings">
-          {p.failures.map((f) => (
+          {r.failures.map((f) => (
             <li key={f.reason}>
               <Badge kind="warn">stays</Badge> {count(f.count)}: {f.reason}
             </li>
           ))}
         </ul>
       ) : null}
-      {p.sample.length > 0 ? (
+      {r.sample.length > 0 ? (
         <Table
-          rows={p.sample}
+          rows={r.sample}
           rowKey={(s) => String(s.id)}
           columns={[
             { key: 'id', title: 'Message', render: (s) => String(s.id) },
@@ -148,16 +143,13 @@ export function RedrivePage(props: { vhost: string; name: string }) {
     `${apiPath('queues', vhost, name, 'messages')}?${headQuery}`,
   );
   const running = useApi<RedriveInfo>(current === undefined ? undefined : apiPath('redrives', current), 1000);
-  const history = useApi<RedriveInfo[]>(apiPath('redrives'), 5000);
+  const history = useApi<RedriveInfo[]>(withQuery(apiPath('redrives'), { vhost }), 5000);
   const sources = sourcesOf(head.data?.messages ?? []);
   const start = (dryRun: boolean): void => {
     rememberFilter(vhost, name, draft);
     const body = {
       filter: filterJson(draft),
-      target:
-        targetKind === 'source'
-          ? { kind: 'source' }
-          : { kind: 'exchange', exchange, routing_key: routingKey },
+      target: targetKind === 'source' ? 'source' : { exchange, routing_key: routingKey },
       rate: rate === '' ? null : Number(rate),
       max_messages: maxMessages === '' ? null : Number(maxMessages),
       dry_run: dryRun,
@@ -252,8 +244,8 @@ export function RedrivePage(props: { vhost: string; name: string }) {
             { key: 'who', title: 'By', render: (r) => r.user },
             { key: 'kind', title: 'Kind', render: (r) => (r.dry_run ? 'dry run' : 'redrive') },
             { key: 'state', title: 'State', render: (r) => r.state },
-            { key: 'moved', title: 'Moved', numeric: true, render: (r) => count(r.progress.moved) },
-            { key: 'failed', title: 'Left', numeric: true, render: (r) => count(r.progress.failed) },
+            { key: 'moved', title: 'Moved', numeric: true, render: (r) => count(r.moved) },
+            { key: 'failed', title: 'Left', numeric: true, render: (r) => count(r.failed) },
             {
               key: 'open',
               title: '',

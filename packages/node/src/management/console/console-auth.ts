@@ -9,6 +9,9 @@
  *   `X-CSRF-Token` header, and when it says where it comes from (`Origin`), come from this host.
  *   The cookie is SameSite=Strict as well; the token is what a forged request cannot know.
  *
+ * A 401 to a request with neither carries a basic-auth challenge, except to the console's own
+ * fetches (`X-Requested-With: styx-console`): a browser would answer the challenge with a prompt.
+ *
  * Only users with one of RabbitMQ's management tags may hold a session; the user is read again
  * on every request, so a deleted user, a changed password or a lost tag ends the session at once.
  */
@@ -24,6 +27,8 @@ import { csrfTokenMatches } from './session-store.ts';
 export const CONSOLE_TAGS: readonly string[] = ['administrator', 'monitoring', 'management', 'policymaker'];
 export const SESSION_COOKIE = 'styx_session';
 export const CSRF_HEADER = 'x-csrf-token';
+/** The `X-Requested-With` value of the console's fetches. */
+export const CONSOLE_MARKER = 'styx-console';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 /** Longest user name or password the login form takes, characters. */
@@ -63,7 +68,11 @@ export class ConsoleAuth {
     const header = request.headers.authorization;
     if (header !== undefined) return this.basic.authenticate(header, request.socket.remoteAddress);
     const id = sessionId(request);
-    if (id === undefined) throw notAuthorised('basic authentication required');
+    if (id === undefined) {
+      // The console's own fetch after logout: a challenge would make the browser prompt for a password.
+      if (request.headers['x-requested-with'] === CONSOLE_MARKER) throw sessionRefused('not logged in');
+      throw notAuthorised('basic authentication required');
+    }
     const live = this.current(id);
     if (live === undefined) throw sessionRefused('your console session has ended: log in again');
     if (!SAFE_METHODS.has(request.method ?? 'GET')) checkForgery(request, live.session);

@@ -51,7 +51,10 @@ async function login(username: string, password: string): Promise<Login> {
   return { cookie: setCookie.split(';')[0] as string, csrf: body.csrf_token, setCookie };
 }
 
-function call(path: string, init: { method?: string; cookie?: string; csrf?: string; origin?: string; body?: unknown }) {
+function call(
+  path: string,
+  init: { method?: string; cookie?: string; csrf?: string; origin?: string; body?: unknown },
+) {
   const headers: Record<string, string> = {};
   if (init.cookie !== undefined) headers.Cookie = init.cookie;
   if (init.csrf !== undefined) headers['X-CSRF-Token'] = init.csrf;
@@ -96,7 +99,9 @@ describe('the console page and bundle', () => {
 describe('login', () => {
   it('sets an HttpOnly, SameSite=Strict session cookie and answers the user, tags and CSRF token', async () => {
     const { setCookie, cookie } = await login('guest', 'guest');
-    expect(setCookie).toMatch(/^styx_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
+    expect(setCookie).toMatch(
+      /^styx_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/,
+    );
     const session = await call('/console/session', { cookie });
     expect(session.status).toBe(200);
     expect(await session.json()).toMatchObject({ user: 'guest', tags: ['administrator'] });
@@ -137,7 +142,12 @@ describe('login', () => {
       body: 'username=guest&password=guest',
     });
     expect(form.status).toBe(400);
-    for (const body of ['{', '[]', '{"username":"guest"}', JSON.stringify({ username: 'guest', password: 'x'.repeat(2000) })]) {
+    for (const body of [
+      '{',
+      '[]',
+      '{"username":"guest"}',
+      JSON.stringify({ username: 'guest', password: 'x'.repeat(2000) }),
+    ]) {
       const response = await fetch(`${base}/console/session`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
@@ -161,8 +171,16 @@ describe('the API with a session', () => {
     const { cookie, csrf } = await login('guest', 'guest');
     const body = { pattern: '.*', definition: { 'dead-letter-exchange': 'dlx' } };
     expect((await call('/api/policies/%2F/DLX', { method: 'PUT', cookie, body })).status).toBe(403);
-    expect((await call('/api/policies/%2F/DLX', { method: 'PUT', cookie, body, csrf: `${csrf}x` })).status).toBe(403);
-    const other = await call('/api/policies/%2F/DLX', { method: 'PUT', cookie, body, csrf, origin: 'http://evil.example' });
+    expect(
+      (await call('/api/policies/%2F/DLX', { method: 'PUT', cookie, body, csrf: `${csrf}x` })).status,
+    ).toBe(403);
+    const other = await call('/api/policies/%2F/DLX', {
+      method: 'PUT',
+      cookie,
+      body,
+      csrf,
+      origin: 'http://evil.example',
+    });
     expect(other.status).toBe(403);
     expect(broker.metadataView.policy('/', 'DLX')).toBeUndefined();
     const made = await call('/api/policies/%2F/DLX', { method: 'PUT', cookie, body, csrf, origin: base });
@@ -174,9 +192,13 @@ describe('the API with a session', () => {
     const stale = await call('/api/whoami', { cookie: 'styx_session=forged' });
     expect(stale.status).toBe(401);
     expect(stale.headers.get('www-authenticate')).toBeNull();
-    // No cookie at all is a tool without credentials: the basic challenge, as before.
+    // No cookie at all is a tool without credentials: the basic challenge, as before; unless it is
+    // the console's own fetch (after logout), which must not make the browser prompt.
     const none = await call('/api/whoami', {});
     expect(none.headers.get('www-authenticate')).toBe('Basic realm="Styx Management"');
+    const console = await fetch(`${base}/api/whoami`, { headers: { 'X-Requested-With': 'styx-console' } });
+    expect(console.status).toBe(401);
+    expect(console.headers.get('www-authenticate')).toBeNull();
   });
 
   it('ends the session at logout (which needs the CSRF token too)', async () => {

@@ -3,7 +3,12 @@ import { csrfTokenMatches, SessionStore } from './session-store.ts';
 
 function clock(start = 1_000_000): { now: () => number; advance: (ms: number) => void } {
   let t = start;
-  return { now: () => t, advance: (ms) => (t += ms) };
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
 }
 
 describe('SessionStore', () => {
@@ -61,6 +66,11 @@ describe('SessionStore', () => {
     expect(csrfTokenMatches(session, undefined)).toBe(false);
     expect(csrfTokenMatches(session, '')).toBe(false);
     expect(csrfTokenMatches(session, `${session.csrfToken}x`)).toBe(false);
-    expect(csrfTokenMatches(session, session.csrfToken.replace(/.$/, (ch) => (ch === 'A' ? 'B' : 'A')))).toBe(false);
+    expect(
+      csrfTokenMatches(
+        session,
+        session.csrfToken.replace(/.$/, (ch) => (ch === 'A' ? 'B' : 'A')),
+      ),
+    ).toBe(false);
   });
 });
