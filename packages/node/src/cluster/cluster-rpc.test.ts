@@ -149,12 +149,18 @@ describe('ClusterRpc on loopback', () => {
     expect(text(await b.rpc.call(a.nodeId, 'ping', bytes('')))).toBe('pong');
   });
 
-  it('answers UNKNOWN_KIND for a kind without a handler', async () => {
+  it('answers UNKNOWN_KIND for a kind without a handler (RpcUnknownKindError, a remote error naming versions)', async () => {
     const [a, b] = await pair();
-    await expect(b.rpc.call(a.nodeId, 'nothing-here', bytes(''))).rejects.toMatchObject({
-      name: 'RpcRemoteError',
+    const failure = await b.rpc.call(a.nodeId, 'nothing-here', bytes('')).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(RpcRemoteError);
+    expect(failure).toMatchObject({
+      name: 'RpcUnknownKindError',
       code: 'UNKNOWN_KIND',
+      kind: 'nothing-here',
     });
+    expect((failure as Error).message).toMatch(
+      /\(cluster protocol version 2\) does not know rpc kind 'nothing-here'/,
+    );
   });
 
   it('times out with RpcTimeoutError when the handler does not answer', async () => {

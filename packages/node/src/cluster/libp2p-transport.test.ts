@@ -13,37 +13,13 @@ import { FrameTooLargeError } from './errors.ts';
 import { RAFT_PROTOCOL } from './libp2p-transport.ts';
 import { peerMultiaddr } from './peer-address.ts';
 import { encodeFrame } from './raft-frames.ts';
+import { heartbeatBatch } from './test-support/heartbeat-batch.ts';
 import type { LocalNode } from './test-support/local-cluster.ts';
 import { deadAddress, LocalCluster } from './test-support/local-cluster.ts';
 
 const WAIT = { timeout: 10_000 };
 
-/** A one-heartbeat batch from `from` carrying `seq`. */
-function batch(from: string, seq: number): PeerBatch {
-  return {
-    from,
-    messages: [
-      {
-        groupId: 'g',
-        message: {
-          type: 8, // Heartbeat
-          from,
-          to: 'x',
-          term: 1,
-          logTerm: 0,
-          index: 0,
-          entries: [],
-          commit: seq,
-          reject: false,
-          rejectHint: 0,
-          context: '',
-          snapshot: undefined,
-        },
-      },
-    ],
-    quiesce: [],
-  };
-}
+const batch = heartbeatBatch;
 
 function received(local: LocalNode): PeerBatch[] {
   const batches: PeerBatch[] = [];

@@ -7,11 +7,13 @@ import type { Logger } from '../../logging/logger.ts';
 import { ClusterRpc } from '../cluster-rpc.ts';
 import { swarmKeyFromSecret } from '../cluster-secret.ts';
 import { ClusterGater } from '../connection-gater.ts';
+import type { NodeBuild } from '../feature-flags.ts';
 import type { ClusterLibp2p } from '../libp2p-node.ts';
 import { createClusterNode, listenAddress } from '../libp2p-node.ts';
 import { Libp2pTransport } from '../libp2p-transport.ts';
 import type { NodeIdentity } from '../node-identity.ts';
 import { loadNodeIdentity } from '../node-identity.ts';
+import { PeerHello } from '../peer-hello.ts';
 
 /** The secret the test nodes share unless a test gives one another. */
 export const TEST_SECRET = 'a test cluster secret, shared by every node';
@@ -31,6 +33,8 @@ export interface LocalNode {
   readonly node: ClusterLibp2p;
   readonly transport: Libp2pTransport;
   readonly rpc: ClusterRpc;
+  /** Its hello, when started with a `build` (else it answers no hello, as a build from before it). */
+  readonly hello: PeerHello | undefined;
   /** `127.0.0.1:port` it listens on. */
   readonly address: string;
   readonly logger: Logger;
@@ -51,6 +55,8 @@ export interface LocalNodeOptions {
   readonly rpcAdmit?: (peerId: string, kind: string) => boolean;
   readonly rpcTimeoutMs?: number;
   readonly rpcMaxMessageBytes?: number;
+  /** Announce this build in a hello (peer-hello.ts) and name versions from it; default: no hello. */
+  readonly build?: NodeBuild;
 }
 
 /**
@@ -86,6 +92,9 @@ export class LocalCluster {
       gater,
       logger,
     });
+    const hello =
+      options.build === undefined ? undefined : await PeerHello.start({ node, logger, build: options.build });
+    const versions = hello === undefined ? {} : { versions: hello };
     const transport = await Libp2pTransport.start({
       node,
       logger,
@@ -94,6 +103,7 @@ export class LocalCluster {
       admit: (peer) => gater.isMember(peer),
       ...(options.maxFrameBytes === undefined ? {} : { maxFrameBytes: options.maxFrameBytes }),
       ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
+      ...versions,
     });
     const rpc = await ClusterRpc.start({
       node,
@@ -102,6 +112,7 @@ export class LocalCluster {
       timeoutMs: options.rpcTimeoutMs ?? 2_000,
       ...(options.rpcAdmit === undefined ? {} : { admit: options.rpcAdmit }),
       ...(options.rpcMaxMessageBytes === undefined ? {} : { maxMessageBytes: options.rpcMaxMessageBytes }),
+      ...versions,
     });
     const local: LocalNode = {
       identity,
@@ -110,6 +121,7 @@ export class LocalCluster {
       node,
       transport,
       rpc,
+      hello,
       address: listenAddress(node),
       logger,
       lines,
@@ -138,6 +150,7 @@ export class LocalCluster {
   async stopNode(local: LocalNode): Promise<void> {
     await local.rpc.close();
     await local.transport.close();
+    await local.hello?.close();
     await local.node.stop();
   }
 
