@@ -200,6 +200,14 @@ describe('the web console in headless Chromium', () => {
     const dlxRow = page.locator('[data-testid=effective-config] tr', { hasText: 'dead-letter exchange' });
     expect(await dlxRow.locator('.badge').textContent()).toBe('policy DLX');
     await page.waitForSelector('text=rejected 1', { timeout: WAIT_MS });
+    // The explain panel: the DLX from the policy, and a rejected message dead-lettered.
+    const explain = page.locator('[data-testid=explain]');
+    await explain.waitFor({ timeout: WAIT_MS });
+    expect(
+      await explain.locator('table.facts tr', { hasText: 'Dead-letter exchange' }).textContent(),
+    ).toContain('my-dlx policy DLX');
+    const rejected = page.locator('[data-testid=explain-reasons] tr', { hasText: 'rejected' }).first();
+    expect(await rejected.locator('.badge').textContent()).toBe('dead lettered');
     await shot(page, '06-queue');
 
     await page.goto(`${base}/#/inspect/${encodeURIComponent('/')}/orders.dlq`);

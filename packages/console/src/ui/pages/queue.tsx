@@ -1,10 +1,11 @@
 // One queue: its counts charted from samples taken in the page, its effective configuration with
 // each setting's source (argument vs policy), its replicas, bindings, the dead-lettering
 // explanation, and the way to its messages (inspector) and to a redrive.
-import { api, apiPath, HttpError } from '../api.ts';
+import { api, apiPath } from '../api.ts';
 import { useCaps } from '../caps.ts';
 import { LineChart, rates, useSamples } from '../chart.tsx';
 import { configSettings } from '../config-sources.ts';
+import { ExplainPanel } from '../explain.tsx';
 import { bytes, count, text } from '../format.ts';
 import { useAction, useApi } from '../hooks.ts';
 import { JsonView } from '../json-view.tsx';
@@ -147,62 +148,6 @@ function ReplicasPanel(props: { q: QueueInfo }) {
   );
 }
 
-/** The node's explanation of what happens to a message of this queue for each reason. */
-function ExplainPanel(props: { q: QueueInfo }) {
-  const { q } = props;
-  const explained = useApi<unknown>(apiPath('queues', q.vhost, q.name, 'dead-lettering'), 10_000);
-  const missing =
-    explained.error instanceof HttpError && explained.error.status === 404 && explained.data === undefined;
-  return (
-    <Panel title="Dead-lettering, explained" id="explain">
-      {missing ? (
-        <p class="muted">This node does not explain dead-lettering yet ({explained.error?.message}).</p>
-      ) : (
-        <>
-          <ErrorNote error={explained.error} />
-          {explained.data === undefined ? <Loading /> : <Explanation value={explained.data} />}
-        </>
-      )}
-    </Panel>
-  );
-}
-
-interface ExplainWarning {
-  readonly code?: string;
-  readonly message?: string;
-  readonly reason?: string;
-}
-
-/** Warnings first (a broken topology), then everything the node said. */
-function Explanation(props: { value: unknown }) {
-  const value = props.value as { warnings?: readonly (ExplainWarning | string)[] } | null;
-  const warnings = value?.warnings ?? [];
-  return (
-    <div data-testid="explain">
-      {warnings.length === 0 ? (
-        <p>
-          <Badge kind="ok">no warnings</Badge>
-        </p>
-      ) : (
-        <ul class="warnings">
-          {warnings.map((w) => {
-            const line = typeof w === 'string' ? w : (w.message ?? w.reason ?? JSON.stringify(w));
-            return (
-              <li key={line}>
-                <Badge kind="warn">{typeof w === 'string' ? 'warning' : (w.code ?? 'warning')}</Badge> {line}
-              </li>
-            );
-          })}
-        </ul>
-      )}
-      <details>
-        <summary>Everything the node reports</summary>
-        <JsonView value={value} />
-      </details>
-    </div>
-  );
-}
-
 export function QueuePage(props: { vhost: string; name: string }) {
   const caps = useCaps();
   const { vhost, name } = props;
@@ -279,7 +224,7 @@ export function QueuePage(props: { vhost: string; name: string }) {
         <Charts q={q} />
       </div>
       <ConfigPanel q={q} />
-      <ExplainPanel q={q} />
+      <ExplainPanel vhost={vhost} name={name} />
       <ReplicasPanel q={q} />
       <Panel title="Bindings">
         <ErrorNote error={bindings.error} />
