@@ -17,11 +17,11 @@
  *
  * A binding whose source or destination is neither in the file nor on the node is skipped and
  * reported (RabbitMQ skips it too): RabbitMQ 3.10's export leaves internal exchanges out but keeps
- * their bindings, so its own files hold such bindings. Importing the same file again changes
- * nothing (every change is a redeclare of what is there).
+ * their bindings, so its own files hold such bindings. What is already there as the file has it is
+ * left alone, so importing the same file again changes nothing (and proposes nothing).
  *
- * The reply is 200 with what was imported, skipped and ignored (RabbitMQ answers 204; its clients
- * accept any 2xx).
+ * The reply is 200 with the counts imported and unchanged per kind, and what was skipped and
+ * ignored (RabbitMQ answers 204; its clients accept any 2xx).
  */
 import { ReplyCode, tableGet } from '@styx/client/wire';
 import type { Broker, Session } from '../broker/broker.ts';
@@ -94,29 +94,93 @@ function bindCommand(b: PlannedBinding): MetadataCommand {
   };
 }
 
+/** What an import counts, per kind. */
+type Kind = 'vhosts' | 'users' | 'permissions' | 'policies' | 'exchanges' | 'queues' | 'bindings';
+type Counts = { [kind in Kind]: number };
+
+/** The kind each command of an import counts as (also the order they are applied in). */
+const KIND_OF: Partial<Record<MetadataCommand['type'], Kind>> = {
+  addVhost: 'vhosts',
+  putUser: 'users',
+  setPermissions: 'permissions',
+  setPolicy: 'policies',
+  declareExchange: 'exchanges',
+  declareQueue: 'queues',
+  bind: 'bindings',
+};
+
+function zero(): Counts {
+  return { vhosts: 0, users: 0, permissions: 0, policies: 0, exchanges: 0, queues: 0, bindings: 0 };
+}
+
 /**
- * Try the whole plan on a copy of `metadata`: 400 naming the first item refused; the bindings
- * whose ends do not exist are returned as skipped (and left out of what is applied).
+ * Whether `command` would change what `state` holds. Declares, binds and vhosts say so in their
+ * reply (`created`); users, permissions and policies are replaced, so they are compared.
  */
-function trial(
-  metadata: MetadataMachine,
-  plan: ImportPlan,
-): { bindings: PlannedBinding[]; skipped: Skipped[] } {
+function changes(state: MetadataMachine, command: MetadataCommand): boolean | undefined {
+  switch (command.type) {
+    case 'putUser': {
+      const u = state.user(command.name);
+      return (
+        u === undefined || u.passwordHash !== command.passwordHash || u.tags.join() !== command.tags.join()
+      );
+    }
+    case 'setPermissions': {
+      const p = state.permissions(command.user, command.vhost);
+      return (
+        p === undefined ||
+        p.configure !== command.configure ||
+        p.write !== command.write ||
+        p.read !== command.read
+      );
+    }
+    case 'setPolicy': {
+      const p = state.policy(command.vhost, command.name);
+      return (
+        p === undefined ||
+        p.pattern !== command.pattern ||
+        p.applyTo !== command.applyTo ||
+        p.priority !== command.priority ||
+        JSON.stringify(p.definition) !== JSON.stringify(command.definition)
+      );
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The outcome of the trial: the commands that change something, and what was left out. */
+interface Trial {
+  readonly changes: { readonly command: MetadataCommand; readonly kind: Kind }[];
+  readonly unchanged: Counts;
+  readonly skipped: Skipped[];
+}
+
+/**
+ * Try the whole plan on a copy of `metadata`: 400 naming the first item refused. The bindings
+ * whose ends do not exist are skipped; commands that would change nothing (a re-import) are left
+ * out of what is applied.
+ */
+function trial(metadata: MetadataMachine, plan: ImportPlan): Trial {
   const copy = new MetadataMachine();
   copy.restore(metadata.snapshot());
-  for (const { command, item } of declareCommands(plan)) {
+  const commands = [
+    ...declareCommands(plan),
+    ...plan.bindings.map((b) => ({ command: bindCommand(b), item: b.item })),
+  ];
+  const out: Trial = { changes: [], unchanged: zero(), skipped: [] };
+  for (const { command, item } of commands) {
+    const kind = KIND_OF[command.type] as Kind;
+    const changed = changes(copy, command);
     const reply = copy.apply(command);
-    if (reply.type === 'error') throw badRequest(`${item}: ${reply.text}`);
+    if (reply.type === 'error') {
+      if (command.type !== 'bind' || reply.code !== ReplyCode.NOT_FOUND)
+        throw badRequest(`${item}: ${reply.text}`);
+      out.skipped.push({ item, reason: reply.text });
+    } else if (changed ?? reply.created) out.changes.push({ command, kind });
+    else out.unchanged[kind] += 1;
   }
-  const bindings: PlannedBinding[] = [];
-  const skipped: Skipped[] = [];
-  for (const b of plan.bindings) {
-    const reply = copy.apply(bindCommand(b));
-    if (reply.type === 'ok') bindings.push(b);
-    else if (reply.code === ReplyCode.NOT_FOUND) skipped.push({ item: b.item, reason: reply.text });
-    else throw badRequest(`${b.item}: ${reply.text}`);
-  }
-  return { bindings, skipped };
+  return out;
 }
 
 export function definitionsRoutes(broker: Broker): Route[] {
@@ -136,17 +200,18 @@ export function definitionsRoutes(broker: Broker): Route[] {
       if (err instanceof DefinitionsError) throw badRequest(err.message);
       throw err;
     }
-    const { bindings, skipped } = trial(broker.metadataView, plan);
-    const done = await apply(broker, request.user, { ...plan, bindings });
+    const trialled = trial(broker.metadataView, plan);
+    const done = await apply(broker, request.user, trialled);
     broker.logger.info(
-      { user: request.user.name, vhost, ...done, skipped: skipped.length },
+      { user: request.user.name, vhost, ...done, skipped: trialled.skipped.length },
       'definitions imported',
     );
     return {
       status: 200,
       body: {
         imported: done,
-        skipped: skipped.map((s) => ({ ...s })),
+        unchanged: trialled.unchanged,
+        skipped: trialled.skipped.map((s) => ({ ...s })),
         ignored: [...plan.ignored],
       },
     };
@@ -185,87 +250,79 @@ export function definitionsRoutes(broker: Broker): Route[] {
   ];
 }
 
-/** Counts of what an import applied, per kind. */
-type Done = {
-  [kind in 'vhosts' | 'users' | 'permissions' | 'policies' | 'exchanges' | 'queues' | 'bindings']: number;
-};
-
-/** What each metadata command of an import counts as. */
-const MANAGED: Partial<Record<MetadataCommand['type'], keyof Done>> = {
-  addVhost: 'vhosts',
-  putUser: 'users',
-  setPermissions: 'permissions',
-  setPolicy: 'policies',
-};
+/** Changes of one kind applied at once, at most: the metadata log commits a batch of them together. */
+const CONCURRENCY = 32;
 
 /**
- * Apply a plan the trial passed: metadata changes through `Broker.manage`, declares and binds as
- * the broker's own (a trusted session: the file, not the administrator's permissions, decides).
+ * Apply the changes a trial passed, kind by kind in the file's order (vhosts, users, permissions,
+ * policies, exchanges, queues, bindings), each kind's changes CONCURRENCY at a time: metadata
+ * changes through `Broker.manage`, declares and binds as the broker's own (a trusted session: the
+ * file, not the administrator's permissions, decides). A failure stops the import there; the reply
+ * says what was applied.
  */
-async function apply(broker: Broker, user: UserRecord, plan: ImportPlan): Promise<Done> {
-  const done: Done = {
-    vhosts: 0,
-    users: 0,
-    permissions: 0,
-    policies: 0,
-    exchanges: 0,
-    queues: 0,
-    bindings: 0,
-  };
+async function apply(broker: Broker, user: UserRecord, trialled: Trial): Promise<Counts> {
+  const done = zero();
   const session = (vhost: string): Session => ({
     user: user.name,
     vhost,
     connectionId: `management:${broker.nodeName}`,
     trusted: true,
   });
-  const step = async (kind: keyof Done, operation: () => Promise<void>): Promise<void> => {
-    try {
-      await operation();
-    } catch (err) {
-      const mapped = err instanceof ApiError ? err : fromBrokerError(err);
-      const reason = `the import stopped after ${JSON.stringify(done)}: ${(mapped as Error).message}`;
-      throw mapped instanceof ApiError ? new ApiError(mapped.status, mapped.code, reason) : mapped;
-    }
-    done[kind] += 1;
-  };
-  const manage = async (command: MetadataCommand): Promise<void> => {
-    const reply = await broker.manage(command);
-    if (reply.type === 'error') throw fromMetadataError(reply);
-  };
-  for (const { command } of declareCommands(plan)) {
+  const run = async (command: MetadataCommand): Promise<void> => {
     switch (command.type) {
       case 'declareExchange':
-        await step('exchanges', () =>
-          broker.declareExchange(session(command.vhost), {
-            exchange: command.name,
-            type: command.exchangeType,
-            passive: false,
-            durable: command.durable,
-            autoDelete: command.autoDelete,
-            internal: command.internal,
-            arguments: command.arguments,
-          }),
-        );
-        break;
-      case 'declareQueue':
-        await step('queues', async () => {
-          await broker.declareQueue(session(command.vhost), {
-            queue: command.name,
-            passive: false,
-            durable: command.durable,
-            exclusive: false,
-            autoDelete: command.autoDelete,
-            arguments: command.arguments,
-          });
+        return broker.declareExchange(session(command.vhost), {
+          exchange: command.name,
+          type: command.exchangeType,
+          passive: false,
+          durable: command.durable,
+          autoDelete: command.autoDelete,
+          internal: command.internal,
+          arguments: command.arguments,
         });
-        break;
-      default:
-        await step(MANAGED[command.type] as keyof Done, () => manage(command));
+      case 'declareQueue':
+        await broker.declareQueue(session(command.vhost), {
+          queue: command.name,
+          passive: false,
+          durable: command.durable,
+          exclusive: false,
+          autoDelete: command.autoDelete,
+          arguments: command.arguments,
+        });
+        return;
+      case 'bind':
+        return broker.bind(
+          session(command.vhost),
+          command.destinationKind,
+          command.destination,
+          command.source,
+          command.routingKey,
+          command.arguments,
+        );
+      default: {
+        const reply = await broker.manage(command);
+        if (reply.type === 'error') throw fromMetadataError(reply);
+      }
     }
-  }
-  for (const b of plan.bindings) {
-    await step('bindings', () =>
-      broker.bind(session(b.vhost), b.destinationKind, b.destination, b.source, b.routingKey, b.arguments),
+  };
+  try {
+    for (const kind of Object.values(KIND_OF) as Kind[]) {
+      const pending = trialled.changes.filter((c) => c.kind === kind);
+      for (let i = 0; i < pending.length; i += CONCURRENCY) {
+        const batch = pending.slice(i, i + CONCURRENCY);
+        const results = await Promise.allSettled(batch.map((c) => run(c.command)));
+        for (const r of results) if (r.status === 'fulfilled') done[kind] += 1;
+        const failed = results.find((r) => r.status === 'rejected');
+        if (failed !== undefined) throw failed.reason;
+      }
+    }
+  } catch (err) {
+    const mapped = err instanceof ApiError ? err : fromBrokerError(err);
+    if (!(mapped instanceof ApiError)) throw mapped;
+    throw new ApiError(
+      mapped.status,
+      mapped.code,
+      `the import stopped after ${JSON.stringify(done)}: ${mapped.message}`,
     );
   }
   return done;
