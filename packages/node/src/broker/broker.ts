@@ -31,9 +31,11 @@ import {
   validateExpiration,
 } from '../metadata/queue-arguments.ts';
 import { checkExclusiveAccess } from '../metadata/replies.ts';
+import type { NodeMetricsSource } from '../metrics/metrics-source.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
 import { withDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { OwnerSink, QueueActor } from '../queue/queue-actor.ts';
+import { QueueFlowCounters } from '../queue/queue-flow-counters.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { route } from '../router/route.ts';
@@ -105,6 +107,8 @@ export class Broker {
   readonly serverProperties: FieldTable;
   /** Bumped whenever users or permissions change, so channels can cache permission checks. */
   permissionEpoch = 0;
+  /** What this node's queue leaders applied since it started (metrics' node totals). */
+  readonly flowTotals = new QueueFlowCounters();
   private readonly clock: Clock;
   private readonly options: BrokerOptions;
   private readonly metadata = new MetadataMachine();
@@ -197,6 +201,7 @@ export class Broker {
         onQueueExpired: (queue: QueueActor): void => this.onQueueExpired(queue),
       },
       effectiveConfig: (record) => this.effectiveConfig(record),
+      nodeFlow: this.flowTotals,
     });
     this.replicaOps = new QueueReplicaOperations({
       metadata: this.metadata,
@@ -935,6 +940,25 @@ export class Broker {
   /** Open client connections on this node. */
   connectionCount(): number {
     return this.connections.size;
+  }
+
+  /** What `GET /metrics` reads of this node (metrics/node-metrics.ts). */
+  metricsSource(): NodeMetricsSource {
+    return {
+      nodeName: this.nodeName,
+      metadata: this.metadata,
+      replicas: () => this.actors.replicas(),
+      raftGroupOf: (groupId) => this.actors.raftGroupOf(groupId),
+      metadataRaft: () => this.metaGroup,
+      connectionCount: () => this.connections.size,
+      channelCount: () => {
+        let channels = 0;
+        for (const connection of this.connections.values()) channels += connection.channelCount;
+        return channels;
+      },
+      nodeFlow: this.flowTotals,
+      logSync: this.storage?.logStore.syncLatency,
+    };
   }
 
   /** Whether `user` may only log in from a loopback address (RabbitMQ's `loopback_users`). */
