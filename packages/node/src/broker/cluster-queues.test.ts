@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
 import { QueueOp } from '../cluster/queue-rpc-codec.ts';
 import { silentLogger } from '../logging/logger.ts';
@@ -32,6 +32,13 @@ describe('ownerNodeName', () => {
 
 describe('ClusterQueues: suspicion before verdict for the owners of other nodes', () => {
   const OWNER = 'n2:run1.1/1';
+  // The per-second check runs on a timer: time is driven by the tests.
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   /**
    * One leading replica on this node, holding an owner of node n2 (run `run1`); the failure
@@ -156,40 +163,30 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
   });
 
   it('gives the owners up once the node stayed suspected past the queue’s timeout (checked every second)', async () => {
-    vi.useFakeTimers();
-    try {
-      const t = setUp(5_000);
-      t.down(1_000);
-      t.stillDown(4_900);
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(t.lost).toEqual([]);
-      t.stillDown(5_000);
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(t.lost).toEqual([OWNER]);
-      // Back with the same process: told once to register its consumers again.
-      t.up();
-      t.up();
-      expect(t.calls).toEqual([{ peer: 'id-n2', op: QueueOp.reassert }]);
-      t.queues.stop();
-    } finally {
-      vi.useRealTimers();
-    }
+    const t = setUp(5_000);
+    t.down(1_000);
+    t.stillDown(4_900);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(t.lost).toEqual([]);
+    t.stillDown(5_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(t.lost).toEqual([OWNER]);
+    // Back with the same process: told once to register its consumers again.
+    t.up();
+    t.up();
+    expect(t.calls).toEqual([{ peer: 'id-n2', op: QueueOp.reassert }]);
+    t.queues.stop();
   });
 
   it('the default timeout is 60 s', async () => {
-    vi.useFakeTimers();
-    try {
-      const t = setUp();
-      t.down(59_999);
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(t.lost).toEqual([]);
-      t.stillDown(60_000);
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(t.lost).toEqual([OWNER]);
-      t.queues.stop();
-    } finally {
-      vi.useRealTimers();
-    }
+    const t = setUp();
+    t.down(59_999);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(t.lost).toEqual([]);
+    t.stillDown(60_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(t.lost).toEqual([OWNER]);
+    t.queues.stop();
   });
 
   it('gives up at once the owners of a node that restarted (a new incarnation), without a notice', () => {
@@ -205,17 +202,12 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
   });
 
   it('gives up the owners of a forgotten node at the next check', async () => {
-    vi.useFakeTimers();
-    try {
-      const t = setUp();
-      t.forget('id-n2');
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(t.lost).toEqual([OWNER]);
-      expect(t.calls).toEqual([]);
-      t.queues.stop();
-    } finally {
-      vi.useRealTimers();
-    }
+    const t = setUp();
+    t.forget('id-n2');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(t.lost).toEqual([OWNER]);
+    expect(t.calls).toEqual([]);
+    t.queues.stop();
   });
 
   it('still delivers to a suspected node’s owner (the sends are held and sent again)', () => {
@@ -226,53 +218,43 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
   });
 
   it('tries the notice again while the node is up and it is lost', async () => {
-    vi.useFakeTimers();
-    try {
-      const t = setUp(0);
-      t.failNext(2);
-      t.down(0);
-      expect(t.lost).toEqual([OWNER]);
-      t.up();
-      await vi.advanceTimersByTimeAsync(2_000);
-      expect(t.calls.map((c) => c.op)).toEqual([QueueOp.reassert, QueueOp.reassert, QueueOp.reassert]);
-      t.queues.stop();
-    } finally {
-      vi.useRealTimers();
-    }
+    const t = setUp(0);
+    t.failNext(2);
+    t.down(0);
+    expect(t.lost).toEqual([OWNER]);
+    t.up();
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(t.calls.map((c) => c.op)).toEqual([QueueOp.reassert, QueueOp.reassert, QueueOp.reassert]);
+    t.queues.stop();
   });
 
   it('keeps telling a node that is up, with capped back-off, until it hears; not once it is forgotten', async () => {
-    vi.useFakeTimers();
-    try {
-      const t = setUp(0);
-      t.failNext(30);
-      t.down(0);
-      t.up();
-      // 10 tries used to be all it got (5 s): a node that stays unreachable that long kept no consumers.
-      await vi.advanceTimersByTimeAsync(120_000);
-      expect(t.calls.length).toBeGreaterThan(11);
-      expect(t.calls.length).toBeLessThan(25); // backed off: at most one try per 10 s past the first few
-      t.failNext(0);
-      await vi.advanceTimersByTimeAsync(60_000);
-      const told = t.calls.length;
-      expect(told).toBeLessThan(31);
-      await vi.advanceTimersByTimeAsync(60_000);
-      expect(t.calls.length).toBe(told); // heard: no more tries
+    const t = setUp(0);
+    t.failNext(30);
+    t.down(0);
+    t.up();
+    // 10 tries used to be all it got (5 s): a node that stays unreachable that long kept no consumers.
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(t.calls.length).toBeGreaterThan(11);
+    expect(t.calls.length).toBeLessThan(25); // backed off: at most one try per 10 s past the first few
+    t.failNext(0);
+    await vi.advanceTimersByTimeAsync(60_000);
+    const told = t.calls.length;
+    expect(told).toBeLessThan(31);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(t.calls.length).toBe(told); // heard: no more tries
 
-      const u = setUp(0);
-      u.failNext(100);
-      u.down(0);
-      u.up();
-      await vi.advanceTimersByTimeAsync(1_000);
-      u.forget('id-n2');
-      const before = u.calls.length;
-      await vi.advanceTimersByTimeAsync(60_000);
-      expect(u.calls.length).toBeLessThanOrEqual(before + 1);
-      t.queues.stop();
-      u.queues.stop();
-    } finally {
-      vi.useRealTimers();
-    }
+    const u = setUp(0);
+    u.failNext(100);
+    u.down(0);
+    u.up();
+    await vi.advanceTimersByTimeAsync(1_000);
+    u.forget('id-n2');
+    const before = u.calls.length;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(u.calls.length).toBeLessThanOrEqual(before + 1);
+    t.queues.stop();
+    u.queues.stop();
   });
 
   it('on the told node, registers every local consumer again', async () => {

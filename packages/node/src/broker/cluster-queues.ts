@@ -59,7 +59,7 @@ const MEMBERSHIP_CHECK_MS = 1_000;
 const CAUGHT_UP_SLACK = 64;
 /**
  * Pause before telling a node that is up, again, to register its consumers again, ms: doubling up
- * to the max, for as long as the node is up and a member (a node counted down is told when it is
+ * to the max, for as long as the node is up and a member (a suspected node is told when it is
  * back; a node removed from the cluster is not told at all).
  */
 const REASSERT_NOTICE_FIRST_DELAY_MS = 500;
@@ -147,12 +147,18 @@ export class ClusterQueues {
   readonly #unsubscribe: () => void;
   readonly #unsubscribeUp: () => void;
   /**
-   * Nodes whose consumers this node's leaders gave up while counting them down. Such a node may
-   * never count this one down (a one-sided view, or a give-up that committed after it had
+   * Nodes whose consumers this node's leaders gave up while suspecting them. Such a node may
+   * never suspect this one (a one-sided view, or a give-up that committed after it had
    * re-registered), so it would not register its consumers again by itself: it is told to once it
    * answers again.
    */
   readonly #owesReassert = new Set<string>();
+  /**
+   * Owners (`group owner`) whose give-up was logged: a give-up is decided again every second until
+   * its `ownerDown` commits (never, while the queue has no quorum), logged once a minute at most.
+   */
+  readonly #loggedGiveUps = new Set<string>();
+  #ownerChecks = 0;
 
   constructor(host: ClusterQueuesHost, cluster: QueueClusterPort) {
     this.#host = host;
@@ -332,10 +338,13 @@ export class ClusterQueues {
           actor.setOwnerSuspended(owner, true);
           break;
         case 'give-up':
-          this.#log.info(
-            { queue: actor.name, vhost: actor.vhost, owner, ...view, timeoutMs },
-            'consumers of a node known gone are given up: their unacked messages return to the queue',
-          );
+          if (!this.#loggedGiveUps.has(`${actor.groupId} ${owner}`)) {
+            this.#loggedGiveUps.add(`${actor.groupId} ${owner}`);
+            this.#log.info(
+              { queue: actor.name, vhost: actor.vhost, owner, ...view, timeoutMs },
+              'consumers of a node known gone are given up: their unacked messages return to the queue',
+            );
+          }
           // A node that timed out may come back with its channels: it registers them again then.
           this.#giveUp(actor, owner, view.forgotten || view.restarted ? undefined : node?.id);
           break;
@@ -669,6 +678,7 @@ export class ClusterQueues {
   #checkMemberships(): void {
     if (this.#stopped) return;
     this.#pruneRemoteSinks();
+    if (++this.#ownerChecks % 60 === 0) this.#loggedGiveUps.clear();
     this.#checkOwners();
     let stray = false;
     for (const [groupId, group] of this.#groups) {

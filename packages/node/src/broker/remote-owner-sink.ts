@@ -212,7 +212,7 @@ export class RemoteOwnerSink {
 
   /**
    * Tell the owner's node to register its consumers again, until it answers; stop once it is
-   * counted down (the leader tells it when it is back) or it refuses.
+   * suspected (the leader tells it when it is back) or it refuses.
    */
   #noticeReassert(delay: number): void {
     if (this.#noticing) return;

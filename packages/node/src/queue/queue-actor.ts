@@ -155,12 +155,11 @@ export interface GotApplyResult extends QueueApplyResult {
 const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
 /**
- * How long a replica that became leader waits before giving up an owner it cannot reach, ms. A
- * leader just resumed from a pause, or just elected while a peer's pings were late, counts nodes
- * down that are up: their channels must keep their consumers. Longer than the cluster's own
- * check of such owners (`TAKEOVER_OWNER_CHECK_MS`, 3 s, cluster-queues.ts), which gives up those
- * of nodes still down and has them register again once they answer; this one gives up the rest
- * (channels closed meanwhile) and redelivers to the owners that resolve again.
+ * How long a replica that became leader waits before giving up an owner that does not resolve, ms:
+ * one whose channel is not found (closed meanwhile, or on a node that restarted or was forgotten).
+ * Owners of nodes that are merely suspected still resolve: the cluster suspends them and gives them
+ * up only past their queue's consumer-disconnected timeout (cluster-queues.ts). After the grace
+ * the owners that still do not resolve are given up, and those that do get their deliveries again.
  */
 export const OWNER_GRACE_MS = 3_500;
 
