@@ -101,7 +101,10 @@ export function redriveJson(record: RedriveRecord, nodeName: (id: string) => str
 
 export function redriveRoutes(broker: Broker, cluster: ClusterView): Route[] {
   const metadata = broker.metadataView;
-  const jobs = (): RedriveJobs => redriveJobsFor(broker, cluster);
+  // Made now, not on the first request: the node must resume its own redrives after a restart and
+  // take over those of a node that is gone, whether or not anyone asks it anything.
+  const service = redriveJobsFor(broker, cluster);
+  const jobs = (): RedriveJobs => service;
   const nodeNames = (): ((id: string) => string) => {
     const names = new Map(cluster.members().map((m) => [m.id, m.name]));
     return (id) => names.get(id) ?? id;
