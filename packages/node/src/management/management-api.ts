@@ -109,6 +109,8 @@ export interface ApiResponse {
   readonly status: number;
   /** Absent for 201/204. */
   readonly body?: Json;
+  /** Extra response headers (a created binding's Location). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export type Handler = (request: ApiRequest) => Promise<ApiResponse> | ApiResponse;

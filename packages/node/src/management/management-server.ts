@@ -166,7 +166,7 @@ export class ManagementServer {
         body: () => readJsonBody(request),
       });
       status = result.status;
-      send(response, status, result.body);
+      send(response, status, result.body, { ...result.headers });
     } catch (err) {
       const error = err instanceof ApiError ? err : undefined;
       if (error === undefined) this.logger.error({ err, method, path }, 'management request failed');

@@ -144,7 +144,14 @@ describe('bindings', () => {
 
   it('binds, lists between, gets and deletes by properties_key', async () => {
     const path = '/api/bindings/%2F/e/orders/q/work';
-    expect((await h.api('POST', path, { routing_key: 'orders.~new%' })).status).toBe(201);
+    const made = await fetch(`${h.server.url as string}${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+      body: JSON.stringify({ routing_key: 'orders.~new%' }),
+    });
+    expect(made.status).toBe(201);
+    // Relative to the URL posted to, as RabbitMQ answers.
+    expect(made.headers.get('location')).toBe(`work/${encodeURIComponent('orders.%7Enew%25')}`);
     expect((await h.api('POST', path, { routing_key: 'orders.#', arguments: { n: 1 } })).status).toBe(201);
     const listed = (await h.api('GET', path)).body as BindingJson[];
     expect(listed.map((b) => b.routing_key)).toEqual(['orders.~new%', 'orders.#']);

@@ -8,7 +8,8 @@
  *                                                   DELETE takes ?if-empty=true&if-unused=true
  *   DELETE      /api/queues/{vhost}/{name}/contents (purge)
  *   GET         /api/queues/{vhost}/{name}/bindings
- *   GET POST    /api/bindings/{vhost}/e/{source}/q/{queue}      POST {routing_key?, arguments?}
+ *   GET POST    /api/bindings/{vhost}/e/{source}/q/{queue}      POST {routing_key?, arguments?}: 201,
+ *                                                   Location: {queue}/{props}
  *   GET POST    /api/bindings/{vhost}/e/{source}/e/{exchange}   (exchange-to-exchange bindings)
  *   GET DELETE  /api/bindings/{vhost}/e/{source}/{q|e}/{destination}/{props}
  *
@@ -251,7 +252,10 @@ export function topologyRoutes(deps: TopologyDeps): Route[] {
       const routingKey = optionalString(body, 'routing_key') ?? '';
       const args = argumentsTable(body);
       await act(() => broker.bind(session(request), kind, destination, source, routingKey, args));
-      return CREATED;
+      // As RabbitMQ: the new binding's URL relative to the one posted to (clients such as
+      // Terraform's provider take the properties key from it).
+      const props = encodeURIComponent(bindingPropertiesKey(routingKey, args));
+      return { status: 201, headers: { Location: `${encodeURIComponent(destination)}/${props}` } };
     };
 
   /** The binding a props segment names among those `between` found; 404 when none. */
