@@ -65,7 +65,7 @@ import type { RedriveDestination } from './redrive-target.ts';
 import { destinationOf } from './redrive-target.ts';
 
 /** Messages per batch at most (one metadata commit and one removal each). */
-export const MAX_BATCH = 64;
+export const MAX_BATCH = 256;
 /** A batch holds about this much time's worth of messages at the redrive's rate, ms. */
 const BATCH_MS = 1000;
 /** Back-off between attempts at something that failed for now, ms (doubling up to the max). */
