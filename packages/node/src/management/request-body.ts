@@ -84,9 +84,15 @@ export function onlyFields(body: BodyObject, known: readonly string[], what: str
   }
 }
 
+/**
+ * A boolean field: true or false, or the strings "true" and "false", which RabbitMQ accepts too
+ * (rabbitmqadmin sends `"durable": "true"`).
+ */
 export function optionalBoolean(body: BodyObject, key: string): boolean | undefined {
   const value = body[key];
   if (value === undefined) return undefined;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
   if (typeof value !== 'boolean') throw badRequest(`'${key}' must be true or false`);
   return value;
 }

@@ -135,6 +135,43 @@ describe('queues', () => {
   });
 });
 
+describe("RabbitMQ clients' bodies", () => {
+  it('takes what rabbitmqadmin sends: booleans as strings, the name, vhost and ends repeated', async () => {
+    const exchange = {
+      name: 'x',
+      vhost: '/',
+      type: 'direct',
+      durable: 'true',
+      auto_delete: 'false',
+      internal: 'false',
+      arguments: {},
+    };
+    expect((await h.api('PUT', '/api/exchanges/%2F/x', exchange)).status).toBe(201);
+    const queue = {
+      name: 'q',
+      vhost: '/',
+      durable: 'false',
+      auto_delete: 'false',
+      arguments: {},
+      node: null,
+      type: null,
+    };
+    expect((await h.api('PUT', '/api/queues/%2F/q', queue)).status).toBe(201);
+    expect((await h.api('GET', '/api/queues/%2F/q')).body).toMatchObject({ durable: false });
+    const binding = {
+      vhost: '/',
+      source: 'x',
+      destination: 'q',
+      destination_type: 'queue',
+      routing_key: 'k',
+      arguments: {},
+      properties_key: '',
+    };
+    expect((await h.api('POST', '/api/bindings/%2F/e/x/q/q', binding)).status).toBe(201);
+    expect((await h.api('PUT', '/api/queues/%2F/q2', { durable: 'yes' })).status).toBe(400);
+  });
+});
+
 describe('bindings', () => {
   beforeEach(async () => {
     await h.api('PUT', '/api/exchanges/%2F/orders', { type: 'topic' });

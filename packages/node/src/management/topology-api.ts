@@ -52,9 +52,22 @@ export function exchangeFromPath(segment: string): string {
 const CREATED: ApiResponse = { status: 201 };
 const NO_CONTENT: ApiResponse = { status: 204 };
 
+/**
+ * The fields a body may have: what the endpoint takes, plus those of RabbitMQ's own representation
+ * of the object that its clients send along (rabbitmqadmin and rabbit-hole put `name`, `vhost`,
+ * the binding's ends...), ignored. Anything else is a 400: a typo must not pass silently.
+ */
 const EXCHANGE_FIELDS = ['type', 'durable', 'auto_delete', 'internal', 'arguments', 'vhost', 'name'];
 const QUEUE_FIELDS = ['durable', 'auto_delete', 'arguments', 'vhost', 'name', 'node', 'type'];
-const BINDING_FIELDS = ['routing_key', 'arguments'];
+const BINDING_FIELDS = [
+  'routing_key',
+  'arguments',
+  'vhost',
+  'source',
+  'destination',
+  'destination_type',
+  'properties_key',
+];
 
 export interface TopologyDeps {
   readonly broker: Broker;
@@ -163,7 +176,7 @@ export function topologyRoutes(deps: TopologyDeps): Route[] {
     const body = objectBody(await request.body(), true);
     onlyFields(body, QUEUE_FIELDS, 'a queue');
     // RabbitMQ's 3.x bodies may carry the queue type apart from the arguments.
-    const type = optionalString(body, 'type');
+    const type = body.type === null ? undefined : optionalString(body, 'type');
     let args = argumentsTable(body);
     if (type !== undefined && args.entries.every((e) => e.key !== 'x-queue-type')) {
       args = { entries: [...args.entries, { key: 'x-queue-type', value: { longStr: type } }] };
