@@ -8,21 +8,17 @@
 //
 // Chromium is a hard requirement, as for the SDK's browser test (browser-sdk.test.ts).
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as amqp from '@styx/client';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
-import { REPO_ROOT, startBroker } from '../support/broker-process.ts';
+import { startBroker } from '../support/broker-process.ts';
 import { CHROMIUM, MISSING_CHROMIUM } from '../support/ensure-test-deps.ts';
+import type { PageWatch } from './console-support.ts';
+import { launchChromium, logIn, shot, WAIT_MS, waitFor, watchedPage } from './console-support.ts';
 
-const SCREENSHOTS = join(REPO_ROOT, 'test', 'browser', 'screenshots');
 const HOSTILE_QUEUE = '<script>alert(1)</script>';
 const HOSTILE_BODY = '"><img src=x onerror=alert(1)>';
-/** Bound on one wait for the page, ms. */
-const WAIT_MS = 15_000;
 const GUEST_AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
 
 it(`needs Debian's Chromium at ${CHROMIUM}`, () => {
@@ -32,12 +28,11 @@ it(`needs Debian's Chromium at ${CHROMIUM}`, () => {
 describe('the web console in headless Chromium', () => {
   let broker: BrokerProcess | undefined;
   let browser: Browser | undefined;
-  let context: BrowserContext;
   let page: Page;
   let base: string;
   let conn: Awaited<ReturnType<typeof amqp.connect>> | undefined;
-  const dialogs: string[] = [];
-  const pageErrors: string[] = [];
+  const watch: PageWatch = { dialogs: [], errors: [] };
+  const { dialogs } = watch;
 
   /** A management API call as guest with basic auth (setup only; the UI uses its session). */
   async function admin(method: string, path: string, body?: unknown): Promise<number> {
@@ -53,33 +48,8 @@ describe('the web console in headless Chromium', () => {
     return response.status;
   }
 
-  async function newPage(): Promise<Page> {
-    const p = await context.newPage();
-    p.on('dialog', (dialog) => {
-      dialogs.push(`${dialog.type()}: ${dialog.message()}`);
-      // The console asks before deleting: a confirm is expected there and nowhere else.
-      if (dialog.type() === 'confirm') void dialog.accept();
-      else void dialog.dismiss();
-    });
-    p.on('pageerror', (err) => pageErrors.push(err.message));
-    return p;
-  }
-
-  async function login(p: Page, user: string, password: string): Promise<void> {
-    await p.goto(`${base}/`, { timeout: WAIT_MS });
-    await p.fill('input[name=username]', user, { timeout: WAIT_MS });
-    await p.fill('input[name=password]', password);
-    await p.click('button[type=submit]');
-    await p.waitForSelector('[data-testid=whoami]', { timeout: WAIT_MS });
-  }
-
-  async function shot(p: Page, name: string): Promise<void> {
-    await p.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  }
-
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(MISSING_CHROMIUM);
-    await mkdir(SCREENSHOTS, { recursive: true });
     broker = await startBroker({ management: true });
     base = broker.managementUrl as string;
     conn = await amqp.connect(broker.url);
@@ -94,22 +64,8 @@ describe('the web console in headless Chromium', () => {
       201,
     );
     expect(await admin('PUT', '/api/users/nobody', { password: 'nobody-pw', tags: [] })).toBe(201);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      timeout: 30_000,
-    });
-    context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    page = await newPage();
+    browser = await launchChromium();
+    page = await watchedPage(browser, watch);
   }, 90_000);
 
   afterAll(async () => {
@@ -143,11 +99,11 @@ describe('the web console in headless Chromium', () => {
       await page.click('button[type=submit]');
       await page.waitForSelector(`.error:has-text("${text}")`, { timeout: WAIT_MS });
     }
-    await login(page, 'guest', 'guest');
+    await logIn(page, base, 'guest', 'guest');
     expect(await page.textContent('[data-testid=whoami]')).toBe('guest');
     // The session cookie is out of reach of the page's scripts.
     expect(await page.evaluate(() => document.cookie)).toBe('');
-    const cookies = await context.cookies();
+    const cookies = await page.context().cookies();
     expect(cookies.find((c) => c.name === 'styx_session')).toMatchObject({
       httpOnly: true,
       sameSite: 'Strict',
@@ -260,13 +216,9 @@ describe('the web console in headless Chromium', () => {
   });
 
   it('gives a monitoring user no button that changes anything, and the API refuses its changes', async () => {
-    const watcherContext = await (browser as Browser).newContext({ viewport: { width: 1400, height: 900 } });
-    const saved = context;
-    context = watcherContext;
-    const p = await newPage();
-    context = saved;
+    const p = await watchedPage(browser as Browser, watch);
     try {
-      await login(p, 'watcher', 'watcher-pw');
+      await logIn(p, base, 'watcher', 'watcher-pw');
       expect(await p.locator('nav a').allTextContents()).toEqual([
         'Overview',
         'Nodes',
@@ -310,7 +262,7 @@ describe('the web console in headless Chromium', () => {
       expect(await admin('GET', '/api/queues/%2F/orders')).toBe(200);
       expect(await admin('GET', '/api/queues/%2F/sneaky')).toBe(404);
     } finally {
-      await watcherContext.close();
+      await p.context().close();
     }
   });
 
@@ -322,17 +274,6 @@ describe('the web console in headless Chromium', () => {
     );
     expect(status).toBe(401);
     expect(dialogs).toEqual([]);
-    expect(pageErrors).toEqual([]);
+    expect(watch.errors).toEqual([]);
   });
 });
-
-/** `probe()` until it returns something, at most WAIT_MS. */
-async function waitFor<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
