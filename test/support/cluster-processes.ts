@@ -53,6 +53,8 @@ export class TestCluster {
   readonly root: string;
   readonly #secretFile: string;
   readonly #env: Readonly<Record<string, string>> | undefined;
+  /** Extra environment variables of single nodes, by name (over `#env`), restarts included. */
+  readonly #nodeEnv = new Map<string, Readonly<Record<string, string>>>();
   /** Log lines of every earlier incarnation of a node (a restart replaces `broker` and its logs). */
   readonly #pastLogs = new Map<string, string[]>();
 
@@ -64,13 +66,18 @@ export class TestCluster {
 
   /**
    * Start `size` nodes named n1..nN; resolves once every node sees every member online. `env`: extra
-   * environment variables for every node process, restarts included.
+   * environment variables for every node process, restarts included; `nodeEnv`: more for single
+   * nodes, by name (until a restart gives others).
    */
   static async start(
     size: number,
-    options: { readonly env?: Record<string, string> } = {},
+    options: {
+      readonly env?: Record<string, string>;
+      readonly nodeEnv?: Readonly<Record<string, Record<string, string>>>;
+    } = {},
   ): Promise<TestCluster> {
     const cluster = new TestCluster(await mkdtemp(join(tmpdir(), 'styx-cq-')), options.env);
+    for (const [name, env] of Object.entries(options.nodeEnv ?? {})) cluster.#nodeEnv.set(name, env);
     await writeFile(cluster.#secretFile, 'a cluster secret for this test only\n', { mode: 0o600 });
     try {
       const specs = [];
@@ -182,9 +189,13 @@ export class TestCluster {
     return dir;
   }
 
-  /** Start a stopped node again with its data dir and ports. */
-  async restart(name: string): Promise<void> {
+  /**
+   * Start a stopped node again with its data dir and ports; `env` replaces the node's own extra
+   * environment variables (`nodeEnv`) from now on.
+   */
+  async restart(name: string, options: { readonly env?: Record<string, string> } = {}): Promise<void> {
     const node = this.node(name);
+    if (options.env !== undefined) this.#nodeEnv.set(name, options.env);
     if (this.isRunning(name)) await node.broker.kill();
     this.#pastLogs.set(name, this.logsOf(name));
     node.broker = await this.#launch(node, node !== this.nodes[0]);
@@ -205,7 +216,7 @@ export class TestCluster {
       port: spec.port,
       management: true,
       startTimeoutMs: 60_000,
-      ...(this.#env === undefined ? {} : { env: this.#env }),
+      env: { ...this.#env, ...this.#nodeEnv.get(spec.name) },
       extraArgs: [
         '--cluster-listen',
         `127.0.0.1:${spec.clusterPort}`,

@@ -1,0 +1,168 @@
+// A rolling upgrade across real processes (issue 20, item 4): three `styx server` nodes, n1 started
+// with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 1 and lacks the
+// newest feature flag, queue_body_repair, whose RPC it does not serve). n1 forms the cluster, so
+// the flag starts disabled; n2 and n3 (current) join. The mixed cluster works (a replicated queue
+// takes confirmed publishes and gives them back on every node); `styx ctl list_feature_flags`
+// shows the flag unavailable, supported by n2 and n3, lacking on n1, and enable_feature_flag refuses
+// it naming n1's version. Once n1 restarts as the current build the flag is disabled (every node
+// supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good.
+import { join } from 'node:path';
+import * as amqp from '@styx/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../support/broker-process.ts';
+import { TestCluster } from '../support/cluster-processes.ts';
+import { eventually } from '../support/eventually.ts';
+import type { Exit } from '../support/spawned.ts';
+import { killSpawned, spawnNode } from '../support/spawned.ts';
+
+type Connection = Awaited<ReturnType<typeof amqp.connect>>;
+
+const FLAG = 'queue_body_repair';
+
+interface FlagJson {
+  readonly name: string;
+  readonly state: string;
+  readonly supported_by: string[];
+  readonly lacking: string[];
+  readonly nodes: { node: string; version: number | null; supported: boolean | null }[];
+}
+
+/** Longest one `styx ctl` run may take, ms. */
+const CTL_WAIT_MS = 45_000;
+
+describe('a rolling upgrade: one node a version behind, then upgraded', () => {
+  let cluster: TestCluster;
+  const open: Connection[] = [];
+
+  /** `styx ctl ARGS --node <via's management API>`, as an operator runs it. */
+  const ctl = (via: string, ...args: string[]): Promise<Exit> =>
+    spawnNode([join(REPO_ROOT, 'packages/node/src/cli/main.ts'), 'ctl', ...args, '--node', nodeUrl(via)], {
+      cwd: REPO_ROOT,
+    }).exited(CTL_WAIT_MS);
+  const nodeUrl = (name: string): string => cluster.node(name).broker.managementUrl ?? '';
+  const flag = async (via: string): Promise<FlagJson> => {
+    const flags = await cluster.api<FlagJson[]>(via, '/api/feature-flags');
+    return flags.find((f) => f.name === FLAG) as FlagJson;
+  };
+
+  /** Publish `count` confirmed messages to `queue` through `via`, then take them all back through `from`. */
+  async function roundTrip(queue: string, via: string, from: string, count: number): Promise<string[]> {
+    const publisher = await amqp.connect(cluster.url(via));
+    const consumer = await amqp.connect(cluster.url(from));
+    open.push(publisher, consumer);
+    try {
+      return await exchange(publisher, consumer, queue, from, count);
+    } finally {
+      await publisher.close().catch(() => undefined);
+      await consumer.close().catch(() => undefined);
+    }
+  }
+
+  async function exchange(
+    publisher: Connection,
+    consumer: Connection,
+    queue: string,
+    from: string,
+    count: number,
+  ): Promise<string[]> {
+    const confirms = await publisher.createConfirmChannel();
+    await confirms.assertQueue(queue, { durable: true });
+    for (let i = 0; i < count; i++)
+      confirms.sendToQueue(queue, Buffer.from(`${queue}-${i}`), { persistent: true });
+    await confirms.waitForConfirms();
+    const channel = await consumer.createChannel();
+    const got: string[] = [];
+    await eventually(`${count} messages back from ${queue} via ${from}`, async () => {
+      for (;;) {
+        const message = await channel.get(queue, { noAck: true });
+        if (message === false) break;
+        got.push(message.content.toString());
+      }
+      return got.length >= count;
+    });
+    return got;
+  }
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(3, { nodeEnv: { n1: { STYX_TEST_PRETEND_OLDER: '1' } } });
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const c of open) await c.close().catch(() => undefined);
+    killSpawned();
+    await cluster?.stop();
+  }, 60_000);
+
+  it('works mixed, shows the newest flag unavailable and who lacks it, and refuses to enable it', async () => {
+    expect(
+      cluster.logsOf('n1').some((l) => l.includes('pretends to run the previous cluster protocol version')),
+    ).toBe(true);
+    await eventually('n2 to know every node’s hello', async () => {
+      const f = await flag('n2');
+      return f.nodes.every((n) => n.version !== null);
+    });
+    const mixed = await flag('n2');
+    expect(mixed.state).toBe('unavailable');
+    expect(mixed.supported_by).toEqual(['n2', 'n3']);
+    expect(mixed.lacking).toEqual(['n1']);
+    expect(mixed.nodes).toEqual([
+      { node: 'n1', version: 1, supported: false },
+      { node: 'n2', version: 2, supported: true },
+      { node: 'n3', version: 2, supported: true },
+    ]);
+    expect(cluster.logsOf('n2').some((l) => l.includes('a peer runs another cluster protocol version'))).toBe(
+      true,
+    );
+
+    // The cluster works with the older node in it, each way.
+    expect((await roundTrip('ff.mixed', 'n2', 'n1', 200)).sort()).toEqual(
+      Array.from({ length: 200 }, (_, i) => `ff.mixed-${i}`).sort(),
+    );
+    expect(await roundTrip('ff.mixed.old', 'n1', 'n3', 50)).toHaveLength(50);
+
+    const listed = await ctl('n3', 'list_feature_flags', '-q');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.split('\n')[0]).toBe('name\tstate\tsupported_by\tlacking\tdesc');
+    expect(listed.stdout).toMatch(new RegExp(`^${FLAG}\\tunavailable\\t\\[n2, n3\\]\\t\\[n1\\]\\t`, 'm'));
+
+    const refused = await ctl('n2', 'enable_feature_flag', FLAG);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/n1 \(cluster protocol version 1\) does not support it/);
+    // 'all' leaves out what it cannot enable.
+    const all = await ctl('n2', 'enable_feature_flag', 'all');
+    expect(all.code).toBe(0);
+    expect(all.stdout).toMatch(/Nothing to enable/);
+    expect((await flag('n3')).state).toBe('unavailable');
+    // An unknown flag: 404.
+    const unknown = await ctl('n2', 'enable_feature_flag', 'no_such_flag');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no feature flag 'no_such_flag'/);
+  }, 180_000);
+
+  it('once the older node restarts as the current build, enable_feature_flag all enables the flag for good', async () => {
+    await cluster.restart('n1', { env: {} });
+    await cluster.waitFormed();
+    await eventually('every node to support the flag, as n3 sees them', async () => {
+      const f = await flag('n3');
+      return f.state === 'disabled' && f.lacking.length === 0;
+    });
+    expect((await flag('n3')).supported_by).toEqual(['n1', 'n2', 'n3']);
+
+    const enabled = await ctl('n1', 'enable_feature_flag', 'all');
+    expect(enabled.code).toBe(0);
+    expect(enabled.stdout).toMatch(new RegExp(`Enabled: ${FLAG}`));
+    for (const via of ['n1', 'n2', 'n3']) {
+      await eventually(`${via} to show the flag enabled`, async () => (await flag(via)).state === 'enabled');
+    }
+    const again = await ctl('n2', 'enable_feature_flag', FLAG);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/already enabled/);
+    const listed = await ctl('n2', 'list_feature_flags', 'name', 'state', '-q');
+    expect(listed.stdout).toMatch(new RegExp(`^${FLAG}\\tenabled$`, 'm'));
+    // Enabled for good: a restart keeps it (it is in the metadata group).
+    await cluster.restart('n2');
+    await cluster.waitFormed();
+    expect((await flag('n2')).state).toBe('enabled');
+    expect(await roundTrip('ff.upgraded', 'n3', 'n2', 50)).toHaveLength(50);
+  }, 240_000);
+});
