@@ -232,6 +232,8 @@ describe('users, vhosts and permissions', () => {
   it('adds, lists and deletes vhosts; sets, lists and clears permissions', async () => {
     expect((await ctl('add_vhost', 'team')).stdout).toBe('Adding vhost "team" ...\n');
     await ctl('add_user', 'bob', 'pw');
+    // A user needs a management tag to use the management API at all (RabbitMQ's rule).
+    await ctl('set_user_tags', 'bob', 'management');
     expect((await ctl('set_permissions', '-p', 'team', 'bob', '^bob', '', '.*')).stdout).toBe(
       'Setting permissions for user "bob" in vhost "team" ...\n',
     );
