@@ -153,4 +153,39 @@ describe('DedupeWatermarks', () => {
       expect.objectContaining({ code: 'DLX_INVALID_CONFIG' }),
     );
   });
+
+  it('inOrder: an id is in order once every id from its horizon up to it was taken', () => {
+    const d = new DedupeWatermarks();
+    // A source never seen: only its lowest id in flight is in order (nothing taken to build on).
+    expect(d.inOrder('s', 5, 1)).toBe(false);
+    expect(d.inOrder('s', 5, 5)).toBe(true);
+    expect(d.accept('s', 1, 1)).toBe('new');
+    expect(d.inOrder('s', 2, 1)).toBe(true);
+    // 2 is still on its way (horizon 1 < 2): 3 would overtake it.
+    expect(d.inOrder('s', 3, 1)).toBe(false);
+    expect(d.inOrder('s', 3, 2)).toBe(false);
+    // 2 was answered (refused for good, say): the horizon passed it, 3 may go.
+    expect(d.inOrder('s', 3, 3)).toBe(true);
+    expect(d.accept('s', 2, 2)).toBe('new');
+    expect(d.inOrder('s', 3, 1)).toBe(true);
+    expect(d.inOrder('s', 4, 1)).toBe(false);
+    // Asking records nothing.
+    expect(d.hasSeen('s', 3)).toBe(false);
+    expect(d.hasSeen('s', 4)).toBe(false);
+  });
+
+  it('inOrder survives pruning, the per-source bound and a snapshot', () => {
+    const d = new DedupeWatermarks({ maxIdsPerSource: 4, maxSources: 8 });
+    for (let id = 1; id <= 10; id++) expect(d.accept('s', id, 1)).toBe('new');
+    // Only 7..10 are remembered, but the highest taken is still 10.
+    expect(d.inOrder('s', 11, 1)).toBe(true);
+    expect(d.inOrder('s', 12, 1)).toBe(false);
+    const restored = DedupeWatermarks.fromSnapshot(d.toSnapshot(), { maxIdsPerSource: 4, maxSources: 8 });
+    expect(restored.inOrder('s', 11, 1)).toBe(true);
+    expect(restored.inOrder('s', 12, 1)).toBe(false);
+    // A horizon above everything taken: the source resolved the ids between.
+    d.accept('s', 20, 20);
+    expect(d.inOrder('s', 21, 20)).toBe(true);
+    expect(d.inOrder('s', 22, 20)).toBe(false);
+  });
 });

@@ -25,6 +25,14 @@
  * accept(s, 5, 5) → new (set {5, 7}); accept(s, 7, 5) → duplicate; accept(s, 9, 8) → new (W=7, set
  * {9}); accept(s, 5, 8) → duplicate (5 <= W).
  *
+ * Order (publishes only, `inOrder`): a source that numbers its ids 1, 2, 3... without gaps (one
+ * queue handle of a node) asks that an id be taken only once every id between its horizon and it
+ * was taken. Taken ids above the horizon then form one run [horizon, highest taken], so the test
+ * needs the highest id taken alone: id <= max(horizon, highest + 1). An id that arrives ahead of
+ * a missing one (which was refused and is being sent again, or is still on its way) is refused so
+ * the source sends it again after that one: a publisher's messages land in the order it sent them,
+ * whatever retries and leader changes happened in between.
+ *
  * Memory: at most maxSources × maxIdsPerSource ids (~50 B each in a Set plus a heap slot): with the
  * defaults 256 × 1024 ≈ 13 MB per queue in the worst case (every source stuck with a full window);
  * typically one id per transfer in flight.
@@ -87,6 +95,8 @@ interface SourceState {
   readonly above: Set<number>;
   /** Exactly the same ids, ordered for the smallest one (pruning and eviction). */
   readonly order: NumberMinHeap;
+  /** The highest id ever accepted (-1: none): kept past pruning and eviction. */
+  highest: number;
 }
 
 export class DedupeWatermarks {
@@ -124,8 +134,23 @@ export class DedupeWatermarks {
     if (messageId <= state.watermark || state.above.has(messageId)) return 'duplicate';
     state.above.add(messageId);
     state.order.push(messageId);
+    if (messageId > state.highest) state.highest = messageId;
     if (state.above.size > this.limits.maxIdsPerSource) forgetSmallest(state);
     return 'new';
+  }
+
+  /**
+   * Whether `messageId` from a gap-free source (see the header's "Order") may be taken now: every id
+   * from `horizon` up to it was taken already. False means an earlier id is missing: refuse this
+   * one for now (nothing recorded), the source sends it again after the missing one. From a source
+   * not remembered (new, or forgotten past `maxSources`) only the lowest id in flight is in order
+   * (`messageId <= horizon`): nothing was taken yet to build on. Records nothing.
+   */
+  inOrder(source: string, messageId: number, horizon: number): boolean {
+    const state = this.sources.get(source);
+    if (state === undefined) return messageId <= horizon;
+    const next = Math.max(horizon, state.watermark + 1, state.highest + 1);
+    return messageId <= next;
   }
 
   /**
@@ -183,7 +208,10 @@ export class DedupeWatermarks {
       if (!valid) throw new DlxSnapshotError(`dedupe: bad source ${JSON.stringify(s)}`);
       const state = dedupe.touch(s.source);
       state.watermark = s.watermark;
+      // The highest taken id is the set's largest (or the watermark's): snapshots need no new field.
+      state.highest = s.watermark;
       for (const id of s.above) {
+        if (id > state.highest) state.highest = id;
         if (state.above.has(id)) continue;
         state.above.add(id);
         state.order.push(id);
@@ -204,7 +232,7 @@ export class DedupeWatermarks {
       }
       return state;
     }
-    state = { watermark: -1, above: new Set(), order: new NumberMinHeap() };
+    state = { watermark: -1, above: new Set(), order: new NumberMinHeap(), highest: -1 };
     this.sources.set(source, state);
     this.lastSource = source;
     if (this.sources.size > this.limits.maxSources) {

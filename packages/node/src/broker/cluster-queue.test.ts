@@ -2,7 +2,13 @@ import type { HandOffId } from '@styx/dlx';
 import { GroupOverloadedError, InMemoryLog, NotLeaderError } from '@styx/raft';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
-import { encodeCommandAnswer, encodeCounts, QueueLinkCode, QueueOp } from '../cluster/queue-rpc-codec.ts';
+import {
+  decodeCommandAnswer,
+  encodeCommandAnswer,
+  encodeCounts,
+  QueueLinkCode,
+  QueueOp,
+} from '../cluster/queue-rpc-codec.ts';
 import { ChannelError, Code } from '../errors/amqp-error.ts';
 import type { QueueRecord } from '../metadata/metadata-machine.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
@@ -437,7 +443,11 @@ describe('ClusterQueue: the publish horizon', () => {
 
   it('is kept per queue: another queue’s publishes in flight do not hold it back', async () => {
     const port = new FakePort();
-    const release = heldAnswers(port);
+    const answers: (() => void)[] = [];
+    port.respond = () =>
+      new Promise<Uint8Array>((resolve) => {
+        answers.push(() => resolve(encodeCommandAnswer({ type: 'ok' }, undefined)));
+      });
     const q1 = new ClusterQueue(record([SELF, 'id-b']), false, port);
     const q2 = new ClusterQueue(record([SELF, 'id-b'], { name: 'q2' }), false, port);
     const r1 = q1.enqueue(message(), undefined);
@@ -445,9 +455,11 @@ describe('ClusterQueue: the publish horizon', () => {
     const r2 = q2.enqueue(message(), undefined);
     await settle();
     const [a, b] = port.publishIds();
-    expect(b?.messageId).toBeGreaterThan(a?.messageId ?? Number.POSITIVE_INFINITY);
+    // Each handle numbers its own publishes from 1, without gaps (the queue's order check needs it).
+    expect([a?.messageId, b?.messageId]).toEqual([1, 1]);
+    expect(a?.source).not.toBe(b?.source);
     expect(b?.horizon).toBe(b?.messageId);
-    for (const resolve of release.values()) resolve();
+    for (const answer of answers) answer();
     await Promise.all([r1, r2]);
   });
 
@@ -462,6 +474,43 @@ describe('ClusterQueue: the publish horizon', () => {
     const [a, b] = port.publishIds();
     expect(a?.source).not.toBe(b?.source);
     expect(leader.ready).toBe(2);
+  });
+});
+
+describe('ClusterQueue: publish order through retries', () => {
+  it('a publish that reached the leader before an earlier one is refused (outOfOrder), sent again after it, and lands second', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    // Publish 1's first attempt is lost on the way (unknown outcome) only after publish 2 has
+    // already been taken: without the order check, the retry of 1 would land behind 2.
+    let loseFirst: (() => void) | undefined;
+    port.respond = (call, body) => {
+      const id = call.command?.type === 'enqueue' ? call.command.publishId?.messageId : undefined;
+      if (id === 1 && loseFirst === undefined) {
+        return new Promise<Uint8Array>((_, reject) => {
+          loseFirst = () => reject(lost(call.peer));
+        });
+      }
+      const command = queueCommandCodec.decode(body);
+      const answer = leader.apply(body);
+      if (command.type === 'enqueue' && decodeCommandAnswer(answer).reply.type === 'ok') {
+        taken.push(command.message.routingKey);
+      }
+      return answer;
+    };
+    const taken: string[] = [];
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    const first = queue.enqueue(storedMessage(3, 'first'), undefined);
+    const second = queue.enqueue(storedMessage(3, 'second'), undefined);
+    await vi.waitFor(() => expect(port.calls.length).toBeGreaterThanOrEqual(2));
+    // 2 reached the leader first and was refused: nothing is queued yet.
+    expect(leader.ready).toBe(0);
+    loseFirst?.();
+    await expect(first).resolves.toEqual({ type: 'ok' });
+    await expect(second).resolves.toEqual({ type: 'ok' });
+    expect(leader.ready).toBe(2);
+    // Taken in publish order, so delivered in it.
+    expect(taken).toEqual(['first', 'second']);
   });
 });
 

@@ -108,7 +108,6 @@ export function queueMembers(record: QueueRecord, selfId: string): readonly stri
   return record.members ?? [record.node ?? selfId];
 }
 
-let publishSequence = 0;
 /** Numbers the handles made in this process: each handle is a dedupe source of its own. */
 let handleSequence = 0;
 
@@ -124,8 +123,20 @@ interface Attempt {
 
 /** A command to send, and its encoding once made. */
 interface Outgoing {
-  readonly command: QueueCommand;
+  /** Replaced when an enqueue is sent again with a newer publish horizon. */
+  command: QueueCommand;
   body: Uint8Array | undefined;
+}
+
+/**
+ * The queue refused a publish that overtook an earlier one of this handle (`outOfOrder`): it is sent
+ * again after that one. Never reaches a client.
+ */
+class PublishOvertookError extends Error {
+  constructor() {
+    super('publish arrived before an earlier one of its channel: sent again after it');
+    this.name = 'PublishOvertookError';
+  }
 }
 
 interface BacklogItem {
@@ -153,6 +164,12 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   readonly #inFlight: number[] = [];
   #inFlightHead = 0;
   readonly #answered = new Set<number>();
+  /**
+   * Numbers this handle's publishes 1, 2, 3... without gaps: the queue takes a publish only once
+   * every earlier one still in flight was taken (DedupeWatermarks.inOrder), which needs a gap-free
+   * source.
+   */
+  #publishSeq = 0;
   /** Commands to send again (their outcome was unknown, or no leader answered), in order. */
   readonly #backlog: BacklogItem[] = [];
   #draining = false;
@@ -197,7 +214,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       }
       return this.#run(command, true).then(replyOf);
     }
-    const seq = ++publishSequence;
+    const seq = ++this.#publishSeq;
     this.#inFlight.push(seq);
     const publishId: HandOffId = {
       source: this.#publishSource,
@@ -206,7 +223,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     };
     const done = (): void => this.#answeredPublish(seq);
     const result = this.#run(
-      { type: 'enqueue', size: message.body.byteLength, ttl, message, publishId },
+      { type: 'enqueue', size: message.body.byteLength, ttl, message, publishId, ordered: true },
       true,
     );
     result.then(done, done);
@@ -350,10 +367,14 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
    * or with the error when trying again may help; rejects when it cannot.
    */
   #attempt(outgoing: Outgoing, tried = 0): Promise<Attempt> {
+    this.#refreshHorizon(outgoing);
     const replica = this.#port.replica(this.groupId);
     if (replica?.isLeader) {
       return runLocal(replica, outgoing.command).then(
-        (result) => ({ answer: { reply: result.reply, message: (result as GotApplyResult).message } }),
+        (result) =>
+          result.reply.type === 'outOfOrder'
+            ? { error: new PublishOvertookError() }
+            : { answer: { reply: result.reply, message: (result as GotApplyResult).message } },
         (error: unknown) => {
           // Another leader now, too much uncommitted (a burst of dead-letters), or no decision in
           // time (a leader cut off from its quorum): try again, elsewhere once it steps down.
@@ -374,7 +395,9 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     return this.#port.call(peer, QueueOp.command, this.groupId, outgoing.body, CALL_TIMEOUT_MS).then(
       (bytes) => {
         this.#leaderHint = peer;
-        return { answer: decodeCommandAnswer(bytes) };
+        const answer = decodeCommandAnswer(bytes);
+        if (answer.reply.type === 'outOfOrder') return { error: new PublishOvertookError() };
+        return { answer };
       },
       (error: unknown) => {
         if (error instanceof QueueLinkRemoteError) {
@@ -393,6 +416,21 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
         throw error;
       },
     );
+  }
+
+  /**
+   * A publish sent again carries the horizon of now (the lowest of this handle's publishes still in
+   * flight): the one it was first sent with may name an earlier publish that has been answered
+   * since, refused for good, and the queue would wait for it forever.
+   */
+  #refreshHorizon(outgoing: Outgoing): void {
+    const command = outgoing.command;
+    if (command.type !== 'enqueue' || command.publishId === undefined) return;
+    const { publishId } = command;
+    const horizon = Math.min(this.#inFlight[this.#inFlightHead] ?? publishId.messageId, publishId.messageId);
+    if (horizon === publishId.horizon) return;
+    outgoing.command = { ...command, publishId: { ...publishId, horizon } };
+    outgoing.body = undefined;
   }
 
   /** Queue `command` (number `seq`) among those waiting to be sent again, in number order. */

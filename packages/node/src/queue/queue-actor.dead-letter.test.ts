@@ -1,5 +1,5 @@
 import { tableGet } from '@styx/client/wire';
-import type { HandOffId } from '@styx/dlx';
+import type { HandOffId, HandOffSchedulerOptions } from '@styx/dlx';
 import { DedupeWatermarks, readXDeath, X_DEATH_HEADER } from '@styx/dlx';
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -339,12 +339,8 @@ describe('at-least-once hand-offs across leader changes', () => {
     const sinks = new RecordingSinks();
     sinks.exchange('dlx', dlq);
     const log = new ScriptedLog('leader');
-    const under = makeActor(
-      log,
-      ALO,
-      { ...FAST, handOff: { ...FAST.handOff, confirmTimeoutMs: 60_000 } },
-      sinks,
-    );
+    const slowTimeout = { ...(FAST.handOff as HandOffSchedulerOptions), confirmTimeoutMs: 60_000 };
+    const under = makeActor(log, ALO, { ...FAST, handOff: slowTimeout }, sinks);
     await under.actor.open();
     const owner = sinks.owner(OWNER);
     await under.actor.consume(OWNER, 'c', 0, false, false);

@@ -29,6 +29,24 @@ function publish(
   return h.apply({ type: 'enqueue', size, ttl: undefined, message: storedMessage(size), publishId });
 }
 
+/** A publish from a queue handle that numbers its publishes without gaps (`ordered`). */
+function orderedPublish(
+  h: MachineHarness,
+  messageId: number,
+  horizon: number,
+  body = messageId,
+): QueueApplyResult {
+  const publishId: HandOffId = { source: 'p.handle-1', messageId, horizon };
+  return h.apply({
+    type: 'enqueue',
+    size: 10,
+    ttl: undefined,
+    message: storedMessage(10, `m${body}`),
+    publishId,
+    ordered: true,
+  });
+}
+
 /** Dead-letter effects of one apply, at-most-once: the refused publishes copied out. */
 function refusedCopies(result: QueueApplyResult): number {
   return result.effects.filter((e) => e.type === 'deadLetterRejected').length;
@@ -141,5 +159,54 @@ describe('QueueMachine: publish ids', () => {
     expect(again.reply).toEqual({ type: 'duplicate' });
     expect(refusedCopies(again)).toBe(0);
     expect(h.machine.counts().ready).toBe(1);
+  });
+
+  it('an ordered publish that overtook an earlier one is refused (outOfOrder) and taken once that one was', () => {
+    const h = new MachineHarness(NO_DLX);
+    expect(orderedPublish(h, 1, 1).reply.type).toBe('ok');
+    // 2 was refused at its first leader and is being sent again; 3 got here first.
+    expect(orderedPublish(h, 3, 2).reply).toEqual({ type: 'outOfOrder' });
+    expect(h.machine.counts().ready).toBe(1);
+    expect(orderedPublish(h, 2, 2).reply.type).toBe('ok');
+    expect(orderedPublish(h, 3, 2).reply.type).toBe('ok');
+    // Nothing recorded by the refusal: 3 was taken once, after 2.
+    expect(orderedPublish(h, 3, 3).reply.type).toBe('duplicate');
+    h.consume('conn/1', 'c');
+    expect(h.machine.counts()).toMatchObject({ ready: 0, unacked: 3 });
+  });
+
+  it('an ordered publish whose predecessors were all answered (the horizon passed them) is taken', () => {
+    const h = new MachineHarness(NO_DLX);
+    expect(orderedPublish(h, 1, 1).reply.type).toBe('ok');
+    // 2 and 3 were refused for good (their deadline passed): 4 carries horizon 4.
+    expect(orderedPublish(h, 4, 4).reply.type).toBe('ok');
+  });
+
+  it('publishes without the ordered flag (entries from before it existed) replay as they were taken', () => {
+    const h = new MachineHarness(NO_DLX);
+    expect(publish(h, 1, 1, 'p.old').reply.type).toBe('ok');
+    expect(publish(h, 3, 2, 'p.old').reply.type).toBe('ok');
+    expect(publish(h, 2, 2, 'p.old').reply.type).toBe('ok');
+  });
+
+  it('keeps the order across a snapshot', () => {
+    const h = new MachineHarness(NO_DLX);
+    orderedPublish(h, 1, 1);
+    orderedPublish(h, 2, 1);
+    const restored = new QueueMachine(h.machine.currentConfig());
+    restored.restore(h.machine.snapshot(), { index: h.index, term: 1, ts: h.ts });
+    const command = (messageId: number, horizon: number) =>
+      ({
+        type: 'enqueue',
+        size: 10,
+        ttl: undefined,
+        message: storedMessage(10),
+        publishId: { source: 'p.handle-1', messageId, horizon },
+        ordered: true,
+      }) as const;
+    expect(restored.apply(command(4, 3), { index: h.index + 1, term: 1, ts: h.ts }).reply.type).toBe(
+      'outOfOrder',
+    );
+    expect(restored.apply(command(3, 3), { index: h.index + 2, term: 1, ts: h.ts }).reply.type).toBe('ok');
   });
 });

@@ -112,6 +112,7 @@ const REPLY_EMPTY: QueueReply = Object.freeze({ type: 'empty' });
 const REPLY_REJECTED: QueueReply = Object.freeze({ type: 'rejected', reason: 'maxlen' });
 const REPLY_BACKLOG: QueueReply = Object.freeze({ type: 'rejected', reason: 'dead-letter-backlog' });
 const REPLY_DUPLICATE: QueueReply = Object.freeze({ type: 'duplicate' });
+const REPLY_OUT_OF_ORDER: QueueReply = Object.freeze({ type: 'outOfOrder' });
 const REPLY_LOCKED_BY_EXCLUSIVE: QueueReply = Object.freeze({
   type: 'locked',
   text: 'queue has an exclusive consumer',
@@ -282,6 +283,16 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     if (publishId !== undefined && this.dedupe.hasSeen(publishId.source, publishId.messageId)) {
       this.duplicatesDropped++;
       return REPLY_DUPLICATE;
+    }
+    // A publish that overtook an earlier one of its source (that one refused and being sent again,
+    // or still on its way after a leader change): refused for now, sent again after it, so a
+    // publisher's messages keep their order (see DedupeWatermarks.inOrder).
+    if (
+      publishId !== undefined &&
+      command.ordered === true &&
+      !this.dedupe.inOrder(publishId.source, publishId.messageId, publishId.horizon)
+    ) {
+      return REPLY_OUT_OF_ORDER;
     }
     if (this.pending.isFull()) return REPLY_BACKLOG;
     const { overflow } = this.config;

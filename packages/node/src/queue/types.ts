@@ -82,6 +82,12 @@ export type QueueCommand =
       readonly message: StoredMessage;
       readonly handOff?: HandOffId | undefined;
       readonly publishId?: HandOffId | undefined;
+      /**
+       * With a `publishId` from a gap-free source (a queue handle numbering its publishes 1, 2, 3...):
+       * taken only in order (DedupeWatermarks.inOrder), else answered `outOfOrder`. Entries from
+       * before this existed have no flag, and replay as they were applied.
+       */
+      readonly ordered?: true | undefined;
     }
   /** Attach a consumer. `prefetch` 0 = unlimited. */
   | {
@@ -200,6 +206,12 @@ export type QueueReply =
    * for the source it confirms the hand-off like `ok`.
    */
   | { readonly type: 'duplicate' }
+  /**
+   * enqueue of a publish that overtook an earlier publish of its source (same publish id source,
+   * an id between its horizon and it not taken yet): nothing enqueued; the sender sends it again
+   * after the earlier one (see DedupeWatermarks.inOrder). Never reaches a client.
+   */
+  | { readonly type: 'outOfOrder' }
   | {
       readonly type: 'got';
       readonly id: number;

@@ -132,6 +132,27 @@ describe('queueCommandCodec', () => {
     }
   });
 
+  it('round-trips a publish id, with and without the ordered flag (tags 15 and 19)', () => {
+    const publishId = { source: 'n1.run.3', messageId: 42, horizon: 40 };
+    for (const ordered of [false, true]) {
+      const command: QueueCommand = {
+        type: 'enqueue',
+        size: 3,
+        ttl: undefined,
+        message: sampleMessage(3),
+        publishId,
+        ...(ordered ? { ordered: true as const } : {}),
+      };
+      const bytes = queueCommandCodec.encode(command);
+      expect(bytes[0]).toBe(ordered ? 19 : 15);
+      const decoded = queueCommandCodec.decode(bytes);
+      if (decoded.type !== 'enqueue') throw new Error(`decoded a ${decoded.type}`);
+      expect(decoded.publishId).toStrictEqual(publishId);
+      expect(decoded.ordered).toBe(ordered ? true : undefined);
+      expect(decoded.handOff).toBeUndefined();
+    }
+  });
+
   it('encodes with headroom the same bytes after the headroom, leaving the headroom to the log', () => {
     const encodeWithHeadroom = queueCommandCodec.encodeWithHeadroom;
     if (encodeWithHeadroom === undefined) throw new Error('the queue codec offers headroom');

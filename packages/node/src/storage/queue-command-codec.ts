@@ -83,6 +83,8 @@ const ENQUEUE_TAG = 1;
 const ENQUEUE_HAND_OFF_TAG = 14;
 /** An enqueue with a publish id (a publish forwarded to the queue's leader, deduplicated). */
 const ENQUEUE_PUBLISH_TAG = 15;
+/** An enqueue with a publish id taken only in order (`ordered`); same fields as tag 15. */
+const ENQUEUE_ORDERED_PUBLISH_TAG = 19;
 
 /** Every variant but enqueue, by type. Tags are persisted: append new rows with new tags. */
 const VARIANTS = {
@@ -175,6 +177,7 @@ for (const [type, spec] of Object.entries(VARIANTS) as [GenericType, VariantSpec
     row.tag === ENQUEUE_TAG ||
     row.tag === ENQUEUE_HAND_OFF_TAG ||
     row.tag === ENQUEUE_PUBLISH_TAG ||
+    row.tag === ENQUEUE_ORDERED_PUBLISH_TAG ||
     ROWS_BY_TAG[row.tag] !== undefined
   )
     throw new Error(`queue command tag ${row.tag} reused`);
@@ -202,7 +205,12 @@ function encodeEnqueue(command: EnqueueCommand, headroom: number): Uint8Array {
   const { size, ttl, message } = command;
   // At most one id: a hand-off's wins (a dead-lettered copy is never also a publish).
   const handOff = command.handOff ?? command.publishId;
-  const idTag = command.handOff !== undefined ? ENQUEUE_HAND_OFF_TAG : ENQUEUE_PUBLISH_TAG;
+  const idTag =
+    command.handOff !== undefined
+      ? ENQUEUE_HAND_OFF_TAG
+      : command.ordered === true
+        ? ENQUEUE_ORDERED_PUBLISH_TAG
+        : ENQUEUE_PUBLISH_TAG;
   checkVarint(size, 'enqueue size');
   const ttlIsVarint = ttl !== undefined && Number.isSafeInteger(ttl) && ttl >= 0;
   const ttlSize = ttl === undefined ? 1 : ttlIsVarint ? 1 + varintSize(ttl) : 9;
@@ -253,7 +261,12 @@ function encodeCommand(command: QueueCommand, headroom: number): Uint8Array {
   return buf;
 }
 
-function decodeEnqueue(r: ByteCursor, handOff: HandOffId | undefined, publishId?: HandOffId): EnqueueCommand {
+function decodeEnqueue(
+  r: ByteCursor,
+  handOff: HandOffId | undefined,
+  publishId?: HandOffId,
+  ordered = false,
+): EnqueueCommand {
   const size = r.varint();
   const ttlKind = r.u8();
   let ttl: number | undefined;
@@ -262,8 +275,9 @@ function decodeEnqueue(r: ByteCursor, handOff: HandOffId | undefined, publishId?
   else if (ttlKind !== TTL_UNDEFINED)
     throw new StoredBytesCorruptedError('enqueue entry', `bad ttl kind ${ttlKind}`);
   const message = decodeStoredMessage(r.rest(), 'enqueue entry');
-  return publishId === undefined
-    ? { type: 'enqueue', size, ttl, message, handOff }
+  if (publishId === undefined) return { type: 'enqueue', size, ttl, message, handOff };
+  return ordered
+    ? { type: 'enqueue', size, ttl, message, publishId, ordered: true }
     : { type: 'enqueue', size, ttl, message, publishId };
 }
 
@@ -395,9 +409,9 @@ export const queueCommandCodec: CommandCodec<QueueCommand> = {
       const handOff: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
       return decodeEnqueue(r, handOff);
     }
-    if (tag === ENQUEUE_PUBLISH_TAG) {
+    if (tag === ENQUEUE_PUBLISH_TAG || tag === ENQUEUE_ORDERED_PUBLISH_TAG) {
       const publishId: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
-      return decodeEnqueue(r, undefined, publishId);
+      return decodeEnqueue(r, undefined, publishId, tag === ENQUEUE_ORDERED_PUBLISH_TAG);
     }
     const row = ROWS_BY_TAG[tag];
     if (row === undefined) throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
