@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
 import { startBroker } from '../support/broker-process.ts';
 import type { ParsedFamily } from '../support/prometheus-text.ts';
-import { family, parseExposition, valueOf } from '../support/prometheus-text.ts';
+import { family, parseExposition, sampleValue } from '../support/prometheus-text.ts';
 import { getOne, WAIT_MS, waitFor, withTimeout } from './messaging-helpers.ts';
 
 // `GET /metrics` of a real `styx server` after a known workload, read with a real Prometheus
@@ -104,9 +104,9 @@ beforeAll(async () => {
     async () => {
       const f = await metrics();
       return (
-        valueOf(f, 'rabbitmq_queue_messages_ready', q(DLQ)) === 5 &&
-        valueOf(f, 'rabbitmq_queue_messages_acked_total', q(WORK)) === 5 &&
-        valueOf(f, 'styx_queue_dead_letter_blocked', q(BLOCKED)) === 1
+        sampleValue(f, 'rabbitmq_queue_messages_ready', q(DLQ)) === 5 &&
+        sampleValue(f, 'rabbitmq_queue_messages_acked_total', q(WORK)) === 5 &&
+        sampleValue(f, 'styx_queue_dead_letter_blocked', q(BLOCKED)) === 1
       );
     },
     'the workload to settle in /metrics',
@@ -133,51 +133,61 @@ describe('GET /metrics', () => {
 
   it('counts the flow of messages per queue', async () => {
     const f = await metrics();
-    expect(valueOf(f, 'rabbitmq_queue_messages_published_total', q(WORK))).toBe(10);
-    expect(valueOf(f, 'rabbitmq_queue_messages_delivered_total', q(WORK))).toBe(8);
-    expect(valueOf(f, 'rabbitmq_queue_messages_redelivered_total', q(WORK))).toBe(1);
-    expect(valueOf(f, 'rabbitmq_queue_messages_acked_total', q(WORK))).toBe(5);
-    expect(valueOf(f, 'rabbitmq_queue_messages_ready', q(WORK))).toBe(3);
-    expect(valueOf(f, 'rabbitmq_queue_messages_unacked', q(WORK))).toBe(0);
-    expect(valueOf(f, 'rabbitmq_queue_messages_ready_bytes', q(WORK))).toBeGreaterThan(0);
-    expect(valueOf(f, 'rabbitmq_queue_messages_published_total', q(DLQ))).toBe(5);
-    expect(valueOf(f, 'rabbitmq_queue_messages_published_total', q(MAX))).toBe(5);
-    expect(valueOf(f, 'rabbitmq_queue_messages_ready', q(MAX))).toBe(2);
-    expect(valueOf(f, 'rabbitmq_queue_messages_ready', q(TTL))).toBe(0);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_published_total', q(WORK))).toBe(10);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_delivered_total', q(WORK))).toBe(8);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_redelivered_total', q(WORK))).toBe(1);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_acked_total', q(WORK))).toBe(5);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_ready', q(WORK))).toBe(3);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_unacked', q(WORK))).toBe(0);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_ready_bytes', q(WORK))).toBeGreaterThan(0);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_published_total', q(DLQ))).toBe(5);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_published_total', q(MAX))).toBe(5);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_ready', q(MAX))).toBe(2);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_ready', q(TTL))).toBe(0);
   });
 
   it('counts dead-lettering per queue, reason and strategy, and drops per cause', async () => {
     const f = await metrics();
     const dead = 'styx_queue_messages_dead_lettered_total';
-    expect(valueOf(f, dead, q(WORK, { reason: 'rejected', dead_letter_strategy: 'at_most_once' }))).toBe(2);
-    expect(valueOf(f, dead, q(TTL, { reason: 'expired', dead_letter_strategy: 'at_least_once' }))).toBe(3);
+    expect(sampleValue(f, dead, q(WORK, { reason: 'rejected', dead_letter_strategy: 'at_most_once' }))).toBe(
+      2,
+    );
+    expect(sampleValue(f, dead, q(TTL, { reason: 'expired', dead_letter_strategy: 'at_least_once' }))).toBe(
+      3,
+    );
     // A queue with a DLX shows every reason of its strategy, zeros included (alerts see the first).
-    expect(valueOf(f, dead, q(WORK, { reason: 'expired', dead_letter_strategy: 'at_most_once' }))).toBe(0);
-    expect(valueOf(f, dead, q(WORK, { reason: 'rejected', dead_letter_strategy: 'at_least_once' }))).toBe(
+    expect(sampleValue(f, dead, q(WORK, { reason: 'expired', dead_letter_strategy: 'at_most_once' }))).toBe(
+      0,
+    );
+    expect(sampleValue(f, dead, q(WORK, { reason: 'rejected', dead_letter_strategy: 'at_least_once' }))).toBe(
       undefined,
     );
     const dropped = 'styx_queue_messages_dead_letter_dropped_total';
     expect(
-      valueOf(f, dropped, q(MAX, { reason: 'maxlen', cause: 'no_dlx', dead_letter_strategy: 'disabled' })),
+      sampleValue(
+        f,
+        dropped,
+        q(MAX, { reason: 'maxlen', cause: 'no_dlx', dead_letter_strategy: 'disabled' }),
+      ),
     ).toBe(3);
-    expect(valueOf(f, dropped, q(WORK, { reason: 'rejected', cause: 'lost' }))).toBe(0);
+    expect(sampleValue(f, dropped, q(WORK, { reason: 'rejected', cause: 'lost' }))).toBe(0);
     // A plain queue without a DLX and nothing dropped writes no dead-letter series at all.
     expect(family(f, dead).metrics.some((m) => m.labels?.queue === DLQ)).toBe(false);
     expect(family(f, dropped).metrics.some((m) => m.labels?.queue === DLQ)).toBe(false);
 
-    expect(valueOf(f, 'styx_queue_dead_letter_pending', q(BLOCKED))).toBe(1);
-    expect(valueOf(f, 'styx_queue_dead_letter_blocked', q(BLOCKED))).toBe(1);
-    expect(valueOf(f, 'styx_queue_dead_letter_pending', q(TTL))).toBe(0);
-    expect(valueOf(f, 'styx_queue_dead_letter_blocked', q(TTL))).toBe(0);
+    expect(sampleValue(f, 'styx_queue_dead_letter_pending', q(BLOCKED))).toBe(1);
+    expect(sampleValue(f, 'styx_queue_dead_letter_blocked', q(BLOCKED))).toBe(1);
+    expect(sampleValue(f, 'styx_queue_dead_letter_pending', q(TTL))).toBe(0);
+    expect(sampleValue(f, 'styx_queue_dead_letter_blocked', q(TTL))).toBe(0);
 
     // The node's totals, with RabbitMQ's names and labels.
     const amo = { queue_type: 'rabbit_quorum_queue', dead_letter_strategy: 'at_most_once' };
     const alo = { queue_type: 'rabbit_quorum_queue', dead_letter_strategy: 'at_least_once' };
-    expect(valueOf(f, 'rabbitmq_global_messages_dead_lettered_rejected_total', amo)).toBe(2);
-    expect(valueOf(f, 'rabbitmq_global_messages_dead_lettered_expired_total', alo)).toBe(3);
-    expect(valueOf(f, 'rabbitmq_global_messages_dead_lettered_maxlen_total', amo)).toBe(0);
-    expect(valueOf(f, 'rabbitmq_global_messages_dead_lettered_confirmed_total', alo)).toBe(3);
-    expect(valueOf(f, 'rabbitmq_global_messages_acknowledged_total')).toBe(5);
+    expect(sampleValue(f, 'rabbitmq_global_messages_dead_lettered_rejected_total', amo)).toBe(2);
+    expect(sampleValue(f, 'rabbitmq_global_messages_dead_lettered_expired_total', alo)).toBe(3);
+    expect(sampleValue(f, 'rabbitmq_global_messages_dead_lettered_maxlen_total', amo)).toBe(0);
+    expect(sampleValue(f, 'rabbitmq_global_messages_dead_lettered_confirmed_total', alo)).toBe(3);
+    expect(sampleValue(f, 'rabbitmq_global_messages_acknowledged_total')).toBe(5);
   });
 
   it('escapes a hostile queue name so that the parser reads it back exactly', async () => {
@@ -189,8 +199,8 @@ describe('GET /metrics', () => {
       expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? \S+$/);
     }
     const f = parseExposition(text);
-    expect(valueOf(f, 'rabbitmq_queue_messages_ready', q(HOSTILE))).toBe(1);
-    expect(valueOf(f, 'rabbitmq_queue_messages_published_total', q(HOSTILE))).toBe(1);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_ready', q(HOSTILE))).toBe(1);
+    expect(sampleValue(f, 'rabbitmq_queue_messages_published_total', q(HOSTILE))).toBe(1);
   });
 
   // Prometheus' own parser and linter, where Debian's `prometheus` package is installed.
@@ -199,7 +209,8 @@ describe('GET /metrics', () => {
     const text = await (await scrape()).text();
     const checked = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
     // The one lint finding is RabbitMQ's own name, kept as RabbitMQ spells it for its dashboards.
-    const known = 'rabbitmq_unreachable_cluster_peers_count non-histogram and non-summary metrics should not have "_count" suffix';
+    const known =
+      'rabbitmq_unreachable_cluster_peers_count non-histogram and non-summary metrics should not have "_count" suffix';
     const findings = `${checked.stdout}${checked.stderr}`.split('\n').filter((l) => l !== '' && l !== known);
     expect(findings).toEqual([]);
     // Exit 3 is "lint problems only" (the known one); a parse error would be 1.
@@ -208,15 +219,15 @@ describe('GET /metrics', () => {
 
   it('shows Raft, the log sync histogram, memory, connections and the cluster', async () => {
     const f = await metrics();
-    expect(valueOf(f, 'rabbitmq_raft_term_total', q(WORK))).toBeGreaterThanOrEqual(1);
-    const commit = valueOf(f, 'rabbitmq_raft_log_commit_index', q(WORK)) as number;
-    const applied = valueOf(f, 'rabbitmq_raft_log_last_applied_index', q(WORK)) as number;
+    expect(sampleValue(f, 'rabbitmq_raft_term_total', q(WORK))).toBeGreaterThanOrEqual(1);
+    const commit = sampleValue(f, 'rabbitmq_raft_log_commit_index', q(WORK)) as number;
+    const applied = sampleValue(f, 'rabbitmq_raft_log_last_applied_index', q(WORK)) as number;
     expect(commit).toBeGreaterThan(10);
     expect(applied).toBeLessThanOrEqual(commit);
-    expect(valueOf(f, 'styx_raft_elections_total', q(WORK))).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(f, 'styx_raft_elections_total', q(WORK))).toBeGreaterThanOrEqual(0);
     // A node alone: every group has one member, so no replica lags.
     expect(family(f, 'styx_raft_replica_commit_lag').metrics).toEqual([]);
-    expect(valueOf(f, 'styx_metadata_leader')).toBe(1);
+    expect(sampleValue(f, 'styx_metadata_leader')).toBe(1);
 
     const sync = family(f, 'styx_log_sync_duration_seconds');
     expect(sync.type).toBe('HISTOGRAM');
@@ -230,21 +241,24 @@ describe('GET /metrics', () => {
       expect(Number(buckets[i]?.[1])).toBeGreaterThanOrEqual(Number(buckets[i - 1]?.[1]));
     }
 
-    expect(valueOf(f, 'rabbitmq_process_resident_memory_bytes')).toBeGreaterThan(10_000_000);
-    expect(valueOf(f, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
-    expect(valueOf(f, 'rabbitmq_connections')).toBe(1);
-    expect(valueOf(f, 'rabbitmq_channels')).toBe(2);
-    expect(valueOf(f, 'rabbitmq_queues')).toBe(6);
-    expect(valueOf(f, 'styx_cluster_members')).toBe(1);
-    expect(valueOf(f, 'styx_cluster_members_online')).toBe(1);
-    expect(valueOf(f, 'rabbitmq_unreachable_cluster_peers_count')).toBe(0);
+    expect(sampleValue(f, 'rabbitmq_process_resident_memory_bytes')).toBeGreaterThan(10_000_000);
+    expect(sampleValue(f, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(sampleValue(f, 'rabbitmq_connections')).toBe(1);
+    expect(sampleValue(f, 'rabbitmq_channels')).toBe(2);
+    expect(sampleValue(f, 'rabbitmq_queues')).toBe(6);
+    expect(sampleValue(f, 'styx_cluster_members')).toBe(1);
+    expect(sampleValue(f, 'styx_cluster_members_online')).toBe(1);
+    expect(sampleValue(f, 'rabbitmq_unreachable_cluster_peers_count')).toBe(0);
   });
 
   it('answers other methods with 405 and the methods it takes, and HEAD without a body', async () => {
     const post = await scrape({ method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET, HEAD');
-    expect(await post.json()).toEqual({ error: 'method_not_allowed', reason: 'method POST is not allowed here' });
+    expect(await post.json()).toEqual({
+      error: 'method_not_allowed',
+      reason: 'method POST is not allowed here',
+    });
     const head = await scrape({ method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(await head.text()).toBe('');

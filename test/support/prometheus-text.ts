@@ -57,7 +57,7 @@ export function family(families: readonly ParsedFamily[], name: string): ParsedF
 }
 
 /** The value of the sample of `name` whose labels include `labels` (undefined when none matches). */
-export function valueOf(
+export function sampleValue(
   families: readonly ParsedFamily[],
   name: string,
   labels: Readonly<Record<string, string>> = {},

@@ -582,6 +582,8 @@ export class ManagementApi {
         removalTotals: running?.removalTotals(),
         deadLetterTotals: running?.deadLetterTotals(),
         bodyRepair: running?.bodyRepairStatus(),
+        flow: running?.flowTotals(),
+        handOffsBlocked: running?.blockedHandOffs(),
         replicas: replicaNames(this.replicas, q, nameOf),
       },
       this.broker.nodeName,

@@ -497,6 +497,9 @@ describe('queues, exchanges and bindings', () => {
       dead_letter_strategy: 'at-least-once',
       messages_dead_letter_pending: 0,
       message_bytes_dead_letter_pending: 0,
+      messages_dead_letter_blocked: 0,
+      // Two published (the first then dropped by x-max-length), one got and not acked yet.
+      message_stats: { publish: 2, deliver_get: 1, redeliver: 0, ack: 0 },
       // No DLX: the message dropped by x-max-length left the queue, but was not dead-lettered.
       removed: { rejected: 0, expired: 0, maxlen: 1, delivery_limit: 0 },
       dead_lettered: { rejected: 0, expired: 0, maxlen: 0, delivery_limit: 0 },

@@ -39,9 +39,9 @@ export class MetricsEndpoint {
         Allow: 'GET, HEAD',
       });
     }
-    let text: string;
+    let body: Buffer;
     try {
-      text = renderNodeMetrics(
+      body = renderNodeMetrics(
         this.broker.metricsSource(),
         this.cluster,
         nodeNames(this.broker.metadataView),
@@ -50,7 +50,6 @@ export class MetricsEndpoint {
       this.logger.error({ err }, 'rendering /metrics failed');
       return sendJson(response, 500, 'internal_error', 'internal error');
     }
-    const body = Buffer.from(text, 'utf8');
     response.writeHead(200, {
       'Content-Type': EXPOSITION_CONTENT_TYPE,
       'Content-Length': body.byteLength,

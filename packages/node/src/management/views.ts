@@ -21,6 +21,7 @@ import type {
   UserRecord,
 } from '../metadata/types.ts';
 import type { BodyRepairStatus } from '../queue/body-repair.ts';
+import type { QueueFlowTotals } from '../queue/queue-flow-counters.ts';
 import type { DeadLetterTotals, QueueConfig, QueueCounts, RemovalTotals } from '../queue/types.ts';
 import { bindingPropertiesKey } from './binding-props.ts';
 
@@ -116,6 +117,10 @@ export interface QueueLiveState {
   readonly replicas?: QueueReplicaNames | undefined;
   /** This node's replica: bodies found missing, repaired from another replica, lost everywhere. */
   readonly bodyRepair?: BodyRepairStatus | undefined;
+  /** What this node's replica applied since it started (queue-flow-counters.ts); absent when not running. */
+  readonly flow?: QueueFlowTotals | undefined;
+  /** At-least-once hand-offs blocked (no DLX, nothing bound, refused): the leader's figure, else 0. */
+  readonly handOffsBlocked?: number | undefined;
 }
 
 /** A queue's replicas by node name (`QueueReplicaOperations.queueReplicas` with ids mapped to names). */
@@ -195,6 +200,14 @@ export function queueJson(q: QueueRecord, live: QueueLiveState, node: string): J
     // Waiting for an at-least-once hand-off: not ready, never delivered, not in `messages`.
     messages_dead_letter_pending: counts?.deadLetterPending ?? 0,
     message_bytes_dead_letter_pending: counts?.deadLetterPendingBytes ?? 0,
+    messages_dead_letter_blocked: live.handOffsBlocked ?? 0,
+    // Counts since this node's replica started (RabbitMQ's message_stats fields, without rates).
+    message_stats: {
+      publish: live.flow?.published ?? 0,
+      deliver_get: live.flow?.delivered ?? 0,
+      redeliver: live.flow?.redelivered ?? 0,
+      ack: live.flow?.acked ?? 0,
+    },
     // Left the queue without an ack, per reason (dead-lettered or dropped).
     removed: totalsJson(live.removalTotals),
     dead_lettered: totalsJson(dl?.deadLettered),

@@ -48,12 +48,12 @@ interface QueueRow {
   readonly labels: string;
 }
 
-/** Render the node's metrics. `nameOf` maps node ids to names (for replica labels). */
+/** Render the node's metrics, UTF-8. `nameOf` maps node ids to names (for replica labels). */
 export function renderNodeMetrics(
   source: NodeMetricsSource,
   cluster: MetricsClusterView,
   nameOf: (id: string) => string,
-): string {
+): Buffer {
   const w = new ExpositionWriter();
   const figures = allQueueFigures(source.replicas(), (id) => source.raftGroupOf(id), nameOf);
   const all: QueueRow[] = figures.map((f) => ({
@@ -69,7 +69,7 @@ export function renderNodeMetrics(
   writeQueueMessages(w, led);
   writeDeadLettering(w, led);
   writeRaft(w, all);
-  return w.text();
+  return w.bytes();
 }
 
 // ------------------------------------------------------------------------------ node
