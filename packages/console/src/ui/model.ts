@@ -43,6 +43,8 @@ export interface QueueInfo {
   readonly effective_policy_definition: JsonObject;
   readonly effective_config: EffectiveConfig;
   readonly messages_dead_letter_pending: number;
+  /** Of those, hand-offs that cannot go on now (the DLX is missing or routes nowhere). */
+  readonly messages_dead_letter_blocked?: number;
   readonly removed: ReasonTotals;
   readonly dead_lettered: ReasonTotals;
   readonly dead_letter_dropped: {

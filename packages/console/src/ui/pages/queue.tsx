@@ -214,6 +214,7 @@ export function QueuePage(props: { vhost: string; name: string }) {
             ['Unacked', count(q.messages_unacknowledged)],
             ['Ready bytes', bytes(q.message_bytes_ready)],
             ['Pending hand-offs', count(q.messages_dead_letter_pending)],
+            ['Blocked hand-offs', count(q.messages_dead_letter_blocked ?? 0)],
             ['Consumers', count(q.consumers)],
             ['Dead-lettered', <ReasonCounts key="dl" totals={q.dead_lettered} />],
             ['Dropped (no DLX)', count(reasonTotal(dropped.no_dlx))],

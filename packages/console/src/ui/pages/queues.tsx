@@ -49,6 +49,19 @@ function Replicas(props: { q: QueueInfo }) {
   );
 }
 
+/** At-least-once hand-offs waiting, and how many of them are blocked (nowhere to go now). */
+function PendingHandOffs(props: { q: QueueInfo }) {
+  const { q } = props;
+  if (q.messages_dead_letter_pending === 0) return <span>0</span>;
+  const blocked = q.messages_dead_letter_blocked ?? 0;
+  return (
+    <Badge kind="warn" title="dead-lettered at-least-once, waiting for every target to confirm">
+      {count(q.messages_dead_letter_pending)}
+      {blocked > 0 ? ` (${count(blocked)} blocked)` : ''}
+    </Badge>
+  );
+}
+
 function NewQueue(props: { vhosts: readonly string[]; onMade: () => void }) {
   const [vhost, setVhost] = useState(props.vhosts[0] ?? '/');
   const [name, setName] = useState('');
@@ -190,12 +203,7 @@ export function QueuesPage() {
                 title: 'Pending hand-offs',
                 numeric: true,
                 sortValue: sortable('messages_dead_letter_pending'),
-                render: (q) =>
-                  q.messages_dead_letter_pending > 0 ? (
-                    <Badge kind="warn">{count(q.messages_dead_letter_pending)}</Badge>
-                  ) : (
-                    '0'
-                  ),
+                render: (q) => <PendingHandOffs q={q} />,
               },
               {
                 key: 'dead_lettered',
