@@ -16,7 +16,6 @@ import { requireTag } from './access.ts';
 import { badRequest, fromClusterError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
 import type { NodeStats } from './node-stats.ts';
-import { unknownNodeStats } from './node-stats.ts';
 import { objectBody, requiredString } from './request-body.ts';
 import type { Json } from './views.ts';
 import { nodeJson } from './views.ts';
@@ -36,10 +35,13 @@ async function change(operation: () => Promise<void>): Promise<ApiResponse> {
   return NO_CONTENT;
 }
 
-/** `localStats`: the answering node's figures for /api/nodes (other members' are null). */
-export function clusterRoutes(cluster: ClusterView, localStats?: () => NodeStats): Route[] {
+/** `statsOf`: RabbitMQ's figures of a member for /api/nodes (node-stats.ts). */
+export function clusterRoutes(
+  cluster: ClusterView,
+  statsOf?: (member: ClusterMemberStatus) => NodeStats,
+): Route[] {
   const show = (m: ClusterMemberStatus, leader: string | undefined): Json =>
-    nodeJson(m, leader, localStats === undefined ? undefined : m.isSelf ? localStats() : unknownNodeStats());
+    nodeJson(m, leader, statsOf?.(m));
   const members = (): ClusterMemberStatus[] => cluster.members();
   const member = (idOrName: string): ClusterMemberStatus => {
     const all = members();

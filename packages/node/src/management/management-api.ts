@@ -69,7 +69,7 @@ import { maintenanceRoutes } from './maintenance-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
-import { localNodeStats } from './node-stats.ts';
+import { nodeStats } from './node-stats.ts';
 import { pageOf, wantsPage } from './pagination.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
 import { queueCheckRoutes } from './queue-checks-api.ts';
@@ -161,7 +161,7 @@ export class ManagementApi {
     this.broker = broker;
     this.replicas = replicas;
     this.routes = [
-      ...clusterRoutes(cluster, () => localNodeStats(broker)),
+      ...clusterRoutes(cluster, (member) => nodeStats(broker, member)),
       // Before the queue routes: '/api/queues/grow' is also the shape of '/api/queues/{vhost}'.
       ...queueReplicaRoutes({
         ops: replicas,

@@ -8,6 +8,7 @@
 import { availableParallelism } from 'node:os';
 import { tableGet } from '@styx/client/wire';
 import type { Broker } from '../broker/broker.ts';
+import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
 import type { EXCHANGE_TYPES } from '../metadata/types.ts';
 import type { Json } from './views.ts';
 
@@ -30,15 +31,27 @@ export const NODE_STAT_KEYS = [
   'sockets_used',
   'rates_mode',
   'partitions',
-  'being_drained',
   'exchange_types',
   'applications',
 ] as const;
 
-export type NodeStats = { readonly [key in (typeof NODE_STAT_KEYS)[number]]: Json };
+export type NodeStats = { readonly [key in (typeof NODE_STAT_KEYS)[number] | 'being_drained']: Json };
+
+/**
+ * RabbitMQ's figures of `member` as the node answering knows them: its own, measured; another
+ * member's null, but for `being_drained` (maintenance mode), which the metadata holds for all.
+ */
+export function nodeStats(broker: Broker, member: ClusterMemberStatus): NodeStats {
+  const drained = broker.metadataView.isNodeDrained(member.id);
+  if (!member.isSelf) {
+    const unknown = Object.fromEntries(NODE_STAT_KEYS.map((key) => [key, null]));
+    return { ...unknown, being_drained: drained } as unknown as NodeStats;
+  }
+  return { ...localNodeStats(broker), being_drained: drained };
+}
 
 /** The answering node's own figures, as RabbitMQ names them. */
-export function localNodeStats(broker: Broker): NodeStats {
+function localNodeStats(broker: Broker): Omit<NodeStats, 'being_drained'> {
   const version = tableGet(broker.serverProperties, 'version')?.longStr ?? null;
   return {
     uptime: Math.round(process.uptime() * 1000),
@@ -55,7 +68,6 @@ export function localNodeStats(broker: Broker): NodeStats {
     rates_mode: 'none',
     // Members this node cannot reach show as `running: false`; there is no partition handling mode.
     partitions: [],
-    being_drained: false,
     exchange_types: Object.entries(EXCHANGE_DESCRIPTIONS).map(([name, description]) => ({
       name,
       description,
@@ -63,9 +75,4 @@ export function localNodeStats(broker: Broker): NodeStats {
     })),
     applications: [{ name: 'styx', description: 'Styx message broker', version }],
   };
-}
-
-/** Null for every figure: a member other than the node answering. */
-export function unknownNodeStats(): NodeStats {
-  return Object.fromEntries(NODE_STAT_KEYS.map((key) => [key, null])) as unknown as NodeStats;
 }

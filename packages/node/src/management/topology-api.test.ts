@@ -331,11 +331,24 @@ describe('nodes', () => {
       os_pid: String(process.pid),
       rates_mode: 'none',
       partitions: [],
-      being_drained: false,
     });
     expect(self?.uptime).toBeGreaterThan(0);
     expect(self?.mem_used).toBeGreaterThan(1024 * 1024);
     expect(self?.processors).toBeGreaterThan(0);
+    expect(self?.being_drained).toBe(false);
+    // Maintenance mode is in the metadata: shown as RabbitMQ's being_drained.
+    const member = {
+      type: 'addClusterNode',
+      id: 'mgmt-test',
+      peerId: 'p1',
+      name: 'mgmt-test',
+      address: '127.0.0.1:1',
+    } as const;
+    expect((await h.broker.manage(member)).type).toBe('ok');
+    expect(
+      (await h.broker.manage({ type: 'setNodeMaintenance', node: 'mgmt-test', drained: true })).type,
+    ).toBe('ok');
+    expect((await h.api('GET', '/api/nodes/mgmt-test')).body).toMatchObject({ being_drained: true });
     expect((self?.exchange_types as { name: string }[]).map((t) => t.name).sort()).toEqual([
       'direct',
       'fanout',
