@@ -12,8 +12,10 @@
  *    `MAX_BATCH`), each batch:
  *    a. publish each message (properties and body unchanged, its `x-death` kept) to its destination,
  *       paced by the rate; it counts as moved only when every queue the destination routes it to
- *       committed it (the enqueue's confirm). No route, a missing exchange, a queue refusing it or
- *       not answering: it stays in the dead-letter queue and is counted failed with the reason;
+ *       committed it (the enqueue's confirm). No route, a missing exchange, a queue refusing it:
+ *       it stays in the dead-letter queue and is counted failed with the reason. A target queue
+ *       with no reachable leader for now (or closing, as its node stops) fails nothing: the batch
+ *       is tried again after a pause;
  *    b. commit the progress to the metadata group: the counts, the cursor (the last id dealt with)
  *       and the moved ids as `inflight`;
  *    c. remove the moved ids from the dead-letter queue through its log (the queue's `remove`
@@ -260,6 +262,7 @@ export class RedriveRunner {
     const batchSize = pacer.perWindow(BATCH_MS, MAX_BATCH);
     const bound = tally.bound ?? 0;
     const cap = record.maxMessages ?? Number.POSITIVE_INFINITY;
+    let pause = FIRST_RETRY_MS;
     for (;;) {
       const current = this.#owned();
       if (current.cancelRequested) return this.#commit(tally, [], 'cancelled');
@@ -276,13 +279,25 @@ export class RedriveRunner {
       };
       const page = await this.#retry('browse the queue', () => this.#port.browse(dlq, request));
       const batch = page.messages.filter((m) => m.id <= bound);
-      // Slots are taken in order, so the publishes keep the queue's order.
-      const outcomes = await Promise.all(
-        batch.map(async (message) => {
-          await pacer.take();
-          return this.#redriveOne(record, message);
-        }),
-      );
+      let outcomes: Outcome[];
+      try {
+        // Slots are taken in order, so the publishes keep the queue's order.
+        outcomes = await Promise.all(
+          batch.map(async (message) => {
+            await pacer.take();
+            return this.#redriveOne(record, message);
+          }),
+        );
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        // A target without a reachable leader, or closing (this node stopping): the whole batch is
+        // tried again from the same cursor; copies it published already may arrive twice.
+        this.#logger.debug({ err: error }, 'redrive: a target did not answer, trying the batch again');
+        await this.#port.clock.sleep(pause);
+        pause = Math.min(pause * 2, MAX_RETRY_MS);
+        continue;
+      }
+      pause = FIRST_RETRY_MS;
       if (this.#stopped) throw new RedriveStoppedError();
       const moved: number[] = [];
       outcomes.forEach((outcome, i) => {
@@ -326,6 +341,8 @@ export class RedriveRunner {
     for (let i = 0; i < answers.length; i++) {
       const answer = answers[i] as PromiseSettledResult<Awaited<ReturnType<QueueHandle['enqueue']>>>;
       const name = (queues[i] as QueueHandle).name;
+      // For now (no leader, closing): the caller tries the batch again. For good: it stays.
+      if (answer.status === 'rejected' && isTransient(answer.reason)) throw answer.reason;
       if (answer.status === 'rejected')
         return {
           failure: `not confirmed by queue '${name}': ${String((answer.reason as Error)?.message ?? answer.reason)}`,
