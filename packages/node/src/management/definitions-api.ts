@@ -29,6 +29,7 @@ import { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { MetadataCommand, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, requireTag } from './access.ts';
 import { ApiError, badRequest, fromBrokerError, fromMetadataError, notFound } from './api-error.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import type { ImportPlan, PlannedBinding } from './definitions.ts';
 import {
   DefinitionsError,
@@ -36,7 +37,6 @@ import {
   exportVhostDefinitions,
   parseDefinitions,
 } from './definitions.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
 import type { Json } from './views.ts';
 
 /** A binding the import left out, and why. */

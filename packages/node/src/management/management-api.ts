@@ -77,6 +77,7 @@ import { queueListPaging } from './queue-list.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
 import { redriveRoutes } from './redrive-api.ts';
+import type { ApiRequest, ApiResponse, Handler, Method, Route } from './api-types.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
 import { exchangeFromPath, topologyRoutes } from './topology-api.ts';
@@ -91,36 +92,8 @@ import {
   userJson,
 } from './views.ts';
 
-export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
-
-/** One API request, authenticated, its path split and decoded. */
-export interface ApiRequest {
-  readonly method: string;
-  /** The path's parameters in order (decoded: '%2F' is the vhost '/'). */
-  readonly params: readonly string[];
-  /** The query string's parameters. */
-  readonly query: URLSearchParams;
-  readonly user: UserRecord;
-  /** The JSON body (read on demand: only handlers that take one read it). */
-  readonly body: () => Promise<unknown>;
-}
-
-export interface ApiResponse {
-  readonly status: number;
-  /** Absent for 201/204. */
-  readonly body?: Json;
-  /** Extra response headers (a created binding's Location). */
-  readonly headers?: Readonly<Record<string, string>>;
-}
-
-export type Handler = (request: ApiRequest) => Promise<ApiResponse> | ApiResponse;
-
-/** An endpoint: its path and a handler per method. */
-export interface Route {
-  /** Literal segments and ':param' placeholders, after the leading 'api'. */
-  readonly path: readonly string[];
-  readonly methods: Readonly<Partial<Record<Method, Handler>>>;
-}
+// The shared shapes live in api-types.ts (route modules import them from there).
+export type { ApiRequest, ApiResponse, Handler, Method, Route } from './api-types.ts';
 
 const CREATED: ApiResponse = { status: 201 };
 const NO_CONTENT: ApiResponse = { status: 204 };

@@ -27,8 +27,8 @@ import type { Broker, Session } from '../broker/broker.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { BindingRecord, DestinationKind, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ApiError, badRequest, fromBrokerError, notFound } from './api-error.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import { bindingPropertiesKey } from './binding-props.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
 import type { BodyObject } from './request-body.ts';
 import {
   objectBody,
