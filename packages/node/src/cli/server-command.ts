@@ -16,6 +16,7 @@ import {
   ManagementServer,
 } from '../management/management-server.ts';
 import { openNodeStorage } from '../storage/node-storage.ts';
+import { PRETEND_OLDER_ENV } from '../test-support/pretend-older.ts';
 import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
 import { parse, parseIntegerFlag, UsageError } from './args.ts';
@@ -46,6 +47,8 @@ Testing only: ${TEST_BREAK_ENV}=NAME[,NAME] starts a deliberately broken node, s
 suite (test/chaos) can show its checkers catch each bug; never set it otherwise. Names:
 ${TEST_BREAKS.slice(0, 3).join(', ')},
 ${TEST_BREAKS.slice(3).join(', ')}.
+Testing only: ${PRETEND_OLDER_ENV}=1 makes a clustered node pretend to run the previous cluster
+protocol version (it lacks the newest feature flags), to test rolling upgrades.
 
 Stops cleanly on SIGINT or SIGTERM.`;
 
