@@ -99,6 +99,8 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
   let consumer: RecoveringConnection;
   let publisher: Publisher;
   const seen = new Set<number>();
+  /** When each delivery came (ms), for the consumer's longest gap across the drain. */
+  const deliveredAt: number[] = [];
   const disconnects: Error[] = [];
   const recoveredAt: number[] = [];
 
@@ -137,6 +139,7 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
           await ch.consume('mm.work', (m) => {
             if (m === null) return;
             seen.add(Number(m.content.toString()));
+            deliveredAt.push(performance.now());
             ch.ack(m);
           });
         },
@@ -152,7 +155,9 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
     publisher = new Publisher(await c2.createConfirmChannel(), 'mm.work').start();
     await eventually('traffic through n1', async () => seen.size > 300);
 
+    const drainStart = performance.now();
     const drained = await ctl(cluster, 'n1', 'drain', '--timeout', '30');
+    const drainMs = performance.now() - drainStart;
     expect(drained.stderr).toBe('');
     expect(drained.code).toBe(0);
     expect(drained.stdout).toContain('Node n1 is now in maintenance mode');
@@ -168,6 +173,17 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
     expect(recoveredAt[0]).not.toBe(0);
     const before = seen.size;
     await eventually('deliveries again after the drain', async () => seen.size > before + 300);
+    const around = deliveredAt.filter((t) => t >= drainStart - 1_000);
+    const gapMs = Math.max(...around.slice(1).map((t, i) => t - (around[i] as number)));
+    // Figures, not assertions (the ctl process's start is in the command's time; the node logs how
+    // long after the drain applied there it led nothing).
+    const handedOver = cluster.logsOf('n1').find((line) => line.includes('leads no group any more'));
+    const nodeMs = handedOver === undefined ? undefined : /"ms":(\d+)/.exec(handedOver)?.[1];
+    console.log(
+      `drain of n1 (${led.length} queue leader(s)): n1 led nothing ${nodeMs} ms after the drain applied; ` +
+        `styx ctl drain returned in ${Math.round(drainMs)} ms; ` +
+        `the consumer's longest gap between deliveries across it: ${Math.round(gapMs)} ms`,
+    );
     // Nothing confirmed was lost or refused across the hand-over.
     await publisher.stop();
     expect(publisher.failed.size).toBe(0);

@@ -66,6 +66,8 @@ export class NodeMaintenance {
   #drained = false;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** When this node was drained (performance.now()), until it reports leading nothing. */
+  #drainedAt: number | undefined;
 
   constructor(host: NodeMaintenanceHost) {
     this.#host = host;
@@ -124,6 +126,11 @@ export class NodeMaintenance {
         this.#log.debug({ err, group: label }, 'leadership hand-over not asked');
       }
     }
+    if (leading === 0 && this.#drainedAt !== undefined) {
+      const ms = Math.round(performance.now() - this.#drainedAt);
+      this.#drainedAt = undefined;
+      this.#log.info({ ms }, 'maintenance mode: this node leads no group any more');
+    }
     return leading;
   }
 
@@ -145,6 +152,7 @@ export class NodeMaintenance {
   }
 
   #enter(): void {
+    this.#drainedAt = performance.now();
     const closed = this.#host.closeClients(
       `node '${this.#host.selfName}' was put into maintenance mode (drained): reconnect to another node`,
     );
@@ -158,6 +166,7 @@ export class NodeMaintenance {
   }
 
   #leave(): void {
+    this.#drainedAt = undefined;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     this.#log.info('maintenance mode: revived, accepting clients again');
