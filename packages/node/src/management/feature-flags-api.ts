@@ -14,7 +14,7 @@
 import type { FeatureFlagStatus, FeatureFlagsView } from '../cluster/feature-flags.ts';
 import { requireTag } from './access.ts';
 import { badRequest, fromClusterError, notFound } from './api-error.ts';
-import type { Route } from './management-api.ts';
+import type { Route } from './api-types.ts';
 import type { Json } from './views.ts';
 
 const readers = ['administrator', 'monitoring'];
