@@ -25,17 +25,13 @@ import type { UserRecord } from '../metadata/types.ts';
 import { brokerRedrivePort } from '../redrive/broker-redrive-port.ts';
 import { RedriveJobs, RedriveRefusedError } from '../redrive/redrive-jobs.ts';
 import { parseRedriveRequest, RedriveRequestError } from '../redrive/redrive-request.ts';
-import { ADMINISTRATOR, MONITORING, requireTag } from './access.ts';
+import { ADMINISTRATOR, MANAGEMENT, MANAGEMENT_TAGS, MONITORING, POLICYMAKER, requireTag } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, notFound } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import type { Json } from './views.ts';
 
-const MANAGEMENT = 'management';
-const POLICYMAKER = 'policymaker';
-/** Tags that may start and cancel redrives. */
+/** Tags that may start and cancel redrives (every management tag but the read-only `monitoring`). */
 const WRITERS = [ADMINISTRATOR, MANAGEMENT, POLICYMAKER];
-/** Tags that may list them. */
-const READERS = [ADMINISTRATOR, MONITORING, MANAGEMENT, POLICYMAKER];
 
 /** One redrive service per broker, however many API objects are made for it. */
 const jobsByBroker = new WeakMap<Broker, RedriveJobs>();
@@ -162,7 +158,7 @@ export function redriveRoutes(broker: Broker, cluster: ClusterView): Route[] {
 
   const list = (request: ApiRequest): ApiResponse => {
     const { user } = request;
-    requireTag(user, READERS);
+    requireTag(user, MANAGEMENT_TAGS);
     const only = request.query.get('vhost');
     if (only !== null && !canSee(user, only)) throw notFound(`no vhost '${only}'`);
     const names = nodeNames();
@@ -173,7 +169,7 @@ export function redriveRoutes(broker: Broker, cluster: ClusterView): Route[] {
   };
 
   const show = (request: ApiRequest): ApiResponse => {
-    requireTag(request.user, READERS);
+    requireTag(request.user, MANAGEMENT_TAGS);
     return {
       status: 200,
       body: redriveJson(visibleRecord(request.user, request.params[0] as string), nodeNames()),
