@@ -39,9 +39,9 @@ export class MetricsEndpoint {
         Allow: 'GET, HEAD',
       });
     }
-    let body: Buffer;
+    let chunks: Buffer[];
     try {
-      body = renderNodeMetrics(
+      chunks = renderNodeMetrics(
         this.broker.metricsSource(),
         this.cluster,
         nodeNames(this.broker.metadataView),
@@ -50,12 +50,15 @@ export class MetricsEndpoint {
       this.logger.error({ err }, 'rendering /metrics failed');
       return sendJson(response, 500, 'internal_error', 'internal error');
     }
+    let length = 0;
+    for (const chunk of chunks) length += chunk.byteLength;
     response.writeHead(200, {
       'Content-Type': EXPOSITION_CONTENT_TYPE,
-      'Content-Length': body.byteLength,
+      'Content-Length': length,
       'Cache-Control': 'no-cache',
     });
-    response.end(method === 'HEAD' ? undefined : body);
+    if (method !== 'HEAD') for (const chunk of chunks) response.write(chunk);
+    response.end();
     return 200;
   }
 }

@@ -127,9 +127,14 @@ export class ExpositionWriter {
     this.line(`${family.name}_count`, labels, cumulative);
   }
 
-  /** Everything written so far, UTF-8. */
+  /** Everything written so far, UTF-8, as the chunks filled (no copy into one buffer). */
+  chunkList(): Buffer[] {
+    return [...this.chunks, this.chunk.subarray(0, this.at)];
+  }
+
+  /** Everything written so far, UTF-8, in one buffer. */
   bytes(): Buffer {
-    return Buffer.concat([...this.chunks, this.chunk.subarray(0, this.at)]);
+    return Buffer.concat(this.chunkList());
   }
 
   /** Everything written so far, as text. */

@@ -48,12 +48,15 @@ interface QueueRow {
   readonly labels: string;
 }
 
-/** Render the node's metrics, UTF-8. `nameOf` maps node ids to names (for replica labels). */
+/**
+ * Render the node's metrics: UTF-8, in the chunks written (send them in order; a scrape of 10,000
+ * queues is ~11 MiB, not worth one more copy). `nameOf` maps node ids to names (replica labels).
+ */
 export function renderNodeMetrics(
   source: NodeMetricsSource,
   cluster: MetricsClusterView,
   nameOf: (id: string) => string,
-): Buffer {
+): Buffer[] {
   const w = new ExpositionWriter();
   const figures = allQueueFigures(source.replicas(), (id) => source.raftGroupOf(id), nameOf);
   const all: QueueRow[] = figures.map((f) => ({
@@ -69,7 +72,7 @@ export function renderNodeMetrics(
   writeQueueMessages(w, led);
   writeDeadLettering(w, led);
   writeRaft(w, all);
-  return w.bytes();
+  return w.chunkList();
 }
 
 // ------------------------------------------------------------------------------ node
@@ -286,7 +289,32 @@ function strategyOf(f: QueueFigures): DeadLetterStrategyLabel {
   return f.config.deadLetterStrategy === 'at-least-once' ? 'at_least_once' : 'at_most_once';
 }
 
-function writeDeadLettering(w: ExpositionWriter, led: readonly QueueRow[]): void {
+/** Whether any of `totals` is not zero. */
+function anyCounted(...totals: RemovalTotals[]): boolean {
+  for (const t of totals) if (t.rejected + t.expired + t.maxlen + t.delivery_limit > 0) return true;
+  return false;
+}
+
+/** The rows with a dead-letter series to write: a DLX set, or something counted. */
+function deadLetterRows(led: readonly QueueRow[]): QueueRow[] {
+  return led.filter(({ figures: f }) => {
+    if (hasDlx(f)) return true;
+    const { deadLettered } = f.flow;
+    const { noDlx, cycle, lost } = f.dropped;
+    return anyCounted(
+      deadLettered.at_most_once,
+      deadLettered.at_least_once,
+      noDlx,
+      cycle.at_most_once,
+      cycle.at_least_once,
+      lost,
+    );
+  });
+}
+
+function writeDeadLettering(w: ExpositionWriter, allLed: readonly QueueRow[]): void {
+  // Most queues of a large node are plain and have counted nothing: one pass drops them here.
+  const led = deadLetterRows(allLed);
   w.family(
     'styx_queue_messages_dead_lettered_total',
     'counter',
