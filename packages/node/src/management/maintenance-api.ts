@@ -172,9 +172,11 @@ export function maintenanceRoutes(deps: MaintenanceRouteDeps): Route[] {
     const node = member(request.params[0] as string);
     await setDrained(node, true);
     // The drained node hands its leaderships over as it applies the change; wait until this
-    // node sees them moved (those with nowhere to go are not waited for).
+    // node sees them moved (those with nowhere to go are not waited for). A node that is down
+    // leads nothing (it finds itself drained when it comes back): nothing to wait for.
     const deadline = performance.now() + waitMs;
-    let led = ledBy(node.id);
+    const up = cluster.members().some((m) => m.id === node.id && m.online);
+    let led = up ? ledBy(node.id) : [];
     while (led.some((g) => g.movable) && performance.now() < deadline) {
       await sleep(DRAIN_POLL_MS);
       led = ledBy(node.id);
