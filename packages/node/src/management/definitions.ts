@@ -27,7 +27,15 @@ import {
   isRabbitHashingAlgorithm,
   LEGACY_RABBIT_ALGORITHM,
 } from '../metadata/rabbit-password-hashes.ts';
-import type { DestinationKind, MetadataCommand, PolicyRecord, UserRecord } from '../metadata/types.ts';
+import type {
+  BindingRecord,
+  DestinationKind,
+  ExchangeRecord,
+  MetadataCommand,
+  PolicyRecord,
+  QueueRecord,
+  UserRecord,
+} from '../metadata/types.ts';
 import type { Json } from './views.ts';
 import { argumentsJson } from './views.ts';
 
@@ -48,41 +56,17 @@ export class DefinitionsError extends Error {
 
 // ---------------------------------------------------------------------------------------- plan
 
-export interface PlannedUser {
-  readonly name: string;
-  readonly passwordHash: string;
-  readonly tags: readonly string[];
-}
+/** A user to put, its hash as the user record stores it. */
+export type PlannedUser = UserRecord;
 /** A permission entry to set, as the metadata command takes it. */
 export type PlannedPermission = Omit<Extract<MetadataCommand, { type: 'setPermissions' }>, 'type'>;
 /** A policy to set, its definition still to be checked by the metadata machine. */
 export type PlannedPolicy = Omit<Extract<MetadataCommand, { type: 'setPolicy' }>, 'type'>;
-export interface PlannedExchange {
-  readonly vhost: string;
-  readonly name: string;
-  readonly type: string;
-  readonly durable: boolean;
-  readonly autoDelete: boolean;
-  readonly internal: boolean;
-  readonly arguments: FieldTable;
-}
-export interface PlannedQueue {
-  readonly vhost: string;
-  readonly name: string;
-  readonly durable: boolean;
-  readonly autoDelete: boolean;
-  readonly arguments: FieldTable;
-}
-export interface PlannedBinding {
-  readonly vhost: string;
-  readonly source: string;
-  readonly destinationKind: DestinationKind;
-  readonly destination: string;
-  readonly routingKey: string;
-  readonly arguments: FieldTable;
-  /** Where it was in the file, for messages (`bindings[4]`). */
-  readonly item: string;
-}
+/** An exchange to declare, its type still to be checked by the metadata machine. */
+export type PlannedExchange = Omit<ExchangeRecord, 'type'> & { readonly type: string };
+export type PlannedQueue = Pick<QueueRecord, 'vhost' | 'name' | 'durable' | 'autoDelete' | 'arguments'>;
+/** A binding to make, and where it was in the file, for messages (`bindings[4]`). */
+export type PlannedBinding = BindingRecord & { readonly item: string };
 
 /** What an import changes, in the order it is applied. */
 export interface ImportPlan {
