@@ -288,6 +288,8 @@ export class ManagementApi {
     let consumers = 0;
     let ready = 0;
     let unacked = 0;
+    // The message counters of the queues with a replica here (the console charts their rates).
+    const stats = { publish: 0, deliver_get: 0, redeliver: 0, ack: 0 };
     const alarms: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
       exchanges += this.metadata.exchanges(vhost).length;
@@ -304,6 +306,12 @@ export class ManagementApi {
         consumers += counts.consumers;
         ready += counts.ready;
         unacked += counts.unacked;
+        const flow = actor?.flowTotals();
+        if (flow === undefined) continue;
+        stats.publish += flow.published;
+        stats.deliver_get += flow.delivered;
+        stats.redeliver += flow.redelivered;
+        stats.ack += flow.acked;
       }
     }
     const version = tableGet(this.broker.serverProperties, 'version')?.longStr ?? null;
@@ -320,6 +328,7 @@ export class ManagementApi {
         consumers,
       },
       queue_totals: { messages: ready + unacked, messages_ready: ready, messages_unacknowledged: unacked },
+      message_stats: stats,
       alarms,
     });
   }

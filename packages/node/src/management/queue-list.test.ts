@@ -86,3 +86,10 @@ describe('GET /api/queues?page=', () => {
     expect((await get('/api/queues/nowhere?page=1')).status).toBe(404);
   });
 });
+
+describe('GET /api/overview message_stats', () => {
+  it("sums the message counters of this node's queues (the console charts their rates)", async () => {
+    const overview = (await get('/api/overview')).body as { message_stats: Record<string, number> };
+    expect(overview.message_stats).toEqual({ publish: 8, deliver_get: 0, redeliver: 0, ack: 0 });
+  });
+});

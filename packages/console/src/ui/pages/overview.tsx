@@ -21,7 +21,7 @@ const COUNTERS: readonly (readonly [string, string])[] = [
   ['publish', 'published'],
   ['deliver_get', 'delivered'],
   ['ack', 'acked'],
-  ['dead_lettered', 'dead-lettered'],
+  ['redeliver', 'redelivered'],
 ];
 
 function counter(o: Overview, key: string): number | undefined {
@@ -64,7 +64,7 @@ export function OverviewPage() {
         />
         {kept.length > 0 ? (
           <LineChart
-            title="Message rates"
+            title="Message rates (queues with a replica on this node)"
             unit="/s"
             series={kept.map(([key, name]) => ({
               name,
