@@ -12,12 +12,8 @@
  * - `explain`: the dead-lettering explanation of the work queue.
  * Prints p50 / max per kind. The node is stopped and its data dir removed at the end.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as styx from '@styx/client';
-import { freeLoopbackPort } from './brokers/free-port.ts';
-import { startStyxNode } from './brokers/styx-node.ts';
+import { startManagedStyxNode } from './brokers/styx-managed-node.ts';
 
 const AUTH = { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` };
 const RUNS = 10;
@@ -60,16 +56,8 @@ async function main(): Promise<void> {
     process.stderr.write(`inspector-pages: MESSAGES must be a positive integer, got '${arg}'\n`);
     process.exit(2);
   }
-  const dataDir = await mkdtemp(join(tmpdir(), 'styx-inspector-bench-'));
-  const managementPort = await freeLoopbackPort();
-  const node = await startStyxNode('inspector-bench', [
-    '--data-dir',
-    dataDir,
-    '--port',
-    '0',
-    '--management-port',
-    String(managementPort),
-  ]);
+  const managed = await startManagedStyxNode('styx-inspector-bench');
+  const node = managed.node;
   try {
     const conn = await styx.connect(node.url);
     const ch = await conn.createConfirmChannel();
@@ -90,7 +78,7 @@ async function main(): Promise<void> {
     await rejecter.consume('bench.work', (m) => {
       if (m !== null) rejecter.nack(m, false, false);
     });
-    const base = `http://127.0.0.1:${managementPort}/api/queues/%2F`;
+    const base = `${managed.managementUrl}/api/queues/%2F`;
     for (;;) {
       const { body: q } = await timed<{ messages_ready?: number }>(`${base}/bench.dlq`);
       process.stderr.write(`\rdead-lettered ${q.messages_ready ?? 0}/${total}`);
@@ -132,8 +120,7 @@ async function main(): Promise<void> {
         `  explain:                        ${explain}\n`,
     );
   } finally {
-    await node.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await managed.stop();
   }
 }
 

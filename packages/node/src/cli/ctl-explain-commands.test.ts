@@ -1,31 +1,25 @@
 import type { FieldValue } from '@styx/client/wire';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../broker/broker.ts';
-import { silentLogger } from '../logging/logger.ts';
-import { ManagementServer } from '../management/management-server.ts';
+import { ManagementHarness } from '../management/test-support/management-harness.ts';
 import type { CtlRun } from './test-support/ctl-run.ts';
 import { runCtl } from './test-support/ctl-run.ts';
 
-let broker: Broker;
-let server: ManagementServer;
+let harness: ManagementHarness;
 
 beforeEach(async () => {
-  broker = await Broker.start({ nodeName: 'ctl-explain', logger: silentLogger(), memoryBudgetBytes: 0 });
-  server = new ManagementServer({ broker, logger: silentLogger() });
-  await server.start('127.0.0.1', 0);
+  harness = await ManagementHarness.start('ctl-explain');
 });
 
 afterEach(async () => {
-  await server.close();
-  await broker.shutdown();
+  await harness.stop();
 });
 
 function ctl(...argv: string[]): Promise<CtlRun> {
-  return runCtl(server.url as string, argv);
+  return runCtl(harness.server.url as string, argv);
 }
 
 async function declare(name: string, args: Record<string, FieldValue>, vhost = '/'): Promise<void> {
-  await broker.declareQueue(
+  await harness.broker.declareQueue(
     { user: 'guest', vhost, connectionId: 'c1' },
     {
       queue: name,
@@ -64,8 +58,8 @@ describe('styx ctl explain_dead_lettering', () => {
   });
 
   it("prints the node's JSON with --formatter json, in the vhost given with -p", async () => {
-    await broker.manage({ type: 'addVhost', name: 'v1' });
-    await broker.manage({
+    await harness.broker.manage({ type: 'addVhost', name: 'v1' });
+    await harness.broker.manage({
       type: 'setPermissions',
       user: 'guest',
       vhost: 'v1',

@@ -5,14 +5,10 @@
  */
 import type { BasicProperties, FieldTable, FieldValue } from '@styx/client/wire';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Session } from '../broker/broker.ts';
-import { Broker } from '../broker/broker.ts';
-import { silentLogger } from '../logging/logger.ts';
+import type { Broker, Session } from '../broker/broker.ts';
 import type { StoredMessage } from '../queue/types.ts';
-import { ManagementServer } from './management-server.ts';
-
-const GUEST = { user: 'guest', password: 'guest' };
-type Credentials = { user: string; password: string };
+import type { Credentials } from './test-support/management-harness.ts';
+import { GUEST, ManagementHarness } from './test-support/management-harness.ts';
 
 /** The parts of the inspector's JSON these tests read (message-views.ts has the whole shape). */
 interface MessageJson {
@@ -28,34 +24,21 @@ interface Reply {
   readonly reason?: string;
 }
 
+let harness: ManagementHarness;
 let broker: Broker;
-let server: ManagementServer;
-let base: string;
 
 beforeEach(async () => {
-  broker = await Broker.start({ nodeName: 'dlq-test', logger: silentLogger(), memoryBudgetBytes: 0 });
-  server = new ManagementServer({ broker, logger: silentLogger() });
-  await server.start('127.0.0.1', 0);
-  base = server.url as string;
+  harness = await ManagementHarness.start('dlq-test');
+  broker = harness.broker;
 });
 
 afterEach(async () => {
-  await server.close();
-  await broker.shutdown();
+  await harness.stop();
 });
 
 async function api(method: string, path: string, body?: unknown, credentials: Credentials = GUEST) {
-  const headers: Record<string, string> = {
-    Authorization: `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`,
-  };
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: (text === '' ? {} : JSON.parse(text)) as Reply };
+  const reply = await harness.api(method, path, body, credentials);
+  return { status: reply.status, body: (reply.body ?? {}) as Reply };
 }
 
 function table(entries: Record<string, FieldValue>): FieldTable {
@@ -115,13 +98,9 @@ async function rejectIntoDlq(messages: readonly StoredMessage[]): Promise<void> 
   }
 }
 
-async function makeUser(name: string, tags: string[], read?: string): Promise<Credentials> {
-  expect((await api('PUT', `/api/users/${name}`, { password: `${name}-pw`, tags })).status).toBe(201);
-  if (read !== undefined) {
-    const permissions = { configure: '', write: '', read };
-    expect((await api('PUT', `/api/permissions/%2F/${name}`, permissions)).status).toBe(201);
-  }
-  return { user: name, password: `${name}-pw` };
+/** A user with `tags` and, when `read` is given, only that read permission in '/'. */
+function makeUser(name: string, tags: string[], read?: string): Promise<Credentials> {
+  return harness.makeUser(name, tags, read === undefined ? {} : { '/': { configure: '', write: '', read } });
 }
 
 describe('GET /api/queues/{vhost}/{name}/messages', () => {
