@@ -159,6 +159,17 @@ describe('redrive', () => {
       { reason: "unroutable: exchange 'amq.direct' routes key 'bound-to-nothing' to no queue", count: 3 },
     ]);
     expect((await (await channel()).checkQueue(dlq)).messageCount).toBe(3);
+
+    // Back to a source queue deleted since: they stay too, and the reason says so.
+    const gone = unique('rd.gone');
+    const goneDlq = await rejectedInto(gone, 2);
+    expect((await api('DELETE', `/api/queues/%2F/${gone}`)).status).toBe(204);
+    const toSource = await api('POST', `/api/queues/%2F/${goneDlq}/redrive`, { target: 'source' });
+    const ended = await redriveDone(toSource.body.id as string);
+    expect(ended).toMatchObject({ state: 'done', moved: 0, failed: 2 });
+    expect(ended.failures).toEqual([
+      { reason: `unroutable: no queue '${gone}' in vhost '/' (deleted since?)`, count: 2 },
+    ]);
   });
 
   it('cancels a slow redrive midway: what moved is in the target, the rest stays, counts exact', async () => {
@@ -166,6 +177,10 @@ describe('redrive', () => {
     const dlq = await rejectedInto(name, 20);
     const started = await api('POST', `/api/queues/%2F/${dlq}/redrive`, { target: 'source', rate: 4 });
     const id = started.body.id as string;
+    // One real redrive per queue at a time: a second would move the same messages.
+    const second = await api('POST', `/api/queues/%2F/${dlq}/redrive`, { target: 'source' });
+    expect(second.status).toBe(400);
+    expect(second.body.reason).toMatch(new RegExp(`redrive '${id}' .* is running`));
     await waitFor(
       async () => ((await api('GET', `/api/redrives/${id}`)).body.moved as number) >= 2,
       'a few moved',

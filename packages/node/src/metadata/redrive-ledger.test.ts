@@ -80,6 +80,20 @@ describe('metadata redrive records', () => {
     expect(m.redriveRecords()).toEqual([]);
   });
 
+  it('runs one real redrive at a time per queue incarnation; dry runs are not limited', () => {
+    const m = new MetadataMachine();
+    expect(apply(m, start('r1')).type).toBe('ok');
+    expectError(
+      apply(m, start('r2')),
+      ReplyCode.PRECONDITION_FAILED,
+      /redrive 'r1' of queue 'dlq'.* is running/,
+    );
+    expect(apply(m, start('d1', { dryRun: true })).type).toBe('ok');
+    expect(apply(m, start('other', { groupId: 'g2' })).type).toBe('ok');
+    apply(m, { type: 'updateRedrive', id: 'r1', owner: 'n1', state: 'cancelled', progress: progress() });
+    expect(apply(m, start('r2')).type).toBe('ok');
+  });
+
   it('takes progress only from its owner and only while running; an end state is stamped', () => {
     const m = new MetadataMachine();
     apply(m, start('r1'));
@@ -171,12 +185,16 @@ describe('metadata redrive records', () => {
 
   it(`keeps at most ${MAX_REDRIVE_RECORDS} records, forgetting the oldest finished first`, () => {
     const m = new MetadataMachine();
-    for (let i = 0; i < MAX_REDRIVE_RECORDS; i++) apply(m, start(`r${i}`));
+    for (let i = 0; i < MAX_REDRIVE_RECORDS; i++) apply(m, start(`r${i}`, { groupId: `g${i}` }));
     // Every record runs: no room.
-    expectError(apply(m, start('extra')), ReplyCode.PRECONDITION_FAILED, /running/);
+    expectError(
+      apply(m, start('extra', { groupId: 'gx' })),
+      ReplyCode.PRECONDITION_FAILED,
+      /1000 redrives are running/,
+    );
     apply(m, { type: 'updateRedrive', id: 'r7', owner: 'n1', state: 'done', progress: progress() });
     apply(m, { type: 'updateRedrive', id: 'r3', owner: 'n1', state: 'failed', progress: progress() });
-    expect(apply(m, start('extra')).type).toBe('ok');
+    expect(apply(m, start('extra', { groupId: 'gx' })).type).toBe('ok');
     // r3 finished second, but was started first: the oldest finished record goes.
     expect(m.redrive('r3')).toBeUndefined();
     expect(m.redrive('r7')).toBeDefined();

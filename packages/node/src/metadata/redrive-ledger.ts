@@ -5,7 +5,8 @@
  *
  * Rules:
  * - `startRedrive` adds a record `running`, owned by the proposing node. Ids are unique (406 for
- *   one in use). History is bounded: past `MAX_REDRIVE_RECORDS` the oldest finished record is
+ *   one in use). One real redrive at a time per queue (406 while another runs on it: two would
+ *   publish the same messages and both count them); dry runs are not limited. History is bounded: past `MAX_REDRIVE_RECORDS` the oldest finished record is
  *   forgotten; when every record is still running the start is refused (406).
  * - `updateRedrive` replaces the progress (absolute counts) and the state; only the owner may (a
  *   node that lost the redrive to another gets 406 and stops), only while it runs. An end state
@@ -211,6 +212,14 @@ export class RedriveLedger {
     const bad = checkSpec(c.spec);
     if (bad !== undefined) return invalid(`redrive '${c.id}': ${bad}`);
     if (this.#byId.has(c.id)) return invalid(`a redrive '${c.id}' exists already`);
+    if (!c.dryRun) {
+      const busy = this.#runningOn(c.groupId);
+      if (busy !== undefined)
+        return invalid(
+          `redrive '${busy.id}' of queue '${busy.queue}' in vhost '${busy.vhost}' is running: ` +
+            'cancel it or wait for it to end',
+        );
+    }
     if (this.#byId.size >= MAX_REDRIVE_RECORDS) {
       const oldestFinished = this.#oldestFinished();
       if (oldestFinished === undefined)
@@ -236,6 +245,13 @@ export class RedriveLedger {
       progress: EMPTY_REDRIVE_PROGRESS,
     });
     return ok({ created: true });
+  }
+
+  /** A real (not dry) redrive running on queue incarnation `groupId`, if any. */
+  #runningOn(groupId: string): RedriveRecord | undefined {
+    for (const record of this.#byId.values())
+      if (record.state === 'running' && !record.dryRun && record.groupId === groupId) return record;
+    return undefined;
   }
 
   #oldestFinished(): string | undefined {

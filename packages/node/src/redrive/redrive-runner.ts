@@ -245,7 +245,9 @@ export class RedriveRunner {
     const queues = this.#port.route(record.vhost, exchange, routingKey, properties.headers ?? undefined);
     if (queues === undefined) return `no exchange '${exchange}' in vhost '${record.vhost}'`;
     if (queues.length === 0)
-      return `unroutable: exchange '${exchange}' routes key '${routingKey}' to no queue`;
+      return exchange === ''
+        ? `unroutable: no queue '${routingKey}' in vhost '${record.vhost}' (deleted since?)`
+        : `unroutable: exchange '${exchange}' routes key '${routingKey}' to no queue`;
     return queues;
   }
 
