@@ -233,7 +233,19 @@ describe('import of a RabbitMQ 3.10 export', () => {
 
   it('exports and re-imports its own users: a Styx export is a valid import', async () => {
     await h.makeUser('alice', ['management'], { '/': ALL });
-    const exported = (await h.api('GET', '/api/definitions')).body;
+    // A server-named queue and an exclusive one are a client's, not topology: left out.
+    for (const [queue, exclusive] of [
+      ['', false],
+      ['mine', true],
+    ] as const) {
+      await h.broker.declareQueue(
+        { user: 'guest', vhost: '/', connectionId: 'c1' },
+        { queue, passive: false, durable: false, exclusive, autoDelete: false, arguments: { entries: [] } },
+      );
+    }
+    await h.api('PUT', '/api/queues/%2F/kept', {});
+    const exported = (await h.api('GET', '/api/definitions')).body as { queues: Item[] };
+    expect(exported.queues.map((q) => q.name)).toEqual(['kept']);
     await h.api('DELETE', '/api/users/alice');
     expect((await h.api('POST', '/api/definitions', exported)).status).toBe(200);
     expect(

@@ -6,7 +6,7 @@
  * for an administrator only), permissions, policies, exchanges, queues and bindings, sorted by
  * vhost then name. Left out as RabbitMQ leaves them out: the default exchange and the `amq.*`
  * exchanges every vhost has, exclusive queues and their bindings, the default exchange's implicit
- * bindings. Styx has no topic permissions, runtime parameters or limits: those lists are empty.
+ * bindings; and server-named queues (`amq.gen-...`, which no import could declare again). Styx has no topic permissions, runtime parameters or limits: those lists are empty.
  *
  * Import (`parseDefinitions`): the whole file is checked before anything is changed, and every
  * problem is a DefinitionsError naming the item (`queues[3].arguments: ...`): unknown fields,
@@ -18,6 +18,7 @@
 import type { FieldTable } from '@styx/client/wire';
 import { jsToFieldTable } from '@styx/client/wire';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import { RESERVED_PREFIX } from '../metadata/names.ts';
 import { hashPassword, isScryptHash } from '../metadata/passwords.ts';
 import { queueConfigFromArguments } from '../metadata/queue-arguments.ts';
 import type { RabbitHashingAlgorithm } from '../metadata/rabbit-password-hashes.ts';
@@ -393,10 +394,13 @@ function topology(
         arguments: argumentsJson(x.arguments),
       });
     }
-    const exclusive = new Set<string>();
+    // Exclusive queues die with their connection; server-named ones (`amq.gen-...`) belong to the
+    // client that declared them and cannot be declared by name again (the `amq.` prefix is
+    // reserved): neither is topology to export, nor are their bindings.
+    const leftOut = new Set<string>();
     for (const q of metadata.queues(vhost).sort(byName)) {
-      if (q.exclusiveOwner !== undefined) {
-        exclusive.add(q.name);
+      if (q.exclusiveOwner !== undefined || q.name.startsWith(RESERVED_PREFIX)) {
+        leftOut.add(q.name);
         continue;
       }
       queues.push({
@@ -408,7 +412,7 @@ function topology(
       });
     }
     for (const b of metadata.bindings(vhost)) {
-      if (b.destinationKind === 'queue' && exclusive.has(b.destination)) continue;
+      if (b.destinationKind === 'queue' && leftOut.has(b.destination)) continue;
       bindings.push({
         source: b.source,
         ...where(vhost),
