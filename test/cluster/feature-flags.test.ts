@@ -5,11 +5,12 @@
 // takes confirmed publishes and gives them back on every node); `styx ctl list_feature_flags`
 // shows the flag unavailable, supported by n2 and n3, lacking on n1, and enable_feature_flag refuses
 // it naming n1's version. Once n1 restarts as the current build the flag is disabled (every node
-// supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good.
+// supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good; a new node
+// of the older version is then refused at its join.
 import { join } from 'node:path';
 import * as amqp from '@styx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/broker-process.ts';
+import { freePort, REPO_ROOT, startBroker } from '../support/broker-process.ts';
 import { TestCluster } from '../support/cluster-processes.ts';
 import { eventually } from '../support/eventually.ts';
 import type { Exit } from '../support/spawned.ts';
@@ -159,10 +160,54 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect(again.stdout).toMatch(/already enabled/);
     const listed = await ctl('n2', 'list_feature_flags', 'name', 'state', '-q');
     expect(listed.stdout).toMatch(new RegExp(`^${FLAG}\\tenabled$`, 'm'));
+    // A node of the older version may no longer join: it would be sent what it does not know.
+    const clusterPort = await freePort();
+    const joiner = await startBroker({
+      dataDir: join(cluster.root, 'n4'),
+      port: await freePort(),
+      startTimeoutMs: 60_000,
+      env: { STYX_TEST_PRETEND_OLDER: '1' },
+      extraArgs: [
+        ...['--cluster-listen', `127.0.0.1:${clusterPort}`, '--node-name', 'n4'],
+        ...['--cluster-secret-file', join(cluster.root, 'secret')],
+        ...['--join', `127.0.0.1:${cluster.node('n2').clusterPort}`],
+      ],
+    }).catch((error: unknown) => error as Error);
+    if (!(joiner instanceof Error)) await joiner.kill();
+    expect(joiner).toBeInstanceOf(Error);
+    expect((joiner as Error).message).toMatch(/exited with 1 before listening/);
+    expect((joiner as Error).message).toMatch(
+      new RegExp(
+        `node 'n4' cannot join: it runs cluster protocol version 1 and lacks the feature flag\\(s\\) ${FLAG}`,
+      ),
+    );
+    expect(await cluster.api<unknown[]>('n3', '/api/nodes')).toHaveLength(3);
     // Enabled for good: a restart keeps it (it is in the metadata group).
     await cluster.restart('n2');
     await cluster.waitFormed();
     expect((await flag('n2')).state).toBe('enabled');
     expect(await roundTrip('ff.upgraded', 'n3', 'n2', 50)).toHaveLength(50);
   }, 240_000);
+});
+
+describe('a cluster formed by a node of this build', () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(2);
+  }, 180_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 60_000);
+
+  it('starts with every flag of its build enabled, and the node that joins supports them', async () => {
+    for (const via of ['n1', 'n2']) {
+      await eventually(`${via} to show the flag enabled`, async () => {
+        const flags = await cluster.api<FlagJson[]>(via, '/api/feature-flags');
+        const f = flags.find((x) => x.name === FLAG);
+        return f?.state === 'enabled' && f.supported_by.length === 2;
+      });
+    }
+  }, 120_000);
 });
