@@ -26,7 +26,7 @@ import type { DeadLetterStrategyLabel } from '../queue/queue-flow-counters.ts';
 import type { RemovalReason, RemovalTotals } from '../queue/types.ts';
 import { ExpositionWriter, labelPairs, withLabels } from './exposition-writer.ts';
 import type { NodeMetricsSource } from './metrics-source.ts';
-import type { QueueFigures } from './queue-figures.ts';
+import type { QueueFigures, RaftFigures } from './queue-figures.ts';
 import { allQueueFigures } from './queue-figures.ts';
 
 /** The content type of the format written. */
@@ -209,58 +209,90 @@ function writeGlobalFlow(w: ExpositionWriter, source: NodeMetricsSource): void {
 
 // ------------------------------------------------------------------------------ per queue
 
+/** A family with one sample per queue of `rows`. */
+interface PerQueueFamily {
+  readonly name: string;
+  readonly type: 'counter' | 'gauge';
+  readonly help: string;
+  readonly value: (f: QueueFigures) => number;
+}
+
+function writePerQueue(w: ExpositionWriter, rows: readonly QueueRow[], family: PerQueueFamily): void {
+  w.family(family.name, family.type, family.help);
+  for (const row of rows) w.sample(row.labels, family.value(row.figures));
+}
+
+const QUEUE_MESSAGE_FAMILIES: readonly PerQueueFamily[] = [
+  {
+    name: 'rabbitmq_queue_messages_ready',
+    type: 'gauge',
+    help: 'Messages ready to be delivered',
+    value: (f) => f.counts.ready,
+  },
+  {
+    name: 'rabbitmq_queue_messages_unacked',
+    type: 'gauge',
+    help: 'Messages delivered and not yet acknowledged',
+    value: (f) => f.counts.unacked,
+  },
+  {
+    name: 'rabbitmq_queue_messages_ready_bytes',
+    type: 'gauge',
+    help: 'Body bytes of the ready messages',
+    value: (f) => f.counts.readyBytes,
+  },
+  {
+    name: 'rabbitmq_queue_consumers',
+    type: 'gauge',
+    help: 'Consumers of the queue',
+    value: (f) => f.counts.consumers,
+  },
+  {
+    name: 'rabbitmq_queue_messages_published_total',
+    type: 'counter',
+    help: 'Messages enqueued (publishes and dead-lettered copies)',
+    value: (f) => f.flow.published,
+  },
+  {
+    name: 'rabbitmq_queue_messages_delivered_total',
+    type: 'counter',
+    help: 'Messages delivered to consumers or basic.get (redeliveries included)',
+    value: (f) => f.flow.delivered,
+  },
+  {
+    name: 'rabbitmq_queue_messages_redelivered_total',
+    type: 'counter',
+    help: 'Messages delivered again (flagged redelivered)',
+    value: (f) => f.flow.redelivered,
+  },
+  {
+    name: 'rabbitmq_queue_messages_acked_total',
+    type: 'counter',
+    help: 'Messages acknowledged by consumers',
+    value: (f) => f.flow.acked,
+  },
+  {
+    name: 'styx_queue_dead_letter_pending',
+    type: 'gauge',
+    help: 'Messages waiting for their at-least-once dead-letter hand-off (neither ready nor unacked)',
+    value: (f) => f.counts.deadLetterPending,
+  },
+  {
+    name: 'styx_queue_dead_letter_pending_bytes',
+    type: 'gauge',
+    help: 'Body bytes of the messages waiting for their at-least-once dead-letter hand-off',
+    value: (f) => f.counts.deadLetterPendingBytes,
+  },
+  {
+    name: 'styx_queue_dead_letter_blocked',
+    type: 'gauge',
+    help: 'At-least-once hand-offs waiting to retry: their last attempt found no target (DLX missing, nothing bound) or was refused',
+    value: (f) => f.blockedHandOffs,
+  },
+];
+
 function writeQueueMessages(w: ExpositionWriter, led: readonly QueueRow[]): void {
-  const gauge = (name: string, help: string, value: (f: QueueFigures) => number): void => {
-    w.family(name, 'gauge', help);
-    for (const row of led) w.sample(row.labels, value(row.figures));
-  };
-  const counter = (name: string, help: string, value: (f: QueueFigures) => number): void => {
-    w.family(name, 'counter', help);
-    for (const row of led) w.sample(row.labels, value(row.figures));
-  };
-  gauge('rabbitmq_queue_messages_ready', 'Messages ready to be delivered', (f) => f.counts.ready);
-  gauge(
-    'rabbitmq_queue_messages_unacked',
-    'Messages delivered and not yet acknowledged',
-    (f) => f.counts.unacked,
-  );
-  gauge(
-    'rabbitmq_queue_messages_ready_bytes',
-    'Body bytes of the ready messages',
-    (f) => f.counts.readyBytes,
-  );
-  gauge('rabbitmq_queue_consumers', 'Consumers of the queue', (f) => f.counts.consumers);
-  counter(
-    'rabbitmq_queue_messages_published_total',
-    'Messages enqueued (publishes and dead-lettered copies)',
-    (f) => f.flow.published,
-  );
-  counter(
-    'rabbitmq_queue_messages_delivered_total',
-    'Messages delivered to consumers or basic.get (redeliveries included)',
-    (f) => f.flow.delivered,
-  );
-  counter(
-    'rabbitmq_queue_messages_redelivered_total',
-    'Messages delivered again (flagged redelivered)',
-    (f) => f.flow.redelivered,
-  );
-  counter('rabbitmq_queue_messages_acked_total', 'Messages acknowledged by consumers', (f) => f.flow.acked);
-  gauge(
-    'styx_queue_dead_letter_pending',
-    'Messages waiting for their at-least-once dead-letter hand-off (neither ready nor unacked)',
-    (f) => f.counts.deadLetterPending,
-  );
-  gauge(
-    'styx_queue_dead_letter_pending_bytes',
-    'Body bytes of the messages waiting for their at-least-once dead-letter hand-off',
-    (f) => f.counts.deadLetterPendingBytes,
-  );
-  gauge(
-    'styx_queue_dead_letter_blocked',
-    'At-least-once hand-offs waiting to retry: their last attempt found no target (DLX missing, nothing bound) or was refused',
-    (f) => f.blockedHandOffs,
-  );
+  for (const family of QUEUE_MESSAGE_FAMILIES) writePerQueue(w, led, family);
 }
 
 /** Writes a per-reason series for each row where `value` is not zero or `always` holds for it. */
@@ -361,45 +393,48 @@ function writeDeadLettering(w: ExpositionWriter, allLed: readonly QueueRow[]): v
 
 // ------------------------------------------------------------------------------ raft
 
+/** The Raft figures of a row that has them (`writeRaft` writes only those). */
+function raftOf(f: QueueFigures): RaftFigures {
+  return f.raft as RaftFigures;
+}
+
+const RAFT_FAMILIES: readonly PerQueueFamily[] = [
+  {
+    name: 'rabbitmq_raft_term_total',
+    type: 'counter',
+    help: "The queue replica's current Raft term",
+    value: (f) => raftOf(f).term,
+  },
+  {
+    name: 'rabbitmq_raft_log_commit_index',
+    type: 'gauge',
+    help: "The queue replica's Raft commit index",
+    value: (f) => raftOf(f).commitIndex,
+  },
+  {
+    name: 'rabbitmq_raft_log_last_applied_index',
+    type: 'gauge',
+    help: "The queue replica's last applied Raft index",
+    value: (f) => raftOf(f).appliedIndex,
+  },
+  {
+    name: 'styx_raft_elections_total',
+    type: 'counter',
+    help: 'Elections the queue replica started since it opened',
+    value: (f) => raftOf(f).elections,
+  },
+];
+
 function writeRaft(w: ExpositionWriter, all: readonly QueueRow[]): void {
   const replicated = all.filter((row) => row.figures.raft !== undefined);
-  const each = (
-    name: string,
-    type: 'counter' | 'gauge',
-    help: string,
-    value: (f: QueueFigures) => number,
-  ): void => {
-    w.family(name, type, help);
-    for (const row of replicated) w.sample(row.labels, value(row.figures));
-  };
-  // The raft getters are only reached for rows with raft figures (filtered above).
-  const raft = (f: QueueFigures) => f.raft as NonNullable<QueueFigures['raft']>;
-  each('rabbitmq_raft_term_total', 'counter', "The queue replica's current Raft term", (f) => raft(f).term);
-  each(
-    'rabbitmq_raft_log_commit_index',
-    'gauge',
-    "The queue replica's Raft commit index",
-    (f) => raft(f).commitIndex,
-  );
-  each(
-    'rabbitmq_raft_log_last_applied_index',
-    'gauge',
-    "The queue replica's last applied Raft index",
-    (f) => raft(f).appliedIndex,
-  );
-  each(
-    'styx_raft_elections_total',
-    'counter',
-    'Elections the queue replica started since it opened',
-    (f) => raft(f).elections,
-  );
+  for (const family of RAFT_FAMILIES) writePerQueue(w, replicated, family);
   w.family(
     'styx_raft_replica_commit_lag',
     'gauge',
     "Entries a queue replica lags behind its leader's commit index (written by the leader, per replica)",
   );
   for (const row of replicated) {
-    for (const r of raft(row.figures).replicas) {
+    for (const r of raftOf(row.figures).replicas) {
       w.sample(withLabels(row.labels, labelPairs([['replica', r.node]])), r.commitLag);
     }
   }
