@@ -1,24 +1,17 @@
 // GET /api/queues with RabbitMQ's paging, through a real ManagementServer: sorted by the live
 // counts of running queues, filtered, per vhost, and only the page rendered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Broker } from '../broker/broker.ts';
-import { silentLogger } from '../logging/logger.ts';
-import { ManagementServer } from './management-server.ts';
+import { ManagementHarness } from './test-support/management-harness.ts';
 
-let broker: Broker;
-let server: ManagementServer;
+let harness: ManagementHarness;
 
 async function get(path: string): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${server.url as string}${path}`, {
-    headers: { Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
-  });
-  return { status: response.status, body: await response.json() };
+  return harness.api('GET', path);
 }
 
 beforeAll(async () => {
-  broker = await Broker.start({ nodeName: 'queue-list-test', logger: silentLogger(), memoryBudgetBytes: 0 });
-  server = new ManagementServer({ broker, logger: silentLogger() });
-  await server.start('127.0.0.1', 0);
+  harness = await ManagementHarness.start('queue-list-test');
+  const { broker } = harness;
   const session = { user: 'guest', vhost: '/', connectionId: 'c1' };
   for (const [name, depth] of [
     ['alpha', 2],
@@ -44,8 +37,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server.close();
-  await broker.shutdown();
+  await harness.stop();
 });
 
 interface QueuePage {

@@ -1,36 +1,21 @@
 // The web console's server side through a real ManagementServer and broker: the page and its
 // bundle, login with the broker's users, the session cookie, CSRF checks on the API, logout.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Broker } from '../../broker/broker.ts';
-import { silentLogger } from '../../logging/logger.ts';
-import { ManagementServer } from '../management-server.ts';
+import { ManagementHarness } from '../test-support/management-harness.ts';
 
-let broker: Broker;
-let server: ManagementServer;
+let harness: ManagementHarness;
 let base: string;
 
 beforeEach(async () => {
-  broker = await Broker.start({ nodeName: 'console-test', logger: silentLogger(), memoryBudgetBytes: 0 });
-  server = new ManagementServer({ broker, logger: silentLogger() });
-  await server.start('127.0.0.1', 0);
-  base = server.url as string;
+  harness = await ManagementHarness.start('console-test');
+  base = harness.server.url as string;
 });
 
 afterEach(async () => {
-  await server.close();
-  await broker.shutdown();
+  await harness.stop();
 });
 
 const GUEST_AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
-
-async function makeUser(name: string, tags: string[]): Promise<void> {
-  const response = await fetch(`${base}/api/users/${name}`, {
-    method: 'PUT',
-    headers: { Authorization: GUEST_AUTH, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ password: `${name}-pw`, tags }),
-  });
-  expect(response.status).toBe(201);
-}
 
 interface Login {
   readonly cookie: string;
@@ -119,8 +104,8 @@ describe('login', () => {
   });
 
   it('refuses users without a management tag with 403', async () => {
-    await makeUser('app', []);
-    await makeUser('other', ['impersonator']);
+    await harness.makeUser('app', []);
+    await harness.makeUser('other', ['impersonator']);
     for (const name of ['app', 'other']) {
       const response = await fetch(`${base}/console/session`, {
         method: 'POST',
@@ -130,7 +115,7 @@ describe('login', () => {
       expect(response.status).toBe(403);
     }
     for (const tag of ['monitoring', 'management', 'policymaker']) {
-      await makeUser(`u-${tag}`, [tag]);
+      await harness.makeUser(`u-${tag}`, [tag]);
       await login(`u-${tag}`, `u-${tag}-pw`);
     }
   });
@@ -182,10 +167,12 @@ describe('the API with a session', () => {
       origin: 'http://evil.example',
     });
     expect(other.status).toBe(403);
-    expect(broker.metadataView.policy('/', 'DLX')).toBeUndefined();
+    expect(harness.broker.metadataView.policy('/', 'DLX')).toBeUndefined();
     const made = await call('/api/policies/%2F/DLX', { method: 'PUT', cookie, body, csrf, origin: base });
     expect(made.status).toBe(201);
-    expect(broker.metadataView.policy('/', 'DLX')?.definition).toEqual({ 'dead-letter-exchange': 'dlx' });
+    expect(harness.broker.metadataView.policy('/', 'DLX')?.definition).toEqual({
+      'dead-letter-exchange': 'dlx',
+    });
   });
 
   it('answers an unknown or ended session 401 without a basic-auth challenge', async () => {
@@ -212,7 +199,7 @@ describe('the API with a session', () => {
   });
 
   it('ends the session when the user changes password, loses its management tags, or is deleted', async () => {
-    await makeUser('ops', ['administrator']);
+    await harness.makeUser('ops', ['administrator']);
     const put = (body: unknown) =>
       fetch(`${base}/api/users/ops`, {
         method: 'PUT',
