@@ -12,14 +12,14 @@
  * redrive removes by id on the queue's actual leader (ids it no longer holds are left alone).
  *
  * Like the queue consistency check, it travels on the cluster RPC, not the queue link: a page of
- * bodies (up to `MAX_PAGE_BODY_BYTES`) must not queue ahead of deliveries.
+ * messages (up to `MAX_PAGE_BYTES`) must not queue ahead of deliveries.
  */
 import { RpcError, RpcRemoteError } from '../cluster/cluster-rpc.ts';
 import { ClusterError } from '../cluster/errors.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { QueueRecord } from '../metadata/types.ts';
 import type { BrowsePage, BrowseRequest } from '../queue/message-browse.ts';
-import { BrowseRequestError, checkBrowseRequest, MAX_PAGE_BODY_BYTES } from '../queue/message-browse.ts';
+import { BrowseRequestError, checkBrowseRequest, MAX_PAGE_BYTES } from '../queue/message-browse.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import {
@@ -42,7 +42,7 @@ const MAX_PAUSE_MS = 500;
  * Largest body a browse carries per message, bytes: the whole body of a message as large as one
  * answer may be (redrive reads whole messages; the HTTP preview asks for far less).
  */
-export const MAX_BROWSE_BODY_BYTES = MAX_PAGE_BODY_BYTES;
+export const MAX_BROWSE_BODY_BYTES = MAX_PAGE_BYTES;
 
 /** Error codes of `queue.browse` answers (besides the RPC protocol's own). */
 const BrowseCode = {

@@ -35,9 +35,8 @@ import type { MessageFilter } from '../queue/message-filter.ts';
 import { FILTER_QUERY_KEYS, MessageFilterError, parseFilterQuery } from '../queue/message-filter.ts';
 import { ADMINISTRATOR } from './access.ts';
 import { badRequest, forbidden, notFound, serviceUnavailable } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import { browsePageJson } from './message-views.ts';
-import { nodeNames } from './queue-replicas-api.ts';
 import type { Json } from './views.ts';
 
 export interface DeadLetterRouteDeps {
@@ -90,6 +89,11 @@ export function browseRequestOf(query: URLSearchParams): BrowseRequest {
   return request;
 }
 
+/** A member's node name, as operators know it (its id when the metadata does not list it). */
+function nodeName(metadata: MetadataMachine, id: string): string {
+  return metadata.clusterNodes().find((n) => n.id === id)?.name ?? id;
+}
+
 export function deadLetterRoutes(deps: DeadLetterRouteDeps): Route[] {
   const { browser, metadata } = deps;
 
@@ -115,7 +119,7 @@ export function deadLetterRoutes(deps: DeadLetterRouteDeps): Route[] {
       const page = await browser.browse(record, browse);
       return {
         status: 200,
-        body: browsePageJson(record, page, browse.filter, nodeNames(metadata)(page.leader)),
+        body: browsePageJson(record, page, browse.filter, nodeName(metadata, page.leader)),
       };
     } catch (error) {
       if (error instanceof BrowseRequestError) throw badRequest(error.message);

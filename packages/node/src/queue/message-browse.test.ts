@@ -6,7 +6,7 @@ import {
   browseMessages,
   checkBrowseRequest,
   MAX_BROWSE_SCAN,
-  MAX_PAGE_BODY_BYTES,
+  MAX_PAGE_BYTES,
 } from './message-browse.ts';
 import { MachineHarness, T0 } from './queue-test-harness.ts';
 import type { StoredMessage } from './types.ts';
@@ -177,13 +177,23 @@ describe('browseMessages', () => {
     ]);
   });
 
-  it('ends a page once it carries MAX_PAGE_BODY_BYTES of bodies', () => {
+  it('ends a page once it carries MAX_PAGE_BYTES of messages', () => {
     const q = new BrowsedQueue();
-    const big = new Uint8Array(MAX_PAGE_BODY_BYTES / 2);
+    const big = new Uint8Array(MAX_PAGE_BYTES / 2);
     const all = [q.enqueue(big), q.enqueue(big), q.enqueue(big)];
-    const page = q.browse({ bodyBytes: MAX_PAGE_BODY_BYTES });
+    const page = q.browse({ bodyBytes: MAX_PAGE_BYTES });
     expect(ids(page)).toEqual([all[0], all[1]]);
     expect(page.next).toBe(all[1]);
+  });
+
+  it('counts headers in the page bound: large headers cut a page of small bodies', () => {
+    const q = new BrowsedQueue();
+    // A publisher's headers can be as large as a frame: 1 MiB each here, bodies of 1 byte.
+    const headers = { headers: { entries: [{ key: 'h', value: { longStr: 'x'.repeat(1024 * 1024) } }] } };
+    const all = [1, 2, 3, 4, 5, 6].map(() => q.enqueue('b', headers));
+    const page = q.browse({ bodyBytes: 1 });
+    expect(ids(page)).toEqual(all.slice(0, 4));
+    expect(page.next).toBe(all[3]);
   });
 });
 

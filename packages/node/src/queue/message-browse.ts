@@ -6,14 +6,17 @@
  * Paging: a request starts at the head, or after a message id (`after`, the `next` of the previous
  * page: a cursor that stays right while messages ahead of it are consumed); it skips `offset`
  * selected messages, then returns up to `limit`. The scan is bounded (`MAX_BROWSE_SCAN` messages
- * looked at, `MAX_PAGE_BODY_BYTES` of bodies returned) so a filter that selects little in a deep
- * queue, or large bodies, never makes one request costly: a page cut short has a `next` cursor and
+ * looked at, `MAX_PAGE_BYTES` of messages returned, headers included: a publisher may send headers
+ * as large as a frame) so a filter that selects little in a deep queue, or large messages, never
+ * makes one request costly: a page cut short has a `next` cursor and
  * the caller asks again from there. `next` is undefined once the scan reached the tail.
  *
  * A page is a consistent read of the queue's state at one moment (it runs synchronously); pages
  * are not a snapshot of the whole queue: a message returned (nack with requeue) while paging goes
  * to the head and is not seen again by a cursor already past it.
  */
+
+import { measureStoredMessage } from '../storage/stored-message-codec.ts';
 import type { MessageFilter } from './message-filter.ts';
 import { matchesFilter, needsProperties } from './message-filter.ts';
 import type { StoredMessage } from './types.ts';
@@ -24,8 +27,11 @@ export const MAX_BROWSE_LIMIT = 500;
 export const DEFAULT_BROWSE_LIMIT = 50;
 /** Messages looked at by one request at most (selected or not). */
 export const MAX_BROWSE_SCAN = 10_000;
-/** Body bytes one page carries at most (the first message is always carried, whatever its size). */
-export const MAX_PAGE_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * Bytes one page carries at most, its messages measured as stored (properties and headers, and the
+ * part of each body carried); the first message is always carried, whatever its size.
+ */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 /** Largest body preview the HTTP API asks for, bytes. */
 export const MAX_PREVIEW_BYTES = 64 * 1024;
 /** Body preview when none is asked for, bytes. */
@@ -138,7 +144,8 @@ export function browseMessages(source: BrowseSource, request: BrowseRequest, now
       continue;
     }
     const carried = stored === undefined ? undefined : cut(stored, bodyBytes);
-    pageBytes += carried?.body.byteLength ?? 0;
+    if (stored !== undefined && carried !== undefined)
+      pageBytes += measureStoredMessage(stored).size - stored.body.byteLength + carried.body.byteLength;
     messages.push({
       id: entry.id,
       enqueuedAt: entry.enqueuedAt,
@@ -148,7 +155,7 @@ export function browseMessages(source: BrowseSource, request: BrowseRequest, now
       expiresAt: Number.isFinite(entry.expiresAt) ? entry.expiresAt : undefined,
       message: carried,
     });
-    full = messages.length >= limit || pageBytes >= MAX_PAGE_BODY_BYTES;
+    full = messages.length >= limit || pageBytes >= MAX_PAGE_BYTES;
   }
   return page(source, messages, scanned, undefined, 0, now);
 }
