@@ -134,9 +134,7 @@ async function follow(ctx: Context, id: string, first: Row): Promise<Row> {
 
 export const REDRIVE_COMMANDS: Readonly<Record<string, CommandSpec>> = {
   redrive: {
-    usage:
-      '[-p vhost] QUEUE (--to-source | --exchange E --routing-key K) [--dry-run] [--rate N] [--max-messages N] ' +
-      '[--reason R] [--source-queue Q] [--older-than-ms MS] [--header NAME:VALUE] [--no-wait]',
+    usage: '[-p vhost] QUEUE (--to-source | --exchange E [--routing-key K]) [--dry-run] [options]',
     summary:
       'move messages from dead-letter queue QUEUE back to the queue each died in last (--to-source: its ' +
       "x-death's first entry, through the default exchange) or to exchange E with key K, selected by the " +
