@@ -172,6 +172,21 @@ describe('redrive', () => {
     ]);
   });
 
+  it('moves only what the filter selects, and at most max_messages', async () => {
+    const name = unique('rd.some');
+    const dlq = await rejectedInto(name, 6);
+    const one = await api('POST', `/api/queues/%2F/${dlq}/redrive`, {
+      target: 'source',
+      filter: { reason: 'rejected', source_queue: name, headers: [{ name: 'n', value: '3' }] },
+    });
+    expect(await redriveDone(one.body.id as string)).toMatchObject({ state: 'done', total: 1, moved: 1 });
+    expect(await bodiesOf(name)).toEqual(['m3']);
+    const capped = await api('POST', `/api/queues/%2F/${dlq}/redrive`, { target: 'source', max_messages: 2 });
+    expect(await redriveDone(capped.body.id as string)).toMatchObject({ state: 'done', total: 2, moved: 2 });
+    expect(await bodiesOf(name)).toEqual(['m0', 'm1']);
+    expect(await bodiesOf(dlq)).toEqual(['m2', 'm4', 'm5']);
+  });
+
   it('cancels a slow redrive midway: what moved is in the target, the rest stays, counts exact', async () => {
     const name = unique('rd.slow');
     const dlq = await rejectedInto(name, 20);

@@ -90,8 +90,7 @@ export function queueFigures(
   };
 }
 
-/** A replica's Raft figures; per-member lag only on the leader of a group of more than one. */
-export function raftFigures(group: RaftReplicaView, nameOf: (id: string) => string): RaftFigures {
+function raftFigures(group: RaftReplicaView, nameOf: (id: string) => string): RaftFigures {
   const commitIndex = group.commitIndex;
   const replicas: ReplicaLagFigures[] = [];
   const membership = group.membership;
