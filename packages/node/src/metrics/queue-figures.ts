@@ -90,7 +90,8 @@ export function queueFigures(
   };
 }
 
-function raftFigures(group: RaftReplicaView, nameOf: (id: string) => string): RaftFigures {
+/** A replica's Raft figures; per-member lag only on the leader of a group of more than one. */
+export function raftFigures(group: RaftReplicaView, nameOf: (id: string) => string): RaftFigures {
   const commitIndex = group.commitIndex;
   const replicas: ReplicaLagFigures[] = [];
   const membership = group.membership;
