@@ -44,7 +44,7 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
    * One leading replica on this node, holding an owner of node n2 (run `run1`); the failure
    * detector's view of n2, the metadata and the link faked. The queue's timeout is `timeoutArg`.
    */
-  function setUp(timeoutArg?: number) {
+  function setUp(timeoutArg?: number, suspicionFlag = true) {
     const down = new Set<(id: string) => void>();
     const up = new Set<(id: string) => void>();
     const calls: { peer: string; op: number }[] = [];
@@ -104,6 +104,10 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
       },
       isDown: () => status.suspected,
       peerStatus: () => status,
+      featureFlags: {
+        isEnabled: (name) => name !== 'consumer_suspicion' || suspicionFlag,
+        isSupported: () => true,
+      },
       onNodeDown: (listener) => {
         down.add(listener);
         return () => down.delete(listener);
@@ -207,6 +211,14 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
     await vi.advanceTimersByTimeAsync(1_000);
     expect(t.lost).toEqual([OWNER]);
     expect(t.calls).toEqual([]);
+    t.queues.stop();
+  });
+
+  it('while the consumer_suspicion flag is off (a rolling upgrade), gives a suspected node’s owners up at once', () => {
+    const t = setUp(undefined, false);
+    t.down(0);
+    expect(t.suspensions).toEqual([]);
+    expect(t.lost).toEqual([OWNER]);
     t.queues.stop();
   });
 

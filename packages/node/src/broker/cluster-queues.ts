@@ -20,6 +20,8 @@
 import { randomBytes } from 'node:crypto';
 import type { RaftGroupLog } from '@styx/raft';
 import { NotLeaderError } from '@styx/raft';
+import type { FeatureFlagGate } from '../cluster/feature-flags.ts';
+import { CONSUMER_SUSPICION_FLAG } from '../cluster/feature-flags.ts';
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
 import { QueueLinkError, QueueLinkFrameError, QueueLinkRemoteError } from '../cluster/queue-link.ts';
@@ -82,6 +84,11 @@ export interface QueueClusterPort {
   onNodeDown(listener: (nodeId: string) => void): () => void;
   /** A member answers again (or, restarted, as a new incarnation). */
   onNodeUp(listener: (nodeId: string) => void): () => void;
+  /**
+   * The cluster's feature flags; while `consumer_suspicion` is not enabled (a rolling upgrade from
+   * a build without it) a suspected node's owners are given up at once. Absent: enabled.
+   */
+  readonly featureFlags?: FeatureFlagGate;
 }
 
 /** What `ClusterQueues` needs of its broker. */
@@ -323,7 +330,7 @@ export class ClusterQueues {
       if (node?.id === this.selfId || (onlyNode !== undefined && node?.id !== onlyNode)) continue;
       const status = node === undefined ? undefined : this.#cluster.peerStatus(node.id);
       const suspected = status?.suspected ?? false;
-      if (suspected) timeoutMs ??= this.#disconnectedTimeout(actor);
+      if (suspected) timeoutMs ??= this.#suspicion() ? this.#disconnectedTimeout(actor) : 0;
       const view = {
         forgotten: node === undefined,
         restarted: node !== undefined && this.#restarted(owner, node.id),
@@ -350,6 +357,14 @@ export class ClusterQueues {
           break;
       }
     }
+  }
+
+  /**
+   * Whether owners may be suspended: every member's build knows the queue entries it takes. Until
+   * then a suspected node's owners are given up at once (a timeout of 0), as before suspicion.
+   */
+  #suspicion(): boolean {
+    return this.#cluster.featureFlags?.isEnabled(CONSUMER_SUSPICION_FLAG) ?? true;
   }
 
   /** The queue's consumer-disconnected timeout: its argument, else its policy's, else 60 s. */

@@ -39,6 +39,14 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       "a queue leader missing message bodies fetches them from the group's other replicas (cluster RPC " +
       "'queue.bodies'); while disabled such bodies are reported missing and not repaired",
   },
+  {
+    name: 'consumer_suspicion',
+    since: 2,
+    description:
+      'a queue keeps the consumers of a suspected node (queue log entries suspendOwner/resumeOwner) and ' +
+      'returns their messages only once the node is known gone or past x-consumer-disconnected-timeout; ' +
+      'while disabled a suspected node’s consumers are given up at once, as before',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -192,6 +200,12 @@ export function joinRefusal(enabled: ReadonlySet<string>, build: NodeBuild): str
 
 /** The flag that guards body repair across the cluster (broker/body-fetch.ts). */
 export const QUEUE_BODY_REPAIR_FLAG = 'queue_body_repair';
+
+/**
+ * The flag that guards owner suspension (broker/owner-suspicion.ts): its queue log entries are
+ * unknown to a replica of an older build, which could not apply them.
+ */
+export const CONSUMER_SUSPICION_FLAG = 'consumer_suspicion';
 
 /** What code guarded by a flag asks: may it use the flag's messages now, and does this build know them. */
 export interface FeatureFlagGate {

@@ -73,7 +73,10 @@ describe('the hello', () => {
   it("records each peer's version and flags, and a peer that answers no hello as version 1", async () => {
     const { cur, old } = await pair();
     expect([...(cur.hello?.of(old.nodeId)?.flags ?? [])]).toEqual([]);
-    expect([...(old.hello?.of(cur.nodeId)?.flags ?? [])]).toEqual(['queue_body_repair']);
+    expect([...(old.hello?.of(cur.nodeId)?.flags ?? [])]).toEqual([
+      'queue_body_repair',
+      'consumer_suspicion',
+    ]);
     // A node from before the hello: no protocol for it at all.
     const legacy = await local.start(await local.identity(), { members: [cur.nodeId] });
     cur.gater.approveJoin(legacy.nodeId);
