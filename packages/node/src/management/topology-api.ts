@@ -78,7 +78,7 @@ export interface TopologyDeps {
 }
 
 /** Declare or binding arguments from JSON, as amqplib would encode them; 400 for what cannot be. */
-export function argumentsTable(body: BodyObject, key = 'arguments'): FieldTable {
+function argumentsTable(body: BodyObject, key = 'arguments'): FieldTable {
   const args = optionalObject(body, key);
   try {
     return jsToFieldTable(args as Record<string, unknown> | undefined);
