@@ -1,4 +1,3 @@
-import * as amqp from '@styx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestCluster } from '../support/cluster-processes.ts';
 import { eventually } from '../support/eventually.ts';
@@ -10,22 +9,13 @@ import { eventually } from '../support/eventually.ts';
 // reaches its source queue at least once (a batch published but not yet counted when the node
 // died is published again: duplicates allowed, losses not).
 
-type Connection = Awaited<ReturnType<typeof amqp.connect>>;
 type Json = Record<string, unknown>;
 
 const COUNT = 40;
 
 describe('redrive in a cluster', () => {
   let cluster: TestCluster;
-  const open: Connection[] = [];
   let passed = false;
-
-  const connect = async (...names: string[]): Promise<Connection> => {
-    const connection = await amqp.connect(names.map((n) => cluster.url(n)));
-    connection.on('error', () => undefined);
-    open.push(connection);
-    return connection;
-  };
 
   beforeAll(async () => {
     cluster = await TestCluster.start(3);
@@ -35,12 +25,11 @@ describe('redrive in a cluster', () => {
     // The nodes' logs, for whoever looks into a failure.
     if (!passed && cluster !== undefined)
       process.stderr.write(`redrive cluster logs: ${await cluster.saveLogs('styx-redrive')}\n`);
-    for (const c of open) await c.close().catch(() => undefined);
     await cluster?.stop();
   }, 60_000);
 
   it('runs on a node that does not lead the DLQ, survives that node being killed, and is listed everywhere', async () => {
-    const c1 = await connect('n1');
+    const c1 = await cluster.connect('n1');
     const ch = await c1.createConfirmChannel();
     await ch.assertQueue('rd.dlq', { durable: true });
     await ch.assertQueue('rd.work', {
@@ -114,7 +103,7 @@ describe('redrive in a cluster', () => {
     expect((await cluster.queue(survivor, 'rd.dlq')).messages_ready).toBe(0);
 
     // Every message is back in its source queue at least once.
-    const reader = await (await connect(survivor)).createChannel();
+    const reader = await (await cluster.connect(survivor)).createChannel();
     const seen = new Map<string, number>();
     for (;;) {
       const m = await reader.get('rd.work', { noAck: true });

@@ -6,6 +6,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as amqp from '@styx/client';
 import type { BrokerProcess } from './broker-process.ts';
 import { freePort, startBroker } from './broker-process.ts';
 import { eventually } from './eventually.ts';
@@ -57,6 +58,8 @@ export class TestCluster {
   readonly #nodeEnv = new Map<string, Readonly<Record<string, string>>>();
   /** Log lines of every earlier incarnation of a node (a restart replaces `broker` and its logs). */
   readonly #pastLogs = new Map<string, string[]>();
+  /** Client connections made by `connect`, closed by `stop`. */
+  readonly #connections: Awaited<ReturnType<typeof amqp.connect>>[] = [];
 
   private constructor(root: string, env: Readonly<Record<string, string>> | undefined) {
     this.root = root;
@@ -201,7 +204,19 @@ export class TestCluster {
     node.broker = await this.#launch(node, node !== this.nodes[0]);
   }
 
+  /**
+   * A client connection to the named nodes (tried in turn), closed by `stop()`. Its errors are
+   * swallowed: in fault tests connections die with their node, as expected.
+   */
+  async connect(...names: string[]): Promise<Awaited<ReturnType<typeof amqp.connect>>> {
+    const connection = await amqp.connect(names.map((n) => this.url(n)));
+    connection.on('error', () => undefined);
+    this.#connections.push(connection);
+    return connection;
+  }
+
   async stop(): Promise<void> {
+    for (const connection of this.#connections.splice(0)) await connection.close().catch(() => undefined);
     for (const node of this.nodes) {
       if (node.broker.child.signalCode === 'SIGSTOP') this.resume(node.name);
       await node.broker.kill().catch(() => undefined);
