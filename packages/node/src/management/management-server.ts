@@ -143,7 +143,7 @@ export class ManagementServer {
     try {
       // Prometheus' scrape: unauthenticated, as RabbitMQ's (metrics-endpoint.ts).
       if (path === METRICS_PATH) {
-        status = this.metrics.serve(method, response);
+        status = await this.metrics.serve(method, response);
         this.logger.debug({ method, path, status }, 'management request');
         return;
       }

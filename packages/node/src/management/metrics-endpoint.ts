@@ -32,8 +32,8 @@ export class MetricsEndpoint {
     this.logger = logger;
   }
 
-  /** Answer a request for `METRICS_PATH`; returns the status sent. */
-  serve(method: string, response: ServerResponse): number {
+  /** Answer a request for `METRICS_PATH`; resolves with the status sent. */
+  async serve(method: string, response: ServerResponse): Promise<number> {
     if (method !== 'GET' && method !== 'HEAD') {
       return sendJson(response, 405, 'method_not_allowed', `method ${method} is not allowed here`, {
         Allow: 'GET, HEAD',
@@ -41,7 +41,7 @@ export class MetricsEndpoint {
     }
     let chunks: Buffer[];
     try {
-      chunks = renderNodeMetrics(
+      chunks = await renderNodeMetrics(
         this.broker.metricsSource(),
         this.cluster,
         nodeNames(this.broker.metadataView),

@@ -48,15 +48,26 @@ interface QueueRow {
   readonly labels: string;
 }
 
+/** Lets the node's other work run (setImmediate: after pending I/O). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /**
  * Render the node's metrics: UTF-8, in the chunks written (send them in order; a scrape of 10,000
  * queues is ~11 MiB, not worth one more copy). `nameOf` maps node ids to names (replica labels).
+ *
+ * The figures are read in one synchronous pass; writing them yields (`pause`) between per-queue
+ * families, so a scrape of 10,000 queues holds the event loop for a family's worth (a few ms), not
+ * for the whole scrape. Flow counters are read as they are when their family is written: series of
+ * one scrape are read within the scrape, not at one instant (as with RabbitMQ's collectors).
  */
-export function renderNodeMetrics(
+export async function renderNodeMetrics(
   source: NodeMetricsSource,
   cluster: MetricsClusterView,
   nameOf: (id: string) => string,
-): Buffer[] {
+  pause: () => Promise<void> = nextTurn,
+): Promise<Buffer[]> {
   const w = new ExpositionWriter();
   const figures = allQueueFigures(source.replicas(), (id) => source.raftGroupOf(id), nameOf);
   const all: QueueRow[] = figures.map((f) => ({
@@ -69,9 +80,19 @@ export function renderNodeMetrics(
   const led = all.filter((row) => row.figures.leader);
   writeNode(w, source, cluster, led);
   writeGlobalFlow(w, source);
-  writeQueueMessages(w, led);
+  for (const family of QUEUE_MESSAGE_FAMILIES) {
+    await pause();
+    writePerQueue(w, led, family);
+  }
+  await pause();
   writeDeadLettering(w, led);
-  writeRaft(w, all);
+  const replicated = all.filter((row) => row.figures.raft !== undefined);
+  for (const family of RAFT_FAMILIES) {
+    await pause();
+    writePerQueue(w, replicated, family);
+  }
+  await pause();
+  writeCommitLag(w, replicated);
   return w.chunkList();
 }
 
@@ -291,10 +312,6 @@ const QUEUE_MESSAGE_FAMILIES: readonly PerQueueFamily[] = [
   },
 ];
 
-function writeQueueMessages(w: ExpositionWriter, led: readonly QueueRow[]): void {
-  for (const family of QUEUE_MESSAGE_FAMILIES) writePerQueue(w, led, family);
-}
-
 /** Writes a per-reason series for each row where `value` is not zero or `always` holds for it. */
 function reasonSamples(
   w: ExpositionWriter,
@@ -393,7 +410,7 @@ function writeDeadLettering(w: ExpositionWriter, allLed: readonly QueueRow[]): v
 
 // ------------------------------------------------------------------------------ raft
 
-/** The Raft figures of a row that has them (`writeRaft` writes only those). */
+/** The Raft figures of a row that has them (the Raft families are written for those rows only). */
 function raftOf(f: QueueFigures): RaftFigures {
   return f.raft as RaftFigures;
 }
@@ -425,9 +442,7 @@ const RAFT_FAMILIES: readonly PerQueueFamily[] = [
   },
 ];
 
-function writeRaft(w: ExpositionWriter, all: readonly QueueRow[]): void {
-  const replicated = all.filter((row) => row.figures.raft !== undefined);
-  for (const family of RAFT_FAMILIES) writePerQueue(w, replicated, family);
+function writeCommitLag(w: ExpositionWriter, replicated: readonly QueueRow[]): void {
   w.family(
     'styx_raft_replica_commit_lag',
     'gauge',
