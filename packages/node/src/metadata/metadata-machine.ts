@@ -32,8 +32,6 @@ import { parseHeadersPattern } from '../router/headers-match.ts';
 import type { ClusterNodeRow } from './cluster-membership.ts';
 import { ClusterMembership } from './cluster-membership.ts';
 import { checkCommandShape } from './command-shape.ts';
-import { RedriveLedger } from './redrive-ledger.ts';
-import type { RedriveRecord } from './redrive-types.ts';
 import { FeatureFlagTable } from './feature-flag-table.ts';
 import {
   argumentsEquivalent,
@@ -203,18 +201,12 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
   private readonly exclusiveByOwner = new Map<string, Set<QueueNode>>();
   private readonly membership = new ClusterMembership();
   private readonly redrives = new RedriveLedger();
-  private readonly redrives = new RedriveLedger();
   private readonly featureFlags = new FeatureFlagTable();
 
   apply(command: MetadataCommand, meta?: EntryMeta): MetadataReply {
     const bad = checkCommandShape(command);
     if (bad !== undefined) return bad;
     switch (command.type) {
-      case 'startRedrive':
-      case 'updateRedrive':
-      case 'claimRedrive':
-      case 'cancelRedrive':
-        return this.redrives.apply(command, meta?.ts ?? 0);
       case 'startRedrive':
       case 'updateRedrive':
       case 'claimRedrive':
@@ -365,15 +357,6 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
   /** The feature flags enabled cluster-wide (cluster/feature-flags.ts), in the order enabled. */
   enabledFeatureFlags(): ReadonlySet<string> {
     return this.featureFlags.enabled();
-  }
-
-  /** The redrive audit records, newest first (at most `MAX_REDRIVE_RECORDS`). */
-  redriveRecords(): RedriveRecord[] {
-    return this.redrives.records();
-  }
-
-  redrive(id: string): RedriveRecord | undefined {
-    return this.redrives.record(id);
   }
 
   /** The redrive audit records, newest first (at most `MAX_REDRIVE_RECORDS`). */
@@ -912,7 +895,6 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         clusterNodes: this.membership.snapshotNodes(),
         forgottenNodes: this.membership.forgotten(),
         redrives: this.redrives.snapshotRecords(),
-        redrives: this.redrives.snapshotRecords(),
         featureFlags: this.featureFlags.snapshot(),
         drainedNodes: this.membership.drained(),
       },
@@ -955,7 +937,6 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
       }
       this.featureFlags.restore(data.featureFlags);
       this.membership.restore(data.clusterNodes, data.forgottenNodes, data.drainedNodes);
-      this.redrives.restore(data.redrives);
       this.redrives.restore(data.redrives);
     } catch (err) {
       if (err instanceof SnapshotFormatError) throw err;
@@ -1051,8 +1032,6 @@ interface SnapshotData {
   readonly clusterNodes?: readonly ClusterNodeRow[];
   /** Absent before version 3. */
   readonly forgottenNodes?: readonly string[];
-  /** Redrive records (redrive-ledger.ts), oldest first; an added key, absent before them: none. */
-  readonly redrives?: readonly RedriveRecord[];
   /** Redrive records (redrive-ledger.ts), oldest first; an added key, absent before them: none. */
   readonly redrives?: readonly RedriveRecord[];
   /**

@@ -12,7 +12,6 @@
  */
 import type { FieldTable } from '@styx/client/wire';
 import type { RedriveCommand } from './redrive-types.ts';
-import type { RedriveCommand } from './redrive-types.ts';
 
 /** The exchange types Styx implements (RabbitMQ's four built-ins). */
 export const EXCHANGE_TYPES = ['direct', 'fanout', 'topic', 'headers'] as const;
@@ -160,8 +159,6 @@ export interface ClusterNodeRecord {
  */
 export type MetadataCommand =
   | { readonly type: 'addVhost'; readonly name: string }
-  /** The redrive audit (redrive-types.ts, rules in redrive-ledger.ts). */
-  | RedriveCommand
   /** The redrive audit (redrive-types.ts, rules in redrive-ledger.ts). */
   | RedriveCommand
   /** Removes the vhost with all its exchanges, queues, bindings and permissions. */
