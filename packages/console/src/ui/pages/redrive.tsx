@@ -2,7 +2,7 @@
 // a named exchange and routing key, selected by the inspector's filter. A dry run first shows what
 // would move and where; the real run shows its progress and can be cancelled. Past redrives of
 // the queue (the cluster's audit record) are listed below.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, apiPath, withQuery } from '../api.ts';
 import type { MessageFilterDraft } from '../filter.ts';
 import { filterJson, filterQuery, recalledFilter, rememberFilter } from '../filter.ts';
@@ -144,6 +144,12 @@ export function RedrivePage(props: { vhost: string; name: string }) {
   );
   const running = useApi<RedriveInfo>(current === undefined ? undefined : apiPath('redrives', current), 1000);
   const history = useApi<RedriveInfo[]>(withQuery(apiPath('redrives'), { vhost }), 5000);
+  // The audit list follows the redrive on screen as it moves on and ends.
+  const shownState = `${running.data?.id}:${running.data?.state}`;
+  const reloadHistory = history.reload;
+  useEffect(() => {
+    if (shownState !== '') reloadHistory();
+  }, [shownState, reloadHistory]);
   const sources = sourcesOf(head.data?.messages ?? []);
   const start = (dryRun: boolean): void => {
     rememberFilter(vhost, name, draft);
@@ -244,8 +250,18 @@ export function RedrivePage(props: { vhost: string; name: string }) {
             { key: 'who', title: 'By', render: (r) => r.user },
             { key: 'kind', title: 'Kind', render: (r) => (r.dry_run ? 'dry run' : 'redrive') },
             { key: 'state', title: 'State', render: (r) => r.state },
-            { key: 'moved', title: 'Moved', numeric: true, render: (r) => count(r.moved) },
-            { key: 'failed', title: 'Left', numeric: true, render: (r) => count(r.failed) },
+            {
+              key: 'moved',
+              title: 'Moved (dry run: would move)',
+              numeric: true,
+              render: (r) => count(r.dry_run ? (r.would_move ?? 0) : r.moved),
+            },
+            {
+              key: 'failed',
+              title: 'Left',
+              numeric: true,
+              render: (r) => count(r.dry_run ? (r.would_fail ?? r.failed) : r.failed),
+            },
             {
               key: 'open',
               title: '',
