@@ -17,14 +17,15 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { UserRecord } from '../../metadata/types.ts';
+import { MANAGEMENT_TAGS } from '../access.ts';
 import { ApiError, badRequest, forbidden, notAuthorised } from '../api-error.ts';
 import type { BasicAuthenticator } from '../basic-auth.ts';
 import { objectBody, readJsonBody, requiredString } from '../request-body.ts';
 import type { Session, SessionStore } from './session-store.ts';
 import { csrfTokenMatches } from './session-store.ts';
 
-/** The tags that open the console (RabbitMQ's management UI admits exactly these). */
-export const CONSOLE_TAGS: readonly string[] = ['administrator', 'monitoring', 'management', 'policymaker'];
+/** The tags that open the console: those that let a user use the management API at all. */
+export const CONSOLE_TAGS: readonly string[] = MANAGEMENT_TAGS;
 export const SESSION_COOKIE = 'styx_session';
 export const CSRF_HEADER = 'x-csrf-token';
 /** The `X-Requested-With` value of the console's fetches. */
