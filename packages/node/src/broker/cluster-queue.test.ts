@@ -63,6 +63,7 @@ class FakePort implements QueueNodePort {
   };
   /** Calls past this many fail the test (a loop that never ends). */
   maxCalls = 500;
+  orderedPublishes: (() => boolean) | undefined = undefined;
 
   replica(groupId: string): QueueActor | undefined {
     return groupId === GROUP ? this.local : undefined;
@@ -511,6 +512,23 @@ describe('ClusterQueue: publish order through retries', () => {
     expect(leader.ready).toBe(2);
     // Taken in publish order, so delivered in it.
     expect(taken).toEqual(['first', 'second']);
+  });
+});
+
+describe('ClusterQueue: the ordered_publishes feature flag', () => {
+  it('marks publishes ordered only while the flag is enabled (an older replica cannot decode them)', async () => {
+    const port = new FakePort();
+    const leader = new RemoteLeader();
+    port.respond = (_call, body) => leader.apply(body);
+    let enabled = false;
+    port.orderedPublishes = () => enabled;
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    await queue.enqueue(message(), undefined);
+    enabled = true;
+    await queue.enqueue(message(), undefined);
+    const ordered = port.calls.map((c) => (c.command?.type === 'enqueue' ? c.command.ordered : undefined));
+    expect(ordered).toEqual([undefined, true]);
+    expect(leader.ready).toBe(2);
   });
 });
 

@@ -75,6 +75,11 @@ export interface QueueNodePort {
   replica(groupId: string): QueueActor | undefined;
   /** Send a queue-link request to `peer`. */
   call(peer: string, op: number, group: string, body: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  /**
+   * Whether publishes may be sent `ordered` (feature flag `ordered_publishes` enabled cluster-wide:
+   * every replica decodes their entries). Absent: yes.
+   */
+  orderedPublishes?(): boolean;
 }
 
 /** The queue has no leader this node can reach (a quorum of its replicas is down or cut off). */
@@ -223,7 +228,9 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     };
     const done = (): void => this.#answeredPublish(seq);
     const result = this.#run(
-      { type: 'enqueue', size: message.body.byteLength, ttl, message, publishId, ordered: true },
+      this.#port.orderedPublishes?.() === false
+        ? { type: 'enqueue', size: message.body.byteLength, ttl, message, publishId }
+        : { type: 'enqueue', size: message.body.byteLength, ttl, message, publishId, ordered: true },
       true,
     );
     result.then(done, done);

@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import type { RaftGroupLog } from '@styx/raft';
 import { NotLeaderError } from '@styx/raft';
 import type { FeatureFlagGate } from '../cluster/feature-flags.ts';
-import { CONSUMER_SUSPICION_FLAG } from '../cluster/feature-flags.ts';
+import { CONSUMER_SUSPICION_FLAG, ORDERED_PUBLISHES_FLAG } from '../cluster/feature-flags.ts';
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
 import { QueueLinkError, QueueLinkFrameError, QueueLinkRemoteError } from '../cluster/queue-link.ts';
@@ -177,6 +177,7 @@ export class ClusterQueues {
       publishSource: `p.${randomBytes(9).toString('base64url')}`,
       replica: (groupId) => host.replica(groupId),
       call: (peer, op, group, body, timeoutMs) => cluster.queueLink.call(peer, op, group, body, timeoutMs),
+      orderedPublishes: () => cluster.featureFlags?.isEnabled(ORDERED_PUBLISHES_FLAG) ?? true,
     };
     cluster.queueLink.handle(this.#onRequest);
     this.#unsubscribe = cluster.onNodeDown((nodeId) => this.#nodeDown(nodeId));

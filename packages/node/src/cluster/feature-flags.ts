@@ -47,6 +47,14 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       'returns their messages only once the node is known gone or past x-consumer-disconnected-timeout; ' +
       'while disabled a suspected node’s consumers are given up at once, as before',
   },
+  {
+    name: 'ordered_publishes',
+    since: 2,
+    description:
+      'a queue takes a publish forwarded by another node only once the earlier ones of its handle were ' +
+      'taken (queue log entry tag 19: a publish sent again after a refusal or a lost answer keeps its ' +
+      'place); while disabled such a retry may land behind later publishes, as before',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -206,6 +214,12 @@ export const QUEUE_BODY_REPAIR_FLAG = 'queue_body_repair';
  * unknown to a replica of an older build, which could not apply them.
  */
 export const CONSUMER_SUSPICION_FLAG = 'consumer_suspicion';
+
+/**
+ * The flag that guards ordered publishes (broker/cluster-queue.ts): their queue log entries (tag
+ * 19) are unknown to a replica of an older build, which could not decode them.
+ */
+export const ORDERED_PUBLISHES_FLAG = 'ordered_publishes';
 
 /** What code guarded by a flag asks: may it use the flag's messages now, and does this build know them. */
 export interface FeatureFlagGate {

@@ -76,6 +76,7 @@ describe('the hello', () => {
     expect([...(old.hello?.of(cur.nodeId)?.flags ?? [])]).toEqual([
       'queue_body_repair',
       'consumer_suspicion',
+      'ordered_publishes',
     ]);
     // A node from before the hello: no protocol for it at all.
     const legacy = await local.start(await local.identity(), { members: [cur.nodeId] });
