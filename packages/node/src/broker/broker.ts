@@ -157,6 +157,8 @@ export class Broker {
     this.loopbackUsers = new Set(options.loopbackUsers ?? ['guest']);
     this.storage = options.storage;
     this.cluster = options.cluster;
+    // A clustered node's run id is its incarnation: peers that see it change know it restarted.
+    this.runId = options.cluster?.incarnation ?? randomBytes(4).toString('base64url');
     if (this.storage === undefined) {
       if (this.cluster !== undefined) throw new RangeError('a clustered broker needs durable storage');
       this.metaGroup = undefined;
@@ -174,8 +176,6 @@ export class Broker {
         ? undefined
         : new ClusterQueues(
             {
-    // A clustered node's run id is its incarnation: peers that see it change know it restarted.
-    this.runId = options.cluster?.incarnation ?? randomBytes(4).toString('base64url');
               metadata: this.metadata,
               logger: this.logger,
               replica: (groupId) => this.actors.replicaOf(groupId),
@@ -240,7 +240,8 @@ export class Broker {
       metadataGroup: this.cluster === undefined ? undefined : this.metaGroup,
       closeClients: (reason) => {
         const open = [...this.connections.values()];
-        for (const connection of open) connection.forceClose(reason);
+        // Gracefully: each publisher learns exactly which publishes to send again elsewhere.
+        for (const connection of open) void connection.closeGracefully(reason);
         return open.length;
       },
     });

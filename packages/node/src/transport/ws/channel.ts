@@ -140,6 +140,11 @@ export class Channel implements OwnerSink {
     return this.state === 'open';
   }
 
+  /** Publishes taken in confirm mode and not yet confirmed (acked or nacked) to the client. */
+  get unconfirmedPublishes(): number {
+    return this.state === 'open' ? (this.confirms?.outstanding ?? 0) : 0;
+  }
+
   /** Handle one frame from the client, in order. Connection-level faults go to `host.closeWithError`. */
   handle(frame: Frame): void {
     if (this.state === 'closed') return;

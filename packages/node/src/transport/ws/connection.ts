@@ -40,6 +40,10 @@ let connectionCounter = 0;
  * in order, once the connection is open). A client that sends more before hello-ok is refused.
  */
 const MAX_FRAMES_BEFORE_HELLO_OK = 1000;
+/** `closeGracefully`: longest wait for the confirms of publishes already taken, ms. */
+export const GRACEFUL_CLOSE_MAX_WAIT_MS = 5_000;
+/** `closeGracefully`: how often it looks whether they are all confirmed, ms. */
+const GRACEFUL_CLOSE_POLL_MS = 10;
 
 /**
  * Frames queued in one turn after which they are written at once, as one WebSocket message, rather
@@ -82,6 +86,8 @@ export class Connection implements ChannelHost {
   private publisher = false;
   /** Frames received after the hello while it is being authenticated; undefined at any other time. */
   private pipelined: Frame[] | undefined;
+  /** Cleared by `closeGracefully`: publishes from then on are not taken. */
+  private takingPublishes = true;
 
   constructor(
     ws: WebSocket,
@@ -200,6 +206,9 @@ export class Connection implements ChannelHost {
       this.send({ channel: frame.channel, method: 'channelOpenOk', channelOpenOk: {} });
       return;
     }
+    // Closing gracefully: a publish sent after the decision is not taken, so the client's failing
+    // it (unconfirmed at the close) is exact: sending it again duplicates nothing.
+    if (frame.method === 'basicPublish' && !this.takingPublishes) return;
     if (frame.method === 'basicPublish' && !this.publisher) {
       this.publisher = true;
       // A connection that starts publishing while the node is over its budget is blocked at once.
@@ -415,6 +424,35 @@ export class Connection implements ChannelHost {
   /** Close with 320 CONNECTION_FORCED (node shutting down, or an operator closed it). */
   forceClose(text: string): void {
     this.closeWithError(new ConnectionError(Code.CONNECTION_FORCED, text));
+  }
+
+  /**
+   * Close with 320 CONNECTION_FORCED without leaving a publisher in doubt (maintenance mode): from
+   * now on publishes are not taken, and the close waits until every publish taken before has been
+   * confirmed or nacked to the client (at most `maxWaitMs`: a queue without a leader may hold one
+   * longer). A publisher then knows that what is still unconfirmed at the close never reached a
+   * queue, and sends it again elsewhere without duplicating anything. Resolves once closed.
+   */
+  async closeGracefully(text: string, maxWaitMs = GRACEFUL_CLOSE_MAX_WAIT_MS): Promise<void> {
+    if (this.state === 'closed') return;
+    this.takingPublishes = false;
+    const deadline = performance.now() + maxWaitMs;
+    // (The state changes across the awaits: read it through a call, not a narrowed field.)
+    while (!this.isClosed() && this.unconfirmedPublishes() > 0 && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, GRACEFUL_CLOSE_POLL_MS));
+    }
+    this.forceClose(text);
+  }
+
+  private isClosed(): boolean {
+    return this.state === 'closed';
+  }
+
+  /** Publishes taken on this connection's channels and not yet confirmed to the client. */
+  private unconfirmedPublishes(): number {
+    let n = 0;
+    for (const channel of this.channels.values()) n += channel.unconfirmedPublishes;
+    return n;
   }
 
   /** Release everything and close the socket once the queued frames are written. */
