@@ -32,6 +32,8 @@ export interface QueueInfo {
   readonly leader?: string | null;
   readonly members?: readonly string[];
   readonly online?: readonly string[];
+  /** A member offline, or fewer members than the queue should have. */
+  readonly under_replicated?: boolean;
   readonly type: string;
   readonly state: string;
   readonly messages: number;

@@ -69,7 +69,8 @@ interface BrowsePage {
 
 const LIMITS = ['20', '50', '100', '200'];
 
-export function XDeathTable(props: { entries: readonly DeathEntry[] }) {
+/** `x-death` decoded; each queue links to its page (dead-lettering stays in one vhost). */
+export function XDeathTable(props: { entries: readonly DeathEntry[]; vhost: string }) {
   return (
     <Table
       testId="x-death"
@@ -78,7 +79,12 @@ export function XDeathTable(props: { entries: readonly DeathEntry[] }) {
       empty="Never dead-lettered."
       columns={[
         { key: 'reason', title: 'Reason', render: (d) => <Badge kind="warn">{d.reason ?? '?'}</Badge> },
-        { key: 'queue', title: 'Queue', render: (d) => text(d.queue) },
+        {
+          key: 'queue',
+          title: 'Queue',
+          render: (d) =>
+            d.queue === null ? '–' : <a href={href('queue', props.vhost, d.queue)}>{d.queue}</a>,
+        },
         {
           key: 'exchange',
           title: 'Exchange',
@@ -118,7 +124,7 @@ function BodyPreview(props: { body: NonNullable<BrowsedMessage['body']> }) {
   );
 }
 
-function MessageDetail(props: { m: BrowsedMessage }) {
+function MessageDetail(props: { m: BrowsedMessage; vhost: string }) {
   const { m } = props;
   return (
     <div class="message-detail" data-testid={`message-${m.id}`}>
@@ -139,7 +145,7 @@ function MessageDetail(props: { m: BrowsedMessage }) {
         </div>
       </div>
       <h3>x-death</h3>
-      <XDeathTable entries={m.dead_lettering?.x_death ?? []} />
+      <XDeathTable entries={m.dead_lettering?.x_death ?? []} vhost={props.vhost} />
       <h3>Headers</h3>
       <JsonView value={m.headers} />
       <h3>Body</h3>
@@ -277,7 +283,7 @@ export function InspectorPage(props: { vhost: string; name: string }) {
             .filter((m) => m.id === open)
             .map((m) => (
               <Panel key={m.id} title={`Message ${m.id}`}>
-                <MessageDetail m={m} />
+                <MessageDetail m={m} vhost={vhost} />
               </Panel>
             ))}
         </>

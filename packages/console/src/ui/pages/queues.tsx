@@ -45,6 +45,14 @@ function Replicas(props: { q: QueueInfo }) {
       <span class={online < q.members.length ? 'warn-text' : 'muted'}>
         ({online}/{q.members.length} online)
       </span>
+      {q.under_replicated === true ? (
+        <>
+          {' '}
+          <Badge kind="warn" title="a member is offline, or the queue has fewer members than it should">
+            under-replicated
+          </Badge>
+        </>
+      ) : null}
     </span>
   );
 }
