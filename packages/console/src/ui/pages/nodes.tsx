@@ -87,7 +87,9 @@ function heldBy(queues: readonly QueueInfo[]): Map<string, { leaders: number; re
 
 export function NodesPage() {
   const cluster = useApi<ClusterInfo>(apiPath('cluster'), 5000);
-  const queues = useApi<QueueInfo[]>(apiPath('queues'), 15_000);
+  // Every queue's placement: read once when the page opens (with thousands of queues the whole list
+  // is a heavy request, not one to repeat every few seconds); *Check queue replicas* refreshes it.
+  const queues = useApi<QueueInfo[]>(apiPath('queues'));
   const [checks, setChecks] = useState<readonly QueueCheck[] | undefined>(undefined);
   const checking = useAction();
   const c = cluster.data;
@@ -106,6 +108,7 @@ export function NodesPage() {
             void checking.run(async () => {
               const report = await getReport<{ queues: QueueCheck[] }>(apiPath('checks', 'queues'));
               setChecks(report.queues);
+              queues.reload();
             }, 'Checked every replicated queue.')
           }
         >
