@@ -504,10 +504,10 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
-  ...REDRIVE_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
-  ...EXPLAIN_COMMANDS,
   ...MAINTENANCE_COMMANDS,
+  ...EXPLAIN_COMMANDS,
+  ...REDRIVE_COMMANDS,
 };
 
 export const CTL_USAGE = `Usage: styx ctl <command> [arguments] [options]

@@ -27,13 +27,13 @@
  *                       (the queue replica endpoints: queue-replicas-api.ts)
  *   GET                 /api/checks/queues[?vhost=], /api/checks/queues/{vhost}/{name}
  *                       (the queue consistency checks: queue-checks-api.ts)
+ *   GET                 /api/feature-flags; PUT /api/feature-flags/{name}/enable
+ *                       (rolling upgrades: feature-flags-api.ts)
  *   POST                /api/queues/{vhost}/{name}/redrive; GET /api/redrives[/{id}]; DELETE /api/redrives/{id}
  *                       (moving dead letters back, and the redrive audit: redrive-api.ts)
  *   POST                /api/nodes/{node}/drain, /api/nodes/{node}/revive; GET /api/nodes/{node}/maintenance
  *   GET                 /api/health/checks/node-is-quorum-critical, /api/health/checks/quorum-plus-one-online
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
- *   GET                 /api/feature-flags; PUT /api/feature-flags/{name}/enable
- *                       (rolling upgrades: feature-flags-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages, /api/queues/{vhost}/{name}/dead-lettering
  *                       (the dead-letter inspector and explain: dead-letter-api.ts)
  *
@@ -64,11 +64,12 @@ import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, MANAGEMENT_TAGS, MONITORING, POLICYMAKER, requireTag } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
+import type { ApiRequest, ApiResponse, Handler, Method, Route } from './api-types.ts';
 import { clusterRoutes } from './cluster-api.ts';
-import { maintenanceRoutes } from './maintenance-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
+import { maintenanceRoutes } from './maintenance-api.ts';
 import { nodeStats } from './node-stats.ts';
 import { pageOf, wantsPage } from './pagination.ts';
 import type { QueueCheckOps } from './queue-checks-api.ts';
@@ -77,7 +78,6 @@ import { queueListPaging } from './queue-list.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-api.ts';
 import { redriveRoutes } from './redrive-api.ts';
-import type { ApiRequest, ApiResponse, Handler, Method, Route } from './api-types.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
 import { exchangeFromPath, topologyRoutes } from './topology-api.ts';
@@ -143,9 +143,9 @@ export class ManagementApi {
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
       ...queueCheckRoutes({ ops: checks, metadata: broker.metadataView }),
+      ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...redriveRoutes(broker, cluster),
       ...maintenanceRoutes({ broker, cluster, replicas }),
-      ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...deadLetterRoutes({
         browser: broker.queueBrowser,
         metadata: broker.metadataView,
