@@ -145,7 +145,11 @@ async function main(): Promise<void> {
       const response = await fetch(url).catch((err: unknown) => {
         const cause = (err as { cause?: unknown }).cause;
         throw new Error(
-          `GET /metrics failed (${String(cause ?? err)}); node alive: ${node.alive()}\n${node.recentLogs().filter((l) => !l.includes('"level":30')).slice(-5).join('\n')}`,
+          `GET /metrics failed (${String(cause ?? err)}); node alive: ${node.alive()}\n${node
+            .recentLogs()
+            .filter((l) => !l.includes('"level":30'))
+            .slice(-5)
+            .join('\n')}`,
         );
       });
       const body = await response.text();
