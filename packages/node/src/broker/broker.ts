@@ -53,6 +53,9 @@ import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
 
+/** A stopping node waits at most this long for the confirms of publishes already taken, ms. */
+const SHUTDOWN_CONFIRM_WAIT_MS = 2_000;
+
 /** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
 export interface Session {
   readonly user: string;
@@ -1001,10 +1004,16 @@ export class Broker {
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
   async shutdown(): Promise<void> {
     if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
+    // Publishers first, while the queues can still confirm what the connections took (at most
+    // SHUTDOWN_CONFIRM_WAIT_MS): what stays unconfirmed at the close then never reached a queue.
+    await Promise.all(
+      [...this.connections.values()].map((connection) =>
+        connection.closeGracefully('broker shutting down', SHUTDOWN_CONFIRM_WAIT_MS),
+      ),
+    );
     this.replicaOps.stop();
     this.maintenance.stop();
     this.clusterQueues?.stop();
-    for (const connection of [...this.connections.values()]) connection.forceClose('broker shutting down');
     await this.actors.closeAll();
     await this.metaLog.close();
   }
