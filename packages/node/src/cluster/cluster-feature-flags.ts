@@ -77,11 +77,15 @@ export class ClusterFeatureFlags implements FeatureFlagGate, FeatureFlagsView {
       peers.map((m) => m.peerId),
       HELLO_REFRESH_MS,
     );
-    const members = group.state.clusterNodes().map((m) => ({
-      id: m.id,
-      name: m.name,
-      build: m.id === selfId ? this.build : hello.of(m.peerId),
-    }));
+    // By name, so the answer is stable whatever order the members joined in.
+    const members = group.state
+      .clusterNodes()
+      .map((m) => ({
+        id: m.id,
+        name: m.name,
+        build: m.id === selfId ? this.build : hello.of(m.peerId),
+      }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return featureFlagStatus(FEATURE_FLAGS, group.state.enabledFeatureFlags(), members);
   }
 
