@@ -138,6 +138,10 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     const unknown = await ctl('n2', 'enable_feature_flag', 'no_such_flag');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no feature flag 'no_such_flag'/);
+    // Maintenance mode's metadata command is behind a flag too: refused while n1 could not apply it.
+    await expect(cluster.api('n2', '/api/nodes/n2/drain', { method: 'POST' })).rejects.toThrow(
+      /400 .*feature flag 'maintenance_mode'/,
+    );
   }, 180_000);
 
   it('once the older node restarts as the current build, enable_feature_flag all enables the flag for good', async () => {

@@ -55,6 +55,20 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       'taken (queue log entry tag 19: a publish sent again after a refusal or a lost answer keeps its ' +
       'place); while disabled such a retry may land behind later publishes, as before',
   },
+  {
+    name: 'maintenance_mode',
+    since: 2,
+    description:
+      'styx ctl drain / revive (metadata command setNodeMaintenance); while disabled a node cannot be ' +
+      'put into maintenance mode',
+  },
+  {
+    name: 'redrive',
+    since: 2,
+    description:
+      'moving dead letters back (metadata commands startRedrive, updateRedrive, claimRedrive, ' +
+      'cancelRedrive; queue log entry remove, tag 16); while disabled a redrive is refused',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -220,6 +234,22 @@ export const CONSUMER_SUSPICION_FLAG = 'consumer_suspicion';
  * 19) are unknown to a replica of an older build, which could not decode them.
  */
 export const ORDERED_PUBLISHES_FLAG = 'ordered_publishes';
+
+/** The flag that guards maintenance mode's metadata command (management/maintenance-api.ts). */
+export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';
+
+/** The flag that guards redrive's metadata commands and queue entries (management/redrive-api.ts). */
+export const REDRIVE_FLAG = 'redrive';
+
+/**
+ * The 400 text for a change an older member could not apply: `flag` is not enabled cluster-wide.
+ */
+export function flagNotEnabledText(flag: string, what: string): string {
+  return (
+    `${what} needs the feature flag '${flag}' enabled cluster-wide (a node of an older build could not ` +
+    `apply it): upgrade every node, then run styx ctl enable_feature_flag ${flag}`
+  );
+}
 
 /** What code guarded by a flag asks: may it use the flag's messages now, and does this build know them. */
 export interface FeatureFlagGate {

@@ -77,6 +77,8 @@ describe('the hello', () => {
       'queue_body_repair',
       'consumer_suspicion',
       'ordered_publishes',
+      'maintenance_mode',
+      'redrive',
     ]);
     // A node from before the hello: no protocol for it at all.
     const legacy = await local.start(await local.identity(), { members: [cur.nodeId] });

@@ -28,6 +28,7 @@ import type { Broker } from '../broker/broker.ts';
 import type { QueueReplicaOperations } from '../broker/queue-replica-ops.ts';
 import { isReplicatedQueue } from '../broker/replicated-queue.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
+import { flagNotEnabledText, MAINTENANCE_MODE_FLAG } from '../cluster/feature-flags.ts';
 import type { GroupMembers } from '../cluster/quorum-critical.ts';
 import {
   belowQuorumPlusOne,
@@ -131,6 +132,8 @@ export function maintenanceRoutes(deps: MaintenanceRouteDeps): Route[] {
   };
 
   const setDrained = async (node: ClusterNodeRecord, drained: boolean): Promise<void> => {
+    if (!metadata.enabledFeatureFlags().has(MAINTENANCE_MODE_FLAG))
+      throw badRequest(flagNotEnabledText(MAINTENANCE_MODE_FLAG, 'maintenance mode'));
     let reply: MetadataReply;
     try {
       reply = await deps.broker.manage({ type: 'setNodeMaintenance', node: node.id, drained });

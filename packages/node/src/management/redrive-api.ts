@@ -19,6 +19,7 @@
  */
 import type { Broker } from '../broker/broker.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
+import { flagNotEnabledText, REDRIVE_FLAG } from '../cluster/feature-flags.ts';
 import { canAccess } from '../metadata/permissions.ts';
 import type { RedriveRecord } from '../metadata/redrive-types.ts';
 import type { UserRecord } from '../metadata/types.ts';
@@ -28,6 +29,7 @@ import { parseRedriveRequest, RedriveRequestError } from '../redrive/redrive-req
 import { ADMINISTRATOR, MANAGEMENT, MANAGEMENT_TAGS, MONITORING, POLICYMAKER, requireTag } from './access.ts';
 import { badRequest, forbidden, fromMetadataError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
+import { isClustered } from './queue-replicas-api.ts';
 import type { Json } from './views.ts';
 
 /** Tags that may start and cancel redrives (every management tag but the read-only `monitoring`). */
@@ -124,6 +126,9 @@ export function redriveRoutes(broker: Broker, cluster: ClusterView): Route[] {
   const start = async (request: ApiRequest): Promise<ApiResponse> => {
     const { user } = request;
     requireTag(user, WRITERS);
+    // In a cluster every member must know redrive's commands (a node alone knows its own build).
+    if (isClustered(cluster) && !metadata.enabledFeatureFlags().has(REDRIVE_FLAG))
+      throw badRequest(flagNotEnabledText(REDRIVE_FLAG, 'a redrive'));
     const [vhost, name] = request.params as [string, string];
     if (!canSee(user, vhost)) throw notFound(`no vhost '${vhost}'`);
     const queue = metadata.queue(vhost, name);
