@@ -103,6 +103,12 @@ export class ExpositionWriter {
   }
 
   /** One sample of the current (counter or gauge) family; `labels` from `labelPairs` ('' for none). */
+  /** A family of one unlabelled sample: `family` then `sample('', value)`. */
+  single(name: string, type: MetricType, help: string, value: number): void {
+    this.family(name, type, help);
+    this.sample('', value);
+  }
+
   sample(labels: string, value: number): void {
     const family = this.requireFamily();
     if (family.type === 'histogram') throw new RangeError(`'${family.name}' is a histogram: use histogram()`);

@@ -113,64 +113,78 @@ function writeNode(
     1,
   );
   const memory = process.memoryUsage();
-  w.family('rabbitmq_process_resident_memory_bytes', 'gauge', 'Memory used in bytes (resident set)');
-  w.sample('', memory.rss);
-  w.family('nodejs_heap_size_used_bytes', 'gauge', 'V8 heap in use, bytes');
-  w.sample('', memory.heapUsed);
-  w.family('nodejs_heap_size_total_bytes', 'gauge', 'V8 heap reserved, bytes');
-  w.sample('', memory.heapTotal);
-  w.family(
+  w.single(
+    'rabbitmq_process_resident_memory_bytes',
+    'gauge',
+    'Memory used in bytes (resident set)',
+    memory.rss,
+  );
+  w.single('nodejs_heap_size_used_bytes', 'gauge', 'V8 heap in use, bytes', memory.heapUsed);
+  w.single('nodejs_heap_size_total_bytes', 'gauge', 'V8 heap reserved, bytes', memory.heapTotal);
+  w.single(
     'nodejs_external_memory_bytes',
     'gauge',
     'Memory of C++ objects bound to JavaScript ones (buffers), bytes',
+    memory.external,
   );
-  w.sample('', memory.external);
 
-  w.family('rabbitmq_connections', 'gauge', 'Client connections open on this node');
-  w.sample('', source.connectionCount());
-  w.family('rabbitmq_channels', 'gauge', 'Channels open on this node');
-  w.sample('', source.channelCount());
+  w.single('rabbitmq_connections', 'gauge', 'Client connections open on this node', source.connectionCount());
+  w.single('rabbitmq_channels', 'gauge', 'Channels open on this node', source.channelCount());
   let consumers = 0;
   for (const row of led) consumers += row.figures.counts.consumers;
-  w.family('rabbitmq_consumers', 'gauge', 'Consumers of the queues led by this node');
-  w.sample('', consumers);
-  w.family('rabbitmq_queues', 'gauge', 'Queues led by this node');
-  w.sample('', led.length);
+  w.single('rabbitmq_consumers', 'gauge', 'Consumers of the queues led by this node', consumers);
+  w.single('rabbitmq_queues', 'gauge', 'Queues led by this node', led.length);
 
   const members = cluster.members();
   let online = 0;
   for (const m of members) if (m.online) online++;
-  w.family('styx_cluster_members', 'gauge', 'Members of the cluster, as this node knows them');
-  w.sample('', members.length);
-  w.family(
+  w.single(
+    'styx_cluster_members',
+    'gauge',
+    'Members of the cluster, as this node knows them',
+    members.length,
+  );
+  w.single(
     'styx_cluster_members_online',
     'gauge',
     'Members of the cluster this node reaches now (itself included)',
+    online,
   );
-  w.sample('', online);
-  w.family(
+  w.single(
     'rabbitmq_unreachable_cluster_peers_count',
     'gauge',
     'Members of the cluster this node does not reach now',
+    members.length - online,
   );
-  w.sample('', members.length - online);
   w.family('styx_cluster_member_up', 'gauge', 'Whether this node reaches each member now (1) or not (0)');
   for (const m of members) w.sample(labelPairs([['member', m.name]]), m.online ? 1 : 0);
 
   const meta = source.metadataRaft();
   if (meta !== undefined) {
-    w.family('styx_metadata_raft_term', 'gauge', "The metadata group's current Raft term on this node");
-    w.sample('', meta.term);
-    w.family('styx_metadata_raft_commit_index', 'gauge', "The metadata group's commit index on this node");
-    w.sample('', meta.commitIndex);
-    w.family(
+    w.single(
+      'styx_metadata_raft_term',
+      'gauge',
+      "The metadata group's current Raft term on this node",
+      meta.term,
+    );
+    w.single(
+      'styx_metadata_raft_commit_index',
+      'gauge',
+      "The metadata group's commit index on this node",
+      meta.commitIndex,
+    );
+    w.single(
       'styx_metadata_raft_elections_total',
       'counter',
       "Elections the metadata group's replica here started",
+      meta.elections,
     );
-    w.sample('', meta.elections);
-    w.family('styx_metadata_leader', 'gauge', 'Whether this node leads the metadata group (1) or not (0)');
-    w.sample('', meta.role === 'leader' ? 1 : 0);
+    w.single(
+      'styx_metadata_leader',
+      'gauge',
+      'Whether this node leads the metadata group (1) or not (0)',
+      meta.role === 'leader' ? 1 : 0,
+    );
   }
   if (source.logSync !== undefined) {
     w.family(
@@ -184,30 +198,30 @@ function writeNode(
 
 function writeGlobalFlow(w: ExpositionWriter, source: NodeMetricsSource): void {
   const flow = source.nodeFlow;
-  w.family(
+  w.single(
     'styx_global_messages_enqueued_total',
     'counter',
     "Messages enqueued by this node's queue leaders",
+    flow.published,
   );
-  w.sample('', flow.published);
-  w.family(
+  w.single(
     'rabbitmq_global_messages_delivered_total',
     'counter',
     "Messages delivered by this node's queue leaders (consume and get)",
+    flow.delivered,
   );
-  w.sample('', flow.delivered);
-  w.family(
+  w.single(
     'rabbitmq_global_messages_redelivered_total',
     'counter',
     "Messages redelivered by this node's queue leaders",
+    flow.redelivered,
   );
-  w.sample('', flow.redelivered);
-  w.family(
+  w.single(
     'rabbitmq_global_messages_acknowledged_total',
     'counter',
     "Messages acked at this node's queue leaders",
+    flow.acked,
   );
-  w.sample('', flow.acked);
   for (const reason of REASONS) {
     w.family(
       `rabbitmq_global_messages_dead_lettered_${reason}_total`,
