@@ -118,19 +118,9 @@ export class AtLeastOnceHandOffs {
     this.scheduler = new HandOffScheduler(options.scheduler ?? DEFAULT_HAND_OFF_OPTIONS);
   }
 
-  /** Hand-offs this leader knows of: in progress plus waiting in the backlog. */
-  get size(): number {
-    return this.scheduler.size + this.inBacklog.size;
-  }
-
   /** Hand-offs in progress whose last attempt found nowhere to go or was refused: waiting to retry. */
   get blocked(): number {
     return this.scheduler.blocked();
-  }
-
-  /** Hand-offs in progress (at most MAX_HAND_OFFS_IN_PROGRESS). */
-  get inProgress(): number {
-    return this.scheduler.size;
   }
 
   /** Take up every message the machine holds pending (on becoming leader), in the order they died. */
