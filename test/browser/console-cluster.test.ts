@@ -9,6 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestCluster } from '../support/cluster-processes.ts';
 import { CHROMIUM, MISSING_CHROMIUM } from '../support/ensure-test-deps.ts';
+import { eventually } from '../support/eventually.ts';
 import type { PageWatch } from './console-support.ts';
 import { launchChromium, logIn, shot, WAIT_MS, waitFor, watchedPage } from './console-support.ts';
 
@@ -53,7 +54,7 @@ describe('the web console of one node of a 3-node cluster', () => {
     ch.reject(got, false);
     await waitFor(async () => ((await ch.checkQueue('cc.dlq')).messageCount === 1 ? true : undefined));
 
-    const leader = await c.leaderOf('cc.dlq');
+    let leader = await c.leaderOf('cc.dlq');
     const viewer = c.nodes.find((n) => n.name !== leader)?.name as string;
     const base = c.node(viewer).broker.managementUrl as string;
     const page: Page = await watchedPage(browser as Browser, watch);
@@ -70,13 +71,15 @@ describe('the web console of one node of a 3-node cluster', () => {
     await page.goto(`${base}/#/queues`);
     const dlqRow = page.locator('tr:has([data-queue="cc.dlq"])');
     await dlqRow.waitFor({ timeout: WAIT_MS });
-    await page.waitForFunction(
-      (name) =>
-        (document.querySelector('tr:has([data-queue="cc.dlq"])')?.textContent ?? '').includes(
-          `${name} (3/3 online)`,
-        ),
-      leader,
-      { timeout: WAIT_MS },
+    // The row names the queue's leader with every replica online. The leader is read again on each
+    // poll: the cluster's rebalance, 10 s after the last member joined, may move it meanwhile.
+    await eventually(
+      'the DLQ row to show its leader with 3/3 replicas online',
+      async () => {
+        leader = await c.leaderOf('cc.dlq');
+        return ((await dlqRow.textContent()) ?? '').includes(`${leader} (3/3 online)`);
+      },
+      WAIT_MS,
     );
     await shot(page, 'cluster-02-queues');
 
