@@ -42,8 +42,14 @@ import { backoffDelayMs, DEFAULT_BACKOFF, validateBackoffPolicy } from './backof
 import { DeadlineHeap } from './deadline-heap.ts';
 import { DeadLetterInputError, DlxConfigError, DlxSnapshotError, HandOffStateError } from './errors.ts';
 
-/** Default time an attempt waits for all its confirms before it is due again, ms. */
-export const DEFAULT_CONFIRM_TIMEOUT_MS = 30_000;
+/**
+ * Default time an attempt waits for all its confirms before it is due again, ms. Each enqueue at a
+ * target answers or fails within about 15 s (a cluster queue's forwarding deadline), so this only
+ * bounds an answer that never comes; at 30 s, such a hand-off kept its copy out of the DLQ for half
+ * a minute after the fault that lost the answer had healed. A repeat sent while the first is still
+ * on its way is deduped by the target.
+ */
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
 
 export interface HandOffSchedulerOptions {
   readonly backoff: BackoffPolicy;

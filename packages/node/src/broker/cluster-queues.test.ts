@@ -54,6 +54,8 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
     const lost: string[] = [];
     const suspensions: [string, boolean][] = [];
     let status: PeerStatus = { suspected: false, unreachableMs: 0, incarnation: 'run1' };
+    let pendingDeadLetters = false;
+    let deadLetterWakes = 0;
     const actor = {
       groupId: 'g1',
       vhost: '/',
@@ -62,6 +64,10 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
       ownerIds: () => [OWNER],
       ownerLost: (owner: string) => lost.push(owner),
       setOwnerSuspended: (owner: string, suspended: boolean) => suspensions.push([owner, suspended]),
+      hasPendingDeadLetters: () => pendingDeadLetters,
+      wakeDeadLetters: () => {
+        deadLetterWakes++;
+      },
     } as unknown as QueueActor;
     const nodes = [
       { id: 'id-n1', name: 'n1' },
@@ -124,6 +130,10 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
       lost,
       suspensions,
       reasserted: () => reasserted,
+      deadLetterWakes: () => deadLetterWakes,
+      setPendingDeadLetters: (pending: boolean) => {
+        pendingDeadLetters = pending;
+      },
       forget: (id: string) => {
         nodes.splice(
           nodes.findIndex((n) => n.id === id),
@@ -163,6 +173,19 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
     ]);
     expect(t.lost).toEqual([]);
     expect(t.calls).toEqual([]); // nothing was given up: nothing to register again
+    t.queues.stop();
+  });
+
+  it('when a node answers again, a leading queue retries its waiting dead-letter hand-offs at once', () => {
+    const t = setUp();
+    t.down(1_000);
+    t.up();
+    expect(t.deadLetterWakes()).toBe(0); // nothing pending: nothing to wake
+    t.setPendingDeadLetters(true);
+    t.down(1_000);
+    expect(t.deadLetterWakes()).toBe(0); // a node going away gives a hand-off nowhere new to go
+    t.up();
+    expect(t.deadLetterWakes()).toBe(1);
     t.queues.stop();
   });
 

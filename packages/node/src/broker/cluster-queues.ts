@@ -318,6 +318,18 @@ export class ClusterQueues {
    * whether its consumers take messages, are suspended, or are given up (owner-suspicion.ts): on
    * every failure-detector event and every second (timeouts), through each queue's log.
    */
+  /**
+   * A node answers again: the dead-letter hand-offs of the queues led here that wait out a back-off
+   * (their target's leader was there, or could not be reached through it) are tried now. Without
+   * it, a hand-off that failed through a fault waits up to the back-off's cap (5 s) after the heal,
+   * and the DLQ's consumers were the last clients to see traffic again after every heal.
+   */
+  #wakeDeadLetters(): void {
+    if (this.#stopped) return;
+    for (const actor of this.#host.replicas())
+      if (actor.isLeader && actor.hasPendingDeadLetters()) actor.wakeDeadLetters();
+  }
+
   #checkOwners(onlyNode?: string): void {
     if (this.#stopped) return;
     for (const actor of this.#host.replicas()) if (actor.isLeader) this.#checkOwnersOf(actor, onlyNode);
@@ -394,11 +406,15 @@ export class ClusterQueues {
   }
 
   /**
-   * A node answers again: the queues led here resume its owners; if this node gave up any of its
-   * consumers, it is told to register them again.
+   * A node answers again: the queues led here resume its owners and retry their waiting
+   * dead-letter hand-offs; if this node gave up any of its consumers, it is told to register them
+   * again.
    */
   #nodeUp(nodeId: string, delay = 0): void {
-    if (delay === 0) this.#checkOwners(nodeId);
+    if (delay === 0) {
+      this.#checkOwners(nodeId);
+      this.#wakeDeadLetters();
+    }
     if (this.#stopped || (delay === 0 && !this.#owesReassert.delete(nodeId))) return;
     this.#cluster.queueLink.call(nodeId, QueueOp.reassert, '', EMPTY, 5_000).catch((error: unknown) => {
       if (this.#stopped || this.#host.metadata.clusterNode(nodeId) === undefined) return; // removed

@@ -660,8 +660,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   }
 
   /**
-   * An exchange or binding appeared in this queue's vhost: retry every waiting hand-off now
-   * instead of after its back-off. A no-op unless leading with hand-offs waiting.
+   * An exchange or binding appeared in this queue's vhost, or a cluster node answers again: retry
+   * every waiting hand-off now instead of after its back-off. A no-op unless leading with hand-offs
+   * waiting.
    */
   wakeDeadLetters(): void {
     this.handOffs?.wake();
