@@ -4,7 +4,7 @@ import type { TestBreak } from './breaks.ts';
 import { CAUGHT_BY, TEST_BREAKS } from './breaks.ts';
 import { UsageError } from './errors.ts';
 import type { FaultKind } from './nemesis.ts';
-import { DEFAULT_FAULTS, FAULT_KINDS } from './nemesis.ts';
+import { DEFAULT_FAULTS, DEFAULT_GAP_MS, FAULT_KINDS } from './nemesis.ts';
 import type { WorkloadKind } from './workload.ts';
 import { WORKLOADS } from './workload.ts';
 
@@ -29,6 +29,9 @@ Options:
                      membership  styx ctl delete_member+add_member, shrink+grow, rebalance, or a
                                  leadership transfer (delete_member of the leader, add_member back);
                                  healed when the queue has its full replica set again, caught up
+  --gap MIN-MAX    quiet time before the first fault and between faults, seconds (default 4-9; e.g.
+                   15-20): recovery after a heal is measured until every client made progress, and
+                   one slower than the gap runs into the next fault
   --overlap        about half the faults get a second one of another class (network: partition,
                    slow; process: kill, pause, kill-each; membership) starting while the first is
                    in force; each heals itself, and recovery after a heal made while the other was
@@ -59,6 +62,8 @@ export interface Options {
   readonly seed: number;
   readonly faults: readonly FaultKind[];
   readonly overlap: boolean;
+  /** `--gap`: quiet time before the first fault and between faults, ms, [min, max]. */
+  readonly gapMs: readonly [number, number];
   readonly workload: WorkloadKind;
   readonly rate: number;
   /** STYX_TEST_COMPACT_EVERY for the nodes; undefined for their own policy. */
@@ -85,6 +90,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
         seed: { type: 'string' },
         faults: { type: 'string' },
         overlap: { type: 'boolean' },
+        gap: { type: 'string' },
         workload: { type: 'string' },
         rate: { type: 'string' },
         'compact-every': { type: 'string' },
@@ -129,6 +135,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
       if (!faults.includes(name as FaultKind)) faults.push(name as FaultKind);
     }
   }
+  const gapMs = parseGap(str('gap'));
   const breakName = str('break');
   if (breakName !== undefined && !(TEST_BREAKS as readonly string[]).includes(breakName))
     throw new UsageError(`unknown break "${breakName}" (known: ${TEST_BREAKS.join(', ')})`);
@@ -138,6 +145,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
     seed,
     faults,
     overlap: values.overlap === true,
+    gapMs,
     workload: workload as WorkloadKind,
     rate,
     compactEvery: compactEvery === 0 ? undefined : compactEvery,
@@ -146,4 +154,15 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number):
     check: str('check'),
     help: values.help === true,
   };
+}
+
+/** `--gap MIN-MAX` in seconds (fractions allowed, 0 < MIN <= MAX) → ms; the default when absent. */
+export function parseGap(text: string | undefined): readonly [number, number] {
+  if (text === undefined) return DEFAULT_GAP_MS;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*-\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  const min = Math.round(Number(match?.[1]) * 1000);
+  const max = Math.round(Number(match?.[2]) * 1000);
+  if (match === null || !(min > 0) || !(max >= min))
+    throw new UsageError(`--gap must be MIN-MAX in seconds with 0 < MIN <= MAX (e.g. 15-20), not ${text}`);
+  return [min, max];
 }

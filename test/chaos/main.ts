@@ -13,7 +13,7 @@ import { checkAll, formatOp, windowFor } from './checkers.ts';
 import { ChaosCluster } from './cluster.ts';
 import { ChaosError, UsageError } from './errors.ts';
 import { History, readHistory } from './history.ts';
-import { describeFault, Nemesis, planSchedule } from './nemesis.ts';
+import { describeFault, formatGap, Nemesis, planSchedule } from './nemesis.ts';
 import { ChaosNetwork, preflight } from './network.ts';
 import { seededRandom } from './random.ts';
 import { buildReport, renderMarkdown, writeReport } from './report.ts';
@@ -81,10 +81,11 @@ async function runChaos(options: Options): Promise<number> {
     durationMs: options.minutes * 60_000,
     queues: ALL_QUEUES.length,
     overlap: options.overlap,
+    gapMs: options.gapMs,
   });
   say(
     `seed ${options.seed}: ${options.nodes} nodes, ${options.minutes} min, faults ${options.faults.join(',') || 'none'}` +
-      `${options.overlap ? ' (overlapping)' : ''}, workload ${options.workload} at ${options.rate} msg/s` +
+      `${options.overlap ? ' (overlapping)' : ''}, quiet gap ${formatGap(options.gapMs)}, workload ${options.workload} at ${options.rate} msg/s` +
       (options.compactEvery === undefined
         ? ''
         : `, queue logs compacting every ${options.compactEvery} entries`) +
@@ -190,6 +191,7 @@ async function runChaos(options: Options): Promise<number> {
     testBreak: options.break,
     workload: options.workload,
     overlap: options.overlap,
+    gapMs: options.gapMs,
     compactEvery: options.compactEvery,
   });
   const files = await writeReport(runDir, report);

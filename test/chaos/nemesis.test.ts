@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { parseOptions } from './args.ts';
+import { parseOptions, USAGE } from './args.ts';
 import { UsageError } from './errors.ts';
-import { DEFAULT_FAULTS, describeFault, FAULT_KINDS, faultClass, planSchedule } from './nemesis.ts';
+import {
+  DEFAULT_FAULTS,
+  DEFAULT_GAP_MS,
+  describeFault,
+  FAULT_KINDS,
+  faultClass,
+  formatGap,
+  planSchedule,
+} from './nemesis.ts';
 import { seededRandom } from './random.ts';
 
 describe('the seeded generator', () => {
@@ -118,6 +126,30 @@ describe('the schedule', () => {
     expect(network.some((f) => f.overlaps !== undefined)).toBe(false);
   });
 
+  it('keeps the asked-for quiet gap before the first fault and between faults (--gap)', () => {
+    // The default gap passed explicitly plans what no gap plans: CI's seeds keep their schedules.
+    expect(planSchedule({ ...options, gapMs: DEFAULT_GAP_MS })).toEqual(planSchedule(options));
+    for (const overlap of [false, true]) {
+      const schedule = planSchedule({
+        ...options,
+        faults: [...FAULT_KINDS],
+        overlap,
+        gapMs: [15_000, 20_000],
+      });
+      expect(schedule.length).toBeGreaterThan(10);
+      let end = 0;
+      for (const fault of schedule) {
+        if (fault.overlaps === undefined) {
+          expect(fault.at - end).toBeGreaterThanOrEqual(15_000);
+          expect(fault.at - end).toBeLessThanOrEqual(20_000);
+        }
+        end = Math.max(end, fault.at + fault.durationMs);
+      }
+    }
+    expect(formatGap([15_000, 20_000])).toBe('15-20 s');
+    expect(formatGap(DEFAULT_GAP_MS)).toBe('4-9 s');
+  });
+
   it('describes each fault on one line', () => {
     const lines = planSchedule(options).map(describeFault);
     expect(lines[0]).toMatch(/^#1 \d+\.\ds \+\d+\.\ds /);
@@ -137,6 +169,7 @@ describe('the command line', () => {
       rate: 240,
       overlap: false,
       workload: 'steady',
+      gapMs: [4_000, 9_000],
     });
     expect(parse('--faults', 'all').faults).toEqual(FAULT_KINDS);
     expect(parse('--workload', 'backlog', '--overlap', '--faults', 'kill-each,membership')).toMatchObject({
@@ -162,6 +195,28 @@ describe('the command line', () => {
     expect(parse('--break', 'reorder-deliveries').break).toBe('reorder-deliveries');
   });
 
+  it('takes --gap MIN-MAX in seconds, and shows it in the help', () => {
+    expect(parse('--gap', '15-20').gapMs).toEqual([15_000, 20_000]);
+    expect(parse('--gap', '0.5-2.25').gapMs).toEqual([500, 2_250]);
+    expect(parse('--gap', '7-7').gapMs).toEqual([7_000, 7_000]);
+    expect(parse('--gap', ' 15 - 20 ').gapMs).toEqual([15_000, 20_000]);
+    expect(USAGE).toMatch(/--gap MIN-MAX .*default 4-9/);
+  });
+
+  it.each([
+    ['15'],
+    ['20-15'],
+    ['0-5'],
+    ['-5-10'],
+    ['a-b'],
+    ['15-'],
+    ['15-20-25'],
+    [''],
+    ['1e3-2e3'],
+  ])('refuses --gap %j', (gap) => {
+    expect(() => parse('--gap', gap)).toThrow(UsageError);
+  });
+
   it.each([
     [['--nodes', '4']],
     [['--minutes', '0']],
@@ -172,6 +227,7 @@ describe('the command line', () => {
     [['--workload', 'deep']],
     [['--overlap', 'yes']],
     [['--compact-every', '-5']],
+    [['--gap']],
   ])('refuses %j', (args) => {
     expect(() => parse(...args)).toThrow(UsageError);
   });

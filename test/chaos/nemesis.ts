@@ -32,6 +32,13 @@ export function faultClass(kind: FaultKind): FaultClass {
   if (kind === 'membership') return 'membership';
   return 'process';
 }
+/**
+ * The quiet time before the first fault and between faults when not told (`--gap`), ms: CI's fixed
+ * seeds replay the schedules they always did with it.
+ */
+export const DEFAULT_GAP_MS: readonly [number, number] = [4_000, 9_000];
+/** A gap as people read it: "4-9 s". */
+export const formatGap = ([min, max]: readonly [number, number]): string => `${min / 1000}-${max / 1000} s`;
 /** kill-each: how long after a node's restart the next one is killed, planned. */
 export const KILL_EACH_SETTLE_MS = 4_000;
 export const PARTITION_SHAPES = ['halves', 'isolate-leader', 'one-way', 'flapping'] as const;
@@ -86,7 +93,7 @@ export interface ScheduleOptions {
 /** The whole schedule for a run, from the seed and options alone. */
 export function planSchedule(options: ScheduleOptions): PlannedFault[] {
   const random = seededRandom(options.seed);
-  const [gapMin, gapMax] = options.gapMs ?? [4_000, 9_000];
+  const [gapMin, gapMax] = options.gapMs ?? DEFAULT_GAP_MS;
   const [faultMin, faultMax] = options.faultMs ?? [3_000, 12_000];
   const schedule: PlannedFault[] = [];
   if (options.faults.length === 0) return schedule;

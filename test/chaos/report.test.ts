@@ -185,7 +185,19 @@ describe('the report', () => {
     expect(bad.valid).toBe(false);
     expect(renderMarkdown(bad)).toContain('# Styx chaos run: FAIL');
     expect(bad.replay).toBe('npx -y pnpm@10 chaos --nodes 3 --minutes 1 --seed 5 --faults kill --rate 100');
+    expect(bad.gapMs).toEqual([4_000, 9_000]);
+    expect(renderMarkdown(bad)).toContain('faults kill, quiet gap 4-9 s;');
     expect(bad.broken).toBeUndefined();
+  });
+
+  it('shows the quiet gap (--gap) in the Markdown, the JSON and the replay command', () => {
+    const report = buildReport({ ...base, checks: [], gapMs: [15_000, 20_000], overlap: true });
+    expect(report.gapMs).toEqual([15_000, 20_000]);
+    expect(JSON.parse(JSON.stringify(report)).gapMs).toEqual([15_000, 20_000]);
+    expect(renderMarkdown(report)).toContain('quiet gap 15-20 s');
+    expect(report.replay).toBe(
+      'npx -y pnpm@10 chaos --nodes 3 --minutes 1 --seed 5 --faults kill --rate 100 --overlap --gap 15-20',
+    );
   });
 
   it("of a deliberately broken run says whether the break's own checker caught it", () => {

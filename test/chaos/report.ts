@@ -9,7 +9,7 @@ import type { CheckResult } from './checkers.ts';
 import { formatOp, windowFor } from './checkers.ts';
 import type { Op } from './history.ts';
 import type { PlannedFault } from './nemesis.ts';
-import { describeFault } from './nemesis.ts';
+import { DEFAULT_GAP_MS, describeFault, formatGap } from './nemesis.ts';
 
 /** Nearest-rank percentile (p in 0..100) of `values`; undefined for none. */
 export function percentile(values: readonly number[], p: number): number | undefined {
@@ -110,6 +110,8 @@ export interface RunReport {
   readonly nodes: number;
   readonly minutes: number;
   readonly faults: readonly string[];
+  /** The quiet time before the first fault and between faults (`--gap`), ms: [min, max]. */
+  readonly gapMs: readonly [number, number];
   readonly ratePerSecond: number;
   readonly startedAt: string;
   readonly durationS: number;
@@ -171,6 +173,8 @@ export interface ReportInput {
   /** `--workload` when not the default. */
   readonly workload?: string | undefined;
   readonly overlap?: boolean | undefined;
+  /** `--gap` in ms; the default (4–9 s) when not given. */
+  readonly gapMs?: readonly [number, number] | undefined;
   readonly compactEvery?: number | undefined;
 }
 
@@ -200,11 +204,14 @@ export function buildReport(input: ReportInput): RunReport {
       faultsByKind[kind] = (faultsByKind[kind] ?? 0) + 1;
     }
   const problems = checks.flatMap((c) => c.problems);
+  const gapMs = input.gapMs ?? DEFAULT_GAP_MS;
+  const defaultGap = gapMs[0] === DEFAULT_GAP_MS[0] && gapMs[1] === DEFAULT_GAP_MS[1];
   return {
     seed: input.seed,
     nodes: input.nodes,
     minutes: input.minutes,
     faults: input.faults,
+    gapMs,
     ratePerSecond: input.ratePerSecond,
     startedAt: input.startedAt.toISOString(),
     durationS: input.durationS,
@@ -254,6 +261,7 @@ export function buildReport(input: ReportInput): RunReport {
       `--faults ${input.faults.join(',') || 'none'} --rate ${input.ratePerSecond}` +
       (input.workload === undefined || input.workload === 'steady' ? '' : ` --workload ${input.workload}`) +
       (input.overlap === true ? ' --overlap' : '') +
+      (defaultGap ? '' : ` --gap ${gapMs[0] / 1000}-${gapMs[1] / 1000}`) +
       (input.workload === 'backlog'
         ? ` --compact-every ${input.compactEvery ?? 0}`
         : input.compactEvery === undefined
@@ -278,7 +286,7 @@ export function renderMarkdown(report: RunReport): string {
           '',
         ]),
     `Seed ${report.seed}, ${report.nodes} nodes, ${report.minutes} min of workload at ${report.ratePerSecond} msg/s, ` +
-      `faults ${report.faults.join(', ') || 'none'}; started ${report.startedAt}, took ${report.durationS} s.`,
+      `faults ${report.faults.join(', ') || 'none'}, quiet gap ${formatGap(report.gapMs)}; started ${report.startedAt}, took ${report.durationS} s.`,
     '',
     `Replay: \`${report.replay}\``,
     '',
