@@ -31,7 +31,8 @@ Options:
                                  healed when the queue has its full replica set again, caught up
   --gap MIN-MAX    quiet time before the first fault and between faults, seconds (default 4-9; e.g.
                    15-20): recovery after a heal is measured until every client made progress, and
-                   one slower than the gap runs into the next fault
+                   one slower than the gap runs into the next fault (kept out of the p50/p99,
+                   reported apart)
   --overlap        about half the faults get a second one of another class (network: partition,
                    slow; process: kill, pause, kill-each; membership) starting while the first is
                    in force; each heals itself, and recovery after a heal made while the other was

@@ -63,12 +63,83 @@ describe('recovery after a heal', () => {
       [400, ok('c-a')],
     );
     expect(recoveryTimes(history)).toEqual([
-      { n: 1, kind: 'kill', ms: 200, overlapped: true, stalled: [], concurrent: false },
+      { n: 1, kind: 'kill', ms: 200, overlapped: true, ranInto: 2, stalled: [], concurrent: false },
     ]);
     const stalled = ops([0, ok('p-a')], [0, ok('c-a')], [200, heal(1)], [250, ok('p-a')]);
     expect(recoveryTimes(stalled)).toEqual([
       { n: 1, kind: 'kill', ms: null, overlapped: false, stalled: ['c-a'], concurrent: false },
     ]);
+  });
+});
+
+describe('recovery figures: clean, ran into the next fault, never', () => {
+  const history = ops(
+    [0, ok('p-a')],
+    [0, ok('c-a')],
+    [100, fault(1)],
+    [200, heal(1)],
+    [250, ok('p-a')],
+    [300, ok('c-a')], // #1: 100 ms, clean
+    [1_000, fault(2)],
+    [1_100, heal(2)],
+    [1_200, ok('p-a')],
+    [1_400, ok('c-a')], // #2: 300 ms, clean
+    [2_000, fault(3)],
+    [2_100, heal(3)],
+    [2_200, ok('p-a')],
+    [5_000, fault(4)], // #3 has not recovered yet: it runs into #4
+    [6_000, heal(4)],
+    [6_100, ok('p-a')],
+    [6_200, ok('c-a')], // #3: 4,100 ms (ran into #4); #4: 200 ms, clean
+    [8_000, fault(5)],
+    [8_100, heal(5)],
+    [8_200, ok('p-a')], // #5: c-a never again
+  );
+
+  it('keeps the p50/p99 to clean recoveries, the max over all, and the late ones apart', () => {
+    expect(recoveryTimes(history).map((r) => [r.n, r.ms, r.overlapped, r.ranInto])).toEqual([
+      [1, 100, false, undefined],
+      [2, 300, false, undefined],
+      [3, 4_100, true, 4],
+      [4, 200, false, undefined],
+      [5, null, false, undefined],
+    ]);
+    const report = buildReport({
+      seed: 1,
+      nodes: 3,
+      minutes: 1,
+      faults: ['kill'],
+      ratePerSecond: 10,
+      startedAt: new Date(0),
+      durationS: 60,
+      drained: true,
+      formed: true,
+      swept: 0,
+      ops: history,
+      checks: [],
+      schedule: [],
+    });
+    const { each: _each, ...figures } = report.recovery;
+    expect(figures).toEqual({
+      p50Ms: 200,
+      p99Ms: 300, // not 4,100: that one ran into the next fault
+      maxMs: 4_100, // but nothing slow is hidden
+      clean: { count: 3, p50Ms: 200, p99Ms: 300 },
+      overlappedFigures: { count: 1, p50Ms: 4_100, maxMs: 4_100 },
+      notRecovered: 1,
+      overlapped: 1,
+      concurrent: { count: 0, p50Ms: undefined, maxMs: undefined },
+    });
+    const markdown = renderMarkdown(report);
+    expect(markdown).toContain('- #3 kill: 4100 ms (ran into #4)\n');
+    expect(markdown).toContain('- #4 kill: 200 ms\n');
+    expect(markdown).toContain('- #5 kill: not recovered (stalled: c-a)\n');
+    expect(markdown).toContain(
+      '/ max (all but concurrent, late ones included) | 200 ms / 300 ms / 4100 ms |',
+    );
+    expect(markdown).toContain('| heals recovered clean (in the p50 / p99) | 3 |');
+    expect(markdown).toContain('(not in the p50 / p99): count, p50 / max | 1, 4100 ms / 4100 ms |');
+    expect(markdown).toContain('| heals never recovered | 1 |');
   });
 });
 
@@ -122,6 +193,7 @@ describe('recovery with overlapping faults and late clients', () => {
       workload: 'backlog',
     });
     expect(report.recovery.p99Ms).toBe(100);
+    expect(report.recovery.maxMs).toBe(100);
     expect(report.recovery.concurrent).toEqual({ count: 1, p50Ms: 9_000, maxMs: 9_000 });
     expect(report.replay).toContain('--workload backlog --overlap');
     expect(renderMarkdown(report)).toContain('(another fault still in force)');
