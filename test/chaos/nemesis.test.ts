@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseOptions, USAGE } from './args.ts';
+import type { ChaosCluster } from './cluster.ts';
 import { UsageError } from './errors.ts';
+import { History } from './history.ts';
+import type { PlannedFault } from './nemesis.ts';
 import {
   DEFAULT_FAULTS,
   DEFAULT_GAP_MS,
@@ -8,8 +11,10 @@ import {
   FAULT_KINDS,
   faultClass,
   formatGap,
+  Nemesis,
   planSchedule,
 } from './nemesis.ts';
+import type { ChaosNetwork } from './network.ts';
 import { seededRandom } from './random.ts';
 
 describe('the seeded generator', () => {
@@ -154,6 +159,73 @@ describe('the schedule', () => {
     const lines = planSchedule(options).map(describeFault);
     expect(lines[0]).toMatch(/^#1 \d+\.\ds \+\d+\.\ds /);
     expect(lines.some((l) => l.includes('kbit/s'))).toBe(true);
+  });
+});
+
+describe('the nemesis at run time', () => {
+  /** A cluster of three that only pretends: n2 leads chaos.work.1, nobody knows chaos.rej's leader. */
+  function fake() {
+    const nodes = [1, 2, 3].map((index) => ({
+      name: `n${index}`,
+      host: { index },
+      state: 'running' as 'running' | 'down' | 'paused',
+    }));
+    const node = (name: string) => nodes.find((n) => n.name === name) as (typeof nodes)[number];
+    const killed: string[] = [];
+    const cluster = {
+      nodes,
+      leaderOf: async (queue: string) => (queue === 'chaos.work.1' ? 'n2' : undefined),
+      kill: async (name: string) => {
+        killed.push(name);
+        node(name).state = 'down';
+      },
+      restart: async (name: string) => {
+        node(name).state = 'running';
+      },
+      pause: (name: string) => {
+        node(name).state = 'paused';
+      },
+      resume: (name: string) => {
+        node(name).state = 'running';
+      },
+    };
+    const network = { heal: async () => {} };
+    return {
+      cluster: cluster as unknown as ChaosCluster,
+      network: network as unknown as ChaosNetwork,
+      killed,
+    };
+  }
+  const planned = (n: number, kind: 'kill' | 'pause', leaderOf: number | undefined): PlannedFault => ({
+    n,
+    at: 0,
+    kind,
+    durationMs: 1,
+    target: { leaderOf, node: 3 },
+  });
+
+  it('names the queue whose leader a kill aimed at, and says when that leader was not known', async () => {
+    const { cluster, network, killed } = fake();
+    const history = new History();
+    const queues = ['chaos.work.1', 'chaos.rej'];
+    const schedule = [
+      planned(1, 'kill', 0),
+      planned(2, 'kill', 1),
+      planned(3, 'kill', undefined),
+      planned(4, 'pause', 0),
+    ];
+    await new Nemesis(cluster, network, history, schedule, queues).run(new AbortController().signal);
+    expect(killed).toEqual(['n2', 'n3', 'n3']);
+    const faults = history.ops.filter((op) => op.f === 'fault').map((op) => op.value);
+    expect(faults).toEqual([
+      { n: 1, kind: 'kill', nodes: 'n2', queue: 'chaos.work.1' },
+      { n: 2, kind: 'kill', nodes: 'n3', queue: 'chaos.rej', leaderUnknown: true },
+      { n: 3, kind: 'kill', nodes: 'n3' },
+      { n: 4, kind: 'pause', nodes: 'n2' },
+    ]);
+    expect(history.ops.filter((op) => op.f === 'heal').map((op) => (op.value as { n: number }).n)).toEqual([
+      1, 2, 3, 4,
+    ]);
   });
 });
 

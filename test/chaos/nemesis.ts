@@ -263,7 +263,8 @@ export class Nemesis {
 
   /** `paired`: another fault overlaps this one, so it heals only what it did itself. */
   async #apply(fault: PlannedFault, signal: AbortSignal, paired: boolean): Promise<void> {
-    const target = await this.#resolve(fault.target);
+    const resolved = await this.#resolve(fault.target);
+    const target = resolved.node;
     const name = `n${target}`;
     const label = `${fault.kind}${fault.shape !== undefined ? `/${fault.shape}` : ''}${
       fault.change !== undefined ? `/${fault.change}` : ''
@@ -292,6 +293,11 @@ export class Nemesis {
         nodes: touched,
         ...(fault.kind === 'slow' ? { rateKbit: fault.rateKbit, lossPercent: fault.lossPercent } : {}),
         ...(fault.overlaps === undefined ? {} : { during: fault.overlaps }),
+        // A kill of a queue's leader: which queue (the report's failover times). leaderUnknown: no
+        // node named its leader, so the planned node was killed, which may not have led it.
+        ...(fault.kind === 'kill' && resolved.queue !== undefined
+          ? { queue: resolved.queue, ...(resolved.leaderFound ? {} : { leaderUnknown: true }) }
+          : {}),
       },
     });
     let heal: () => Promise<Record<string, unknown>> = async () => ({});
@@ -509,12 +515,18 @@ export class Nemesis {
     return [[target], others];
   }
 
-  async #resolve(target: Target): Promise<number> {
-    if (target.leaderOf === undefined) return target.node;
+  /**
+   * The node a fault hits: the leader of queue #leaderOf as the nodes say now (`queue` names it,
+   * `leaderFound` says whether a node named its leader), else the planned node.
+   */
+  async #resolve(target: Target): Promise<{ node: number; queue: string | undefined; leaderFound: boolean }> {
+    if (target.leaderOf === undefined) return { node: target.node, queue: undefined, leaderFound: false };
     const queue = this.#queues[target.leaderOf % this.#queues.length];
     const leader = queue === undefined ? undefined : await this.#cluster.leaderOf(queue);
     const node = this.#cluster.nodes.find((n) => n.name === leader);
-    return node?.host.index ?? target.node;
+    return node === undefined
+      ? { node: target.node, queue, leaderFound: false }
+      : { node: node.host.index, queue, leaderFound: true };
   }
 }
 

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Op, OpInput } from './history.ts';
-import { buildReport, percentile, recoveryTimes, renderMarkdown, resources } from './report.ts';
+import {
+  buildReport,
+  failoverTimes,
+  percentile,
+  recoveryTimes,
+  renderMarkdown,
+  resources,
+} from './report.ts';
 
 function ops(...inputs: [number, OpInput][]): Op[] {
   return inputs.map(([time, input], index) => ({ index, time, ...input }));
@@ -284,6 +291,201 @@ describe('the report', () => {
     const caught = buildReport({ ...broken, checks: [{ ...valid('order'), valid: false }] });
     expect(caught.broken?.caught).toBe(true);
     expect(caught.replay).toContain('--faults none --rate 100 --break reorder-deliveries');
+  });
+});
+
+describe('failover after a SIGKILL of a queue leader', () => {
+  const W1 = 'chaos.work.1';
+  const W2 = 'chaos.work.2';
+  const invoke = (process: string, seq: number, queue: string): OpInput => ({
+    type: 'invoke',
+    f: 'publish',
+    process,
+    queue,
+    id: `${process}:${seq}`,
+  });
+  const confirm = (process: string, seq: number, queue: string): OpInput => ({
+    type: 'ok',
+    f: 'publish',
+    process,
+    queue,
+    id: `${process}:${seq}`,
+  });
+  const deliver = (process: string, id: string, queue: string, redelivered = false): OpInput => ({
+    type: 'ok',
+    f: 'deliver',
+    process,
+    queue,
+    id,
+    redelivered,
+  });
+  const kill = (n: number, queue: string | undefined, extra: Record<string, unknown> = {}): OpInput => ({
+    type: 'info',
+    f: 'fault',
+    process: 'nemesis',
+    value: { n, kind: 'kill', nodes: 'n2', ...(queue === undefined ? {} : { queue }), ...extra },
+  });
+  const healOf = (n: number): OpInput => ({
+    type: 'info',
+    f: 'heal',
+    process: 'nemesis',
+    value: { n, kind: 'kill' },
+  });
+  /** Both queues busy before the kill: p-w1 → c-w1 on work.1, p-w2 → c-w2 on work.2. */
+  const before: [number, OpInput][] = [
+    [0, invoke('p-w1', 0, W1)],
+    [0, invoke('p-w2', 0, W2)],
+    [10, confirm('p-w1', 0, W1)],
+    [10, confirm('p-w2', 0, W2)],
+    [20, deliver('c-w1', 'p-w1:0', W1)],
+    [20, deliver('c-w2', 'p-w2:0', W2)],
+    [900, invoke('p-w1', 1, W1)], // on its way when the leader dies
+  ];
+  const run = (...rest: [number, OpInput][]) => failoverTimes(ops(...before, ...rest));
+
+  it("waits for every client of the killed leader's queue, and only for new progress", () => {
+    const [failover] = run(
+      [1_000, kill(1, W1)],
+      [1_001, confirm('p-w1', 1, W1)], // invoked before the kill: the dead leader's, not counted
+      [1_002, deliver('c-w1', 'p-w1:1', W1)], // published before the kill, not a redelivery
+      [1_500, invoke('p-w1', 2, W1)],
+      [2_500, confirm('p-w1', 2, W1)],
+      [2_600, deliver('c-w1', 'p-w1:2', W1)],
+      [3_000, healOf(1)],
+    );
+    expect(failover).toEqual({
+      n: 1,
+      queue: W1,
+      node: 'n2',
+      ms: 1_600,
+      clients: ['c-w1', 'p-w1'],
+      stalled: [],
+      overlapped: false,
+      afterRestart: false,
+    });
+  });
+
+  it('does not count a confirm the dead leader had already sent', () => {
+    const failovers = run(
+      [1_000, kill(1, W1)],
+      [1_001, confirm('p-w1', 1, W1)], // invoked at 900: not the new leader's doing
+      [1_050, deliver('c-w1', 'p-w1:0', W1, true)],
+      [1_100, invoke('p-w1', 2, W1)],
+      [2_500, confirm('p-w1', 2, W1)],
+    );
+    expect(failovers.map((f) => f.ms)).toEqual([1_500]);
+  });
+
+  it('does not count progress on another queue, nor wait for its stalled clients', () => {
+    // c-w1 stalls while work.2's clients go on: never, naming c-w1.
+    const stalled = run(
+      [1_000, kill(1, W1)],
+      [1_100, invoke('p-w2', 1, W2)],
+      [1_200, confirm('p-w2', 1, W2)],
+      [1_300, deliver('c-w2', 'p-w2:1', W2)],
+      [1_500, invoke('p-w1', 2, W1)],
+      [2_500, confirm('p-w1', 2, W1)],
+      [3_000, healOf(1)],
+      [4_000, invoke('p-w2', 2, W2)],
+      [4_100, confirm('p-w2', 2, W2)],
+    );
+    expect(stalled.map((f) => [f.ms, f.clients, f.stalled])).toEqual([[null, ['c-w1', 'p-w1'], ['c-w1']]]);
+    // work.2's clients stall while work.1's go on: work.1's leader failed over, in 1,600 ms.
+    const other = run(
+      [1_000, kill(1, W1)],
+      [1_500, invoke('p-w1', 2, W1)],
+      [2_500, confirm('p-w1', 2, W1)],
+      [2_600, deliver('c-w1', 'p-w1:2', W1)],
+    );
+    expect(other.map((f) => [f.ms, f.stalled])).toEqual([[1_600, []]]);
+  });
+
+  it("counts a consumer's redelivery, and flags one that ran into the next fault or the restart", () => {
+    const [failover] = run(
+      [1_000, kill(1, W1)],
+      [1_400, deliver('c-w1', 'p-w1:0', W1, true)],
+      [3_000, healOf(1)],
+      [4_000, kill(2, undefined)],
+      [4_100, invoke('p-w1', 2, W1)],
+      [4_500, confirm('p-w1', 2, W1)],
+    );
+    expect(failover).toMatchObject({ n: 1, ms: 3_500, overlapped: true, ranInto: 2, afterRestart: true });
+  });
+
+  it('skips kills without a queue, kill-each, and does not measure an unknown leader or a queue without clients', () => {
+    const failovers = run(
+      [1_000, kill(1, undefined)],
+      [
+        2_000,
+        { type: 'info', f: 'fault', process: 'nemesis', value: { n: 2, kind: 'kill-each', queue: W1 } },
+      ],
+      [3_000, kill(3, W1, { leaderUnknown: true })],
+      [4_000, kill(4, 'chaos.ttl.dlq')],
+    );
+    expect(failovers.map((f) => [f.n, f.ms, f.skipped])).toEqual([
+      [3, null, 'leader unknown'],
+      [4, null, 'no clients'],
+    ]);
+  });
+
+  it('reports p50/p99 over the clean ones, the max over all, the rest apart', () => {
+    const history = ops(
+      ...before,
+      [1_000, kill(1, W1)],
+      [1_100, invoke('p-w1', 2, W1)],
+      [1_200, confirm('p-w1', 2, W1)],
+      [1_300, deliver('c-w1', 'p-w1:2', W1)], // #1: 300 ms
+      [2_000, healOf(1)],
+      [10_000, kill(2, W1)],
+      [10_100, invoke('p-w1', 3, W1)],
+      [10_600, confirm('p-w1', 3, W1)],
+      [11_000, deliver('c-w1', 'p-w1:3', W1)], // #2: 1,000 ms
+      [12_000, healOf(2)],
+      [20_000, kill(3, W2)],
+      [25_000, healOf(3)],
+      [30_000, kill(4, W1, { leaderUnknown: true })],
+      [30_100, invoke('p-w2', 1, W2)],
+      [30_200, confirm('p-w2', 1, W2)],
+      [30_300, deliver('c-w2', 'p-w2:1', W2)], // #3: 10,300 ms, ran into #4
+      [31_000, healOf(4)],
+      [40_000, kill(5, W2)], // #5: never (c-w2, p-w2 stall)
+    );
+    const report = buildReport({
+      seed: 1,
+      nodes: 3,
+      minutes: 1,
+      faults: ['kill'],
+      ratePerSecond: 10,
+      startedAt: new Date(0),
+      durationS: 60,
+      drained: true,
+      formed: true,
+      swept: 0,
+      ops: history,
+      checks: [],
+      schedule: [],
+    });
+    const { each, ...figures } = report.failover;
+    expect(figures).toEqual({
+      p50Ms: 300,
+      p99Ms: 1_000,
+      maxMs: 10_300,
+      clean: { count: 2, p50Ms: 300, p99Ms: 1_000 },
+      overlappedFigures: { count: 1, p50Ms: 10_300, maxMs: 10_300 },
+      notRecovered: 1,
+      notMeasured: 1,
+    });
+    expect(each.map((f) => f.n)).toEqual([1, 2, 3, 4, 5]);
+    const markdown = renderMarkdown(report);
+    expect(markdown).toContain("## Failover after a queue leader's SIGKILL");
+    expect(markdown).toContain(
+      "| failover after a queue leader's SIGKILL, p50 / p99 (clean) / max (all) | 300 ms / 1000 ms / 10300 ms |",
+    );
+    expect(markdown).toContain('- #1 chaos.work.1, n2 killed: 300 ms\n');
+    expect(markdown).toContain('- #3 chaos.work.2, n2 killed: 10300 ms (after the restart) (ran into #4)\n');
+    expect(markdown).toContain('- #4 chaos.work.1, n2 killed: not measured (leader unknown)\n');
+    expect(markdown).toContain('- #5 chaos.work.2, n2 killed: never (stalled: c-w2, p-w2)\n');
+    expect(JSON.parse(JSON.stringify(report)).failover.clean).toEqual({ count: 2, p50Ms: 300, p99Ms: 1_000 });
   });
 });
 

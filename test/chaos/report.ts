@@ -87,6 +87,110 @@ export function recoveryTimes(ops: readonly Op[]): Recovery[] {
   return out;
 }
 
+export interface Failover {
+  /** The kill's fault number. */
+  readonly n: number;
+  /** The queue whose leader was killed. */
+  readonly queue: string;
+  /** The node killed. */
+  readonly node: string;
+  /**
+   * Milliseconds from the kill until every client of the queue (see `clients`) made progress on it
+   * again; null if some never did, or if not measured (`skipped`).
+   */
+  readonly ms: number | null;
+  /** The client processes waited for: those that had made progress on the queue before the kill. */
+  readonly clients: readonly string[];
+  /** Those that never made progress on the queue again. */
+  readonly stalled: readonly string[];
+  /** Whether the next fault began before every client made progress (kept out of the p50/p99). */
+  readonly overlapped: boolean;
+  /** When overlapped: the number of the fault it ran into. */
+  readonly ranInto?: number;
+  /** Whether the killed node had been restarted (the fault's heal) before every client made progress. */
+  readonly afterRestart: boolean;
+  /**
+   * Not measured: `leader unknown` (no node named the queue's leader, so the planned node was killed,
+   * which may not have led it) or `no clients` (no client had made progress on the queue before).
+   */
+  readonly skipped?: 'leader unknown' | 'no clients';
+}
+
+/**
+ * Failover after each SIGKILL of a queue's leader (a `kill` fault whose history entry names the
+ * `queue`): the time from the kill until every client process that had made progress on that queue
+ * before it made progress on it again. Progress after a kill must be the new leader's doing, not
+ * what the dead one had already sent (a confirm or a delivery still on its way is read after the
+ * kill): a publisher's counts when it confirms a publish invoked after the kill; a consumer's, a
+ * delivery of a message published after the kill, or a redelivery (what the old leader had handed
+ * out, given again). Clients of other queues are not waited for.
+ */
+export function failoverTimes(ops: readonly Op[]): Failover[] {
+  const invokedAt = new Map<string, number>();
+  // queue → client process → index of its first progress on that queue.
+  const firstOnQueue = new Map<string, Map<string, number>>();
+  for (const op of ops) {
+    if (op.f === 'publish' && op.type === 'invoke' && op.id !== undefined) invokedAt.set(op.id, op.index);
+    if (!isClient(op.process) || !progress(op) || op.queue === undefined) continue;
+    const first = firstOnQueue.get(op.queue) ?? new Map<string, number>();
+    firstOnQueue.set(op.queue, first);
+    if (!first.has(op.process)) first.set(op.process, op.index);
+  }
+  const out: Failover[] = [];
+  for (const [i, kill] of ops.entries()) {
+    if (kill.f !== 'fault') continue;
+    const value = kill.value as
+      | { n?: number; kind?: string; nodes?: string; queue?: unknown; leaderUnknown?: boolean }
+      | undefined;
+    if (value?.kind !== 'kill' || typeof value.queue !== 'string') continue;
+    const queue = value.queue;
+    const n = value.n ?? 0;
+    const clients = [...(firstOnQueue.get(queue) ?? [])]
+      .filter(([, first]) => first < kill.index)
+      .map(([p]) => p)
+      .sort();
+    const entry = { n, queue, node: value.nodes ?? '?', clients };
+    const skipped =
+      value.leaderUnknown === true ? 'leader unknown' : clients.length === 0 ? 'no clients' : undefined;
+    if (skipped !== undefined) {
+      out.push({ ...entry, ms: null, stalled: [], overlapped: false, afterRestart: false, skipped });
+      continue;
+    }
+    const after = (id: string | undefined): boolean =>
+      id !== undefined && (invokedAt.get(id) ?? -1) > kill.index;
+    const fresh = (op: Op): boolean =>
+      op.type === 'ok' &&
+      ((op.f === 'publish' && after(op.id)) ||
+        (op.f === 'deliver' && (op.redelivered === true || after(op.id))));
+    const waiting = new Set(clients);
+    let last = kill.time;
+    let overlapped = false;
+    let ranInto: number | undefined;
+    let afterRestart = false;
+    for (let j = i + 1; j < ops.length && waiting.size > 0; j++) {
+      const op = ops[j] as Op;
+      if (op.f === 'fault' && !overlapped) {
+        overlapped = true;
+        ranInto = (op.value as { n?: number } | undefined)?.n;
+      }
+      if (op.f === 'heal' && (op.value as { n?: number } | undefined)?.n === n) afterRestart = true;
+      if (op.queue === queue && waiting.has(op.process) && fresh(op)) {
+        waiting.delete(op.process);
+        last = op.time;
+      }
+    }
+    out.push({
+      ...entry,
+      ms: waiting.size === 0 ? last - kill.time : null,
+      stalled: [...waiting].sort(),
+      overlapped,
+      ...(ranInto === undefined ? {} : { ranInto }),
+      afterRestart,
+    });
+  }
+  return out;
+}
+
 export interface Resources {
   /** Largest lateness of the harness's 5 s sampling timer, ms (its event loop was busy or starved). */
   readonly harnessLagMaxMs: number;
@@ -167,6 +271,30 @@ export interface RunReport {
     };
     readonly each: readonly Recovery[];
   };
+  /**
+   * Failover after each SIGKILL of a queue's leader (see failoverTimes): p50/p99 over the clean ones
+   * (done before the next fault began), max over all that completed; the rest apart.
+   */
+  readonly failover: {
+    readonly p50Ms: number | undefined;
+    readonly p99Ms: number | undefined;
+    readonly maxMs: number | undefined;
+    readonly clean: {
+      readonly count: number;
+      readonly p50Ms: number | undefined;
+      readonly p99Ms: number | undefined;
+    };
+    readonly overlappedFigures: {
+      readonly count: number;
+      readonly p50Ms: number | undefined;
+      readonly maxMs: number | undefined;
+    };
+    /** Some client of the queue never made progress on it again. */
+    readonly notRecovered: number;
+    /** Kills of a leader not measured (leader unknown, or no client on the queue). */
+    readonly notMeasured: number;
+    readonly each: readonly Failover[];
+  };
   /** Membership faults whose queues did not get their full replica set back at the heal. */
   readonly membershipNotRestored: number;
   /** Whether the nodes' GET /api/checks/queues existed (false: every node answered 404). */
@@ -214,6 +342,11 @@ export function buildReport(input: ReportInput): RunReport {
   const clean = recoveries.flatMap((r) => (r.ms === null || r.overlapped ? [] : [r.ms]));
   const late = recoveries.flatMap((r) => (r.ms !== null && r.overlapped ? [r.ms] : []));
   const concurrent = all.filter((r) => r.concurrent).flatMap((r) => (r.ms === null ? [] : [r.ms]));
+  const failovers = failoverTimes(ops);
+  const failedOver = failovers.flatMap((f) => (f.ms === null ? [] : [f.ms]));
+  const cleanFailovers = failovers.flatMap((f) => (f.ms === null || f.overlapped ? [] : [f.ms]));
+  const lateFailovers = failovers.flatMap((f) => (f.ms !== null && f.overlapped ? [f.ms] : []));
+  const notMeasured = failovers.filter((f) => f.skipped !== undefined).length;
   const membershipNotRestored = ops.filter(
     (op) => op.f === 'heal' && (op.value as { restored?: boolean } | undefined)?.restored === false,
   ).length;
@@ -278,6 +411,24 @@ export function buildReport(input: ReportInput): RunReport {
       },
       each: all,
     },
+    failover: {
+      p50Ms: percentile(cleanFailovers, 50),
+      p99Ms: percentile(cleanFailovers, 99),
+      maxMs: max(failedOver),
+      clean: {
+        count: cleanFailovers.length,
+        p50Ms: percentile(cleanFailovers, 50),
+        p99Ms: percentile(cleanFailovers, 99),
+      },
+      overlappedFigures: {
+        count: lateFailovers.length,
+        p50Ms: percentile(lateFailovers, 50),
+        maxMs: max(lateFailovers),
+      },
+      notRecovered: failovers.length - notMeasured - failedOver.length,
+      notMeasured,
+      each: failovers,
+    },
     membershipNotRestored,
     replicaCheck,
     checks,
@@ -341,6 +492,7 @@ export function renderMarkdown(report: RunReport): string {
     `| heals whose recovery ran into the next fault (not in the p50 / p99): count, p50 / max | ${report.recovery.overlappedFigures.count}, ${ms(report.recovery.overlappedFigures.p50Ms)} / ${ms(report.recovery.overlappedFigures.maxMs)} |`,
     `| heals never recovered | ${report.recovery.notRecovered} |`,
     `| heals while another fault was in force (in none of the above): count, p50 / max | ${report.recovery.concurrent.count}, ${ms(report.recovery.concurrent.p50Ms)} / ${ms(report.recovery.concurrent.maxMs)} |`,
+    `| failover after a queue leader's SIGKILL, p50 / p99 (clean) / max (all) | ${ms(report.failover.p50Ms)} / ${ms(report.failover.p99Ms)} / ${ms(report.failover.maxMs)} |`,
     `| membership faults not restored to the full replica set | ${report.membershipNotRestored} |`,
     `| nodes' replica check (GET /api/checks/queues) | ${report.replicaCheck} |`,
     '',
@@ -366,6 +518,34 @@ export function renderMarkdown(report: RunReport): string {
         `- #${r.n} ${r.kind}: ${r.ms === null ? `not recovered (stalled: ${r.stalled.join(', ')})` : `${r.ms} ms`}${
           r.ms !== null && r.overlapped ? ` (ran into #${r.ranInto ?? '?'})` : ''
         }${r.concurrent ? ' (another fault still in force)' : ''}`,
+    ),
+    '',
+    "## Failover after a queue leader's SIGKILL",
+    '',
+    'From the SIGKILL of the node leading a queue until every client that had made progress on that ' +
+      'queue before made progress on it again (a publisher: a confirm of a message published after ' +
+      'the kill; a consumer: a delivery of one, or a redelivery). Clients of other queues are not waited for.',
+    '',
+    ...(report.failover.each.length === 0
+      ? ['none']
+      : [
+          `- p50 / p99 over the ${report.failover.clean.count} done before the next fault began: ` +
+            `${ms(report.failover.p50Ms)} / ${ms(report.failover.p99Ms)}; max over all: ${ms(report.failover.maxMs)}`,
+          `- ran into the next fault: ${report.failover.overlappedFigures.count}, p50 / max ` +
+            `${ms(report.failover.overlappedFigures.p50Ms)} / ${ms(report.failover.overlappedFigures.maxMs)}`,
+          `- never: ${report.failover.notRecovered}; not measured: ${report.failover.notMeasured}`,
+        ]),
+    ...report.failover.each.map(
+      (f) =>
+        `- #${f.n} ${f.queue}, ${f.node} killed: ${
+          f.skipped !== undefined
+            ? `not measured (${f.skipped})`
+            : f.ms === null
+              ? `never (stalled: ${f.stalled.join(', ')})`
+              : `${f.ms} ms`
+        }${f.ms !== null && f.afterRestart ? ' (after the restart)' : ''}${
+          f.ms !== null && f.overlapped ? ` (ran into #${f.ranInto ?? '?'})` : ''
+        }`,
     ),
     '',
     '## Resources (peaks of the 5 s samples)',
