@@ -158,13 +158,14 @@ export class Libp2pTransport implements Transport {
 
   /**
    * Open a connection to `nodeId` now, without sending (Raft opens its stream on a first send;
-   * gossip needs connections to spread events). Rejects with `PeerUnreachableError`.
+   * gossip needs connections to spread events), within `timeoutMs` (default: the dial timeout).
+   * Rejects with `PeerUnreachableError`.
    */
-  async connect(nodeId: string): Promise<void> {
+  async connect(nodeId: string, timeoutMs = this.#dialTimeoutMs): Promise<void> {
     const address = this.#addresses.get(nodeId);
     if (address === undefined || this.#closed) throw new PeerUnreachableError(nodeId);
     try {
-      await this.#node.dial(address, { signal: this.#dialSignal() });
+      await this.#node.dial(address, { signal: this.#dialSignal(timeoutMs) });
     } catch (error) {
       this.#log.debug({ peer: nodeId, err: error }, 'cannot connect to the peer');
       throw new PeerUnreachableError(nodeId);
@@ -256,8 +257,8 @@ export class Libp2pTransport implements Transport {
     return opening;
   }
 
-  #dialSignal(): AbortSignal {
-    return AbortSignal.any([AbortSignal.timeout(this.#dialTimeoutMs), this.#closing.signal]);
+  #dialSignal(timeoutMs = this.#dialTimeoutMs): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(timeoutMs), this.#closing.signal]);
   }
 
   /** Only made when a peer's stream is full, not per send. */
