@@ -13,7 +13,7 @@ import { checkAll, formatOp, windowFor } from './checkers.ts';
 import { ChaosCluster } from './cluster.ts';
 import { ChaosError, UsageError } from './errors.ts';
 import { History, readHistory } from './history.ts';
-import { describeFault, formatGap, Nemesis, planSchedule } from './nemesis.ts';
+import { DEFAULT_GAP_MS, describeFault, formatGap, Nemesis, planSchedule } from './nemesis.ts';
 import { ChaosNetwork, preflight } from './network.ts';
 import { seededRandom } from './random.ts';
 import { buildReport, renderMarkdown, writeReport } from './report.ts';
@@ -117,7 +117,10 @@ async function runChaos(options: Options): Promise<number> {
   await workload.start();
   history.append({ type: 'info', process: 'harness', f: 'phase', value: 'workload' });
 
-  const nemesis = new Nemesis(cluster, network, history, schedule, ALL_QUEUES);
+  // With --gap, a long heal pushes the schedule back rather than eat the next quiet gap (the
+  // default gap keeps CI's seeds on their planned times).
+  const quietAfterHealMs = options.gapMs === DEFAULT_GAP_MS ? 0 : options.gapMs[0];
+  const nemesis = new Nemesis(cluster, network, history, schedule, ALL_QUEUES, quietAfterHealMs);
   const stopNemesis = new AbortController();
   const progress = startProgress(history, nemesis, options.minutes * 60_000);
   const sampler = startSampler(history, cluster);

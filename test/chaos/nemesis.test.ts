@@ -229,6 +229,69 @@ describe('the nemesis at run time', () => {
   });
 });
 
+describe('Nemesis with a least quiet time after each heal (--gap)', () => {
+  function fakeCluster(restartMs: number) {
+    const nodes = [1, 2, 3].map((index) => ({
+      name: `n${index}`,
+      host: { index },
+      state: 'running' as 'running' | 'down' | 'paused',
+    }));
+    const cluster = {
+      nodes,
+      leaderOf: async () => undefined,
+      kill: async () => {},
+      // A restart slower than planned: the heal ends late.
+      restart: () => new Promise<void>((resolve) => setTimeout(resolve, restartMs)),
+      pause: () => {},
+      resume: () => {},
+    };
+    return {
+      cluster: cluster as unknown as ChaosCluster,
+      network: { heal: async () => {} } as unknown as ChaosNetwork,
+    };
+  }
+  const fault = (n: number, at: number, durationMs: number): PlannedFault => ({
+    n,
+    at,
+    kind: 'kill',
+    durationMs,
+    target: { leaderOf: undefined, node: 1 },
+  });
+  const times = (history: History, f: string) => history.ops.filter((op) => op.f === f).map((op) => op.time);
+
+  it('starts the next fault no sooner than the quiet time after the last heal, pushing the rest back', async () => {
+    const { cluster, network } = fakeCluster(60);
+    const history = new History();
+    // Planned back to back; the first heal takes 60 ms longer than planned.
+    const schedule = [fault(1, 0, 10), fault(2, 20, 10), fault(3, 40, 200)];
+    await new Nemesis(cluster, network, history, schedule, [], 50).run(new AbortController().signal);
+    const [heal1] = times(history, 'heal');
+    const [, start2] = times(history, 'fault');
+    expect((start2 as number) - (heal1 as number)).toBeGreaterThanOrEqual(50);
+  });
+
+  it('without it, the next fault starts at its planned time even right after a late heal', async () => {
+    const { cluster, network } = fakeCluster(60);
+    const history = new History();
+    const schedule = [fault(1, 0, 10), fault(2, 20, 10)];
+    await new Nemesis(cluster, network, history, schedule, []).run(new AbortController().signal);
+    const [heal1] = times(history, 'heal');
+    const [, start2] = times(history, 'fault');
+    expect((start2 as number) - (heal1 as number)).toBeLessThan(50);
+  });
+
+  it('does not run a pushed-back fault that would end after the planned schedule', async () => {
+    const { cluster, network } = fakeCluster(60);
+    const history = new History();
+    // The schedule ends at 120 ms; pushed back past the first heal + 100 ms, #2 would end later.
+    const schedule = [fault(1, 0, 10), fault(2, 100, 20)];
+    await new Nemesis(cluster, network, history, schedule, [], 100).run(new AbortController().signal);
+    expect(history.ops.filter((op) => op.f === 'fault').map((op) => (op.value as { n: number }).n)).toEqual([
+      1,
+    ]);
+  });
+});
+
 describe('the command line', () => {
   const parse = (...args: string[]) => parseOptions(args, () => 1234);
 

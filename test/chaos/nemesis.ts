@@ -215,6 +215,13 @@ export class Nemesis {
   readonly #current = new Map<number, string>();
   #done = 0;
   readonly #byKind: Record<string, number> = {};
+  /**
+   * The least quiet time between a heal and the next fault, ms (`--gap`'s MIN; 0: none). A heal that
+   * takes longer than planned (a membership fault waits for its replica sets, a restart for its node)
+   * pushes the rest of the schedule back instead of eating the next gap, so every recovery gets MIN
+   * to show before the next fault; faults that no longer fit in the run are not run.
+   */
+  readonly #quietAfterHealMs: number;
 
   constructor(
     cluster: ChaosCluster,
@@ -222,12 +229,14 @@ export class Nemesis {
     history: History,
     schedule: readonly PlannedFault[],
     queues: readonly string[],
+    quietAfterHealMs = 0,
   ) {
     this.#cluster = cluster;
     this.#network = network;
     this.#history = history;
     this.#schedule = schedule;
     this.#queues = queues;
+    this.#quietAfterHealMs = quietAfterHealMs;
   }
 
   status(): NemesisStatus {
@@ -239,8 +248,19 @@ export class Nemesis {
   async run(signal: AbortSignal): Promise<void> {
     const startedAt = Date.now();
     const inFlight: Promise<void>[] = [];
+    let slipMs = 0;
+    let lastHealAt = Number.NEGATIVE_INFINITY;
+    // The planned schedule ends a few seconds before the workload does; a pushed-back fault that
+    // would end later is not run (it would be cut short, its recovery unmeasured).
+    const scheduleEnd = Math.max(0, ...this.#schedule.map((f) => f.at + f.durationMs));
     for (const [i, fault] of this.#schedule.entries()) {
-      await sleep(fault.at - (Date.now() - startedAt), signal);
+      if (fault.overlaps === undefined && this.#quietAfterHealMs > 0) {
+        const planned = startedAt + fault.at + slipMs;
+        const due = Math.max(planned, lastHealAt + this.#quietAfterHealMs);
+        slipMs += due - planned;
+        if (fault.at + slipMs + fault.durationMs > scheduleEnd) break;
+      }
+      await sleep(fault.at + slipMs - (Date.now() - startedAt), signal);
       if (signal.aborted) break;
       const next = this.#schedule[i + 1];
       const paired = fault.overlaps !== undefined || next?.overlaps === fault.n;
@@ -248,6 +268,7 @@ export class Nemesis {
       if (next?.overlaps === fault.n) continue; // the second one starts while this is in force
       await Promise.all(inFlight.splice(0));
       if (paired) await this.healAll(); // each healed itself; this only makes sure
+      lastHealAt = Date.now();
     }
     await Promise.all(inFlight);
   }
