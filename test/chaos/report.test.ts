@@ -9,6 +9,26 @@ import {
   resources,
 } from './report.ts';
 
+/** A report of `history` from a 1-minute, 3-node run with nothing else to say (`extra` overrides). */
+function reportOf(history: Op[], extra: Partial<Parameters<typeof buildReport>[0]> = {}) {
+  return buildReport({
+    seed: 1,
+    nodes: 3,
+    minutes: 1,
+    faults: ['kill'],
+    ratePerSecond: 10,
+    startedAt: new Date(0),
+    durationS: 60,
+    drained: true,
+    formed: true,
+    swept: 0,
+    ops: history,
+    checks: [],
+    schedule: [],
+    ...extra,
+  });
+}
+
 function ops(...inputs: [number, OpInput][]): Op[] {
   return inputs.map(([time, input], index) => ({ index, time, ...input }));
 }
@@ -111,21 +131,7 @@ describe('recovery figures: clean, ran into the next fault, never', () => {
       [4, 200, false, undefined],
       [5, null, false, undefined],
     ]);
-    const report = buildReport({
-      seed: 1,
-      nodes: 3,
-      minutes: 1,
-      faults: ['kill'],
-      ratePerSecond: 10,
-      startedAt: new Date(0),
-      durationS: 60,
-      drained: true,
-      formed: true,
-      swept: 0,
-      ops: history,
-      checks: [],
-      schedule: [],
-    });
+    const report = reportOf(history);
     const { each: _each, ...figures } = report.recovery;
     expect(figures).toEqual({
       p50Ms: 200,
@@ -182,23 +188,7 @@ describe('recovery with overlapping faults and late clients', () => {
       [1, 9_000, true],
       [2, 100, false],
     ]);
-    const report = buildReport({
-      seed: 1,
-      nodes: 3,
-      minutes: 1,
-      faults: ['slow', 'kill'],
-      ratePerSecond: 10,
-      startedAt: new Date(0),
-      durationS: 60,
-      drained: true,
-      formed: true,
-      swept: 0,
-      ops: history,
-      checks: [],
-      schedule: [],
-      overlap: true,
-      workload: 'backlog',
-    });
+    const report = reportOf(history, { faults: ['slow', 'kill'], overlap: true, workload: 'backlog' });
     expect(report.recovery.p99Ms).toBe(100);
     expect(report.recovery.maxMs).toBe(100);
     expect(report.recovery.concurrent).toEqual({ count: 1, p50Ms: 9_000, maxMs: 9_000 });
@@ -213,21 +203,7 @@ describe('recovery with overlapping faults and late clients', () => {
       process: 'nemesis',
       value: { n: 1, kind: 'membership/delete-add', restored: false },
     };
-    const report = buildReport({
-      seed: 1,
-      nodes: 3,
-      minutes: 1,
-      faults: ['membership'],
-      ratePerSecond: 10,
-      startedAt: new Date(0),
-      durationS: 60,
-      drained: true,
-      formed: true,
-      swept: 0,
-      ops: ops([0, ok('p-a')], [10, unrestored]),
-      checks: [],
-      schedule: [],
-    });
+    const report = reportOf(ops([0, ok('p-a')], [10, unrestored]), { faults: ['membership'] });
     expect(report.membershipNotRestored).toBe(1);
     expect(report.valid).toBe(false);
   });
@@ -450,21 +426,7 @@ describe('failover after a SIGKILL of a queue leader', () => {
       [31_000, healOf(4)],
       [40_000, kill(5, W2)], // #5: never (c-w2, p-w2 stall)
     );
-    const report = buildReport({
-      seed: 1,
-      nodes: 3,
-      minutes: 1,
-      faults: ['kill'],
-      ratePerSecond: 10,
-      startedAt: new Date(0),
-      durationS: 60,
-      drained: true,
-      formed: true,
-      swept: 0,
-      ops: history,
-      checks: [],
-      schedule: [],
-    });
+    const report = reportOf(history);
     const { each, ...figures } = report.failover;
     expect(figures).toEqual({
       p50Ms: 300,

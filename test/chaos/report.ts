@@ -220,6 +220,51 @@ export function resources(ops: readonly Op[]): Resources {
   return { harnessLagMaxMs, nodes };
 }
 
+/** A count with its p50 and max. */
+export interface SpreadFigures {
+  readonly count: number;
+  readonly p50Ms: number | undefined;
+  readonly maxMs: number | undefined;
+}
+
+/**
+ * Figures of timed outcomes (recoveries after heals, failovers after kills), honest about the ones
+ * that ran into the next fault: p50 and p99 over the clean ones (done before the next fault began),
+ * max over every one that completed, the late ones apart, and those that never completed counted.
+ */
+export interface TimingFigures {
+  readonly p50Ms: number | undefined;
+  readonly p99Ms: number | undefined;
+  readonly maxMs: number | undefined;
+  readonly clean: {
+    readonly count: number;
+    readonly p50Ms: number | undefined;
+    readonly p99Ms: number | undefined;
+  };
+  readonly overlappedFigures: SpreadFigures;
+  /** Some client never made progress again. */
+  readonly notRecovered: number;
+}
+
+/** `TimingFigures` of `outcomes` (ms null: never completed). */
+export function timingFigures(
+  outcomes: readonly { readonly ms: number | null; readonly overlapped: boolean }[],
+): TimingFigures {
+  const done = outcomes.flatMap((o) => (o.ms === null ? [] : [o.ms]));
+  const clean = outcomes.flatMap((o) => (o.ms === null || o.overlapped ? [] : [o.ms]));
+  const late = outcomes.flatMap((o) => (o.ms !== null && o.overlapped ? [o.ms] : []));
+  const p50Ms = percentile(clean, 50);
+  const p99Ms = percentile(clean, 99);
+  return {
+    p50Ms,
+    p99Ms,
+    maxMs: max(done),
+    clean: { count: clean.length, p50Ms, p99Ms },
+    overlappedFigures: { count: late.length, p50Ms: percentile(late, 50), maxMs: max(late) },
+    notRecovered: outcomes.length - done.length,
+  };
+}
+
 export interface RunReport {
   readonly seed: number;
   readonly nodes: number;
@@ -241,56 +286,19 @@ export interface RunReport {
   readonly lost: number;
   readonly unexpected: number;
   readonly duplicates: number;
-  readonly recovery: {
-    /** p50 and p99 of the clean recoveries (see `clean`). */
-    readonly p50Ms: number | undefined;
-    readonly p99Ms: number | undefined;
-    /** The largest of every recovery but the concurrent ones, those that ran into the next fault included. */
-    readonly maxMs: number | undefined;
-    /** Recovered before the next fault began, with no other fault in force at the heal. */
-    readonly clean: {
-      readonly count: number;
-      readonly p50Ms: number | undefined;
-      readonly p99Ms: number | undefined;
-    };
-    /** Recovered, but only after the next fault had begun (not concurrent): out of the p50/p99. */
-    readonly overlappedFigures: {
-      readonly count: number;
-      readonly p50Ms: number | undefined;
-      readonly maxMs: number | undefined;
-    };
-    /** Heals (not concurrent) after which some client never made progress again. */
-    readonly notRecovered: number;
+  /** Over the heals that had no other fault in force (`notRecovered`: some client never progressed). */
+  readonly recovery: TimingFigures & {
     /** How many recovered only after the next fault began (= overlappedFigures.count). */
     readonly overlapped: number;
     /** Heals while another fault was in force (`--overlap`), measured apart. */
-    readonly concurrent: {
-      readonly count: number;
-      readonly p50Ms: number | undefined;
-      readonly maxMs: number | undefined;
-    };
+    readonly concurrent: SpreadFigures;
     readonly each: readonly Recovery[];
   };
   /**
    * Failover after each SIGKILL of a queue's leader (see failoverTimes): p50/p99 over the clean ones
    * (done before the next fault began), max over all that completed; the rest apart.
    */
-  readonly failover: {
-    readonly p50Ms: number | undefined;
-    readonly p99Ms: number | undefined;
-    readonly maxMs: number | undefined;
-    readonly clean: {
-      readonly count: number;
-      readonly p50Ms: number | undefined;
-      readonly p99Ms: number | undefined;
-    };
-    readonly overlappedFigures: {
-      readonly count: number;
-      readonly p50Ms: number | undefined;
-      readonly maxMs: number | undefined;
-    };
-    /** Some client of the queue never made progress on it again. */
-    readonly notRecovered: number;
+  readonly failover: TimingFigures & {
     /** Kills of a leader not measured (leader unknown, or no client on the queue). */
     readonly notMeasured: number;
     readonly each: readonly Failover[];
@@ -337,16 +345,10 @@ export function buildReport(input: ReportInput): RunReport {
   const { ops, checks } = input;
   const total = checks.find((c) => c.checker === 'total-queue');
   const all = recoveryTimes(ops);
-  const recoveries = all.filter((r) => !r.concurrent);
-  const measured = recoveries.flatMap((r) => (r.ms === null ? [] : [r.ms]));
-  const clean = recoveries.flatMap((r) => (r.ms === null || r.overlapped ? [] : [r.ms]));
-  const late = recoveries.flatMap((r) => (r.ms !== null && r.overlapped ? [r.ms] : []));
+  const recoveries = timingFigures(all.filter((r) => !r.concurrent));
   const concurrent = all.filter((r) => r.concurrent).flatMap((r) => (r.ms === null ? [] : [r.ms]));
   const failovers = failoverTimes(ops);
-  const failedOver = failovers.flatMap((f) => (f.ms === null ? [] : [f.ms]));
-  const cleanFailovers = failovers.flatMap((f) => (f.ms === null || f.overlapped ? [] : [f.ms]));
-  const lateFailovers = failovers.flatMap((f) => (f.ms !== null && f.overlapped ? [f.ms] : []));
-  const notMeasured = failovers.filter((f) => f.skipped !== undefined).length;
+  const measuredFailovers = failovers.filter((f) => f.skipped === undefined);
   const membershipNotRestored = ops.filter(
     (op) => op.f === 'heal' && (op.value as { restored?: boolean } | undefined)?.restored === false,
   ).length;
@@ -397,36 +399,18 @@ export function buildReport(input: ReportInput): RunReport {
     unexpected: total?.counts.unexpected ?? 0,
     duplicates: total?.counts.duplicates ?? 0,
     recovery: {
-      p50Ms: percentile(clean, 50),
-      p99Ms: percentile(clean, 99),
-      maxMs: max(measured),
-      clean: { count: clean.length, p50Ms: percentile(clean, 50), p99Ms: percentile(clean, 99) },
-      overlappedFigures: { count: late.length, p50Ms: percentile(late, 50), maxMs: max(late) },
-      notRecovered: recoveries.length - measured.length,
-      overlapped: late.length,
+      ...recoveries,
+      overlapped: recoveries.overlappedFigures.count,
       concurrent: {
-        count: all.length - recoveries.length,
+        count: all.filter((r) => r.concurrent).length,
         p50Ms: percentile(concurrent, 50),
         maxMs: max(concurrent),
       },
       each: all,
     },
     failover: {
-      p50Ms: percentile(cleanFailovers, 50),
-      p99Ms: percentile(cleanFailovers, 99),
-      maxMs: max(failedOver),
-      clean: {
-        count: cleanFailovers.length,
-        p50Ms: percentile(cleanFailovers, 50),
-        p99Ms: percentile(cleanFailovers, 99),
-      },
-      overlappedFigures: {
-        count: lateFailovers.length,
-        p50Ms: percentile(lateFailovers, 50),
-        maxMs: max(lateFailovers),
-      },
-      notRecovered: failovers.length - notMeasured - failedOver.length,
-      notMeasured,
+      ...timingFigures(measuredFailovers),
+      notMeasured: failovers.length - measuredFailovers.length,
       each: failovers,
     },
     membershipNotRestored,
