@@ -276,8 +276,8 @@ describe('RaftGroupLog, three voters', () => {
     await leads(leader);
     await Promise.all([1, 2, 3].map((add) => leader.propose({ add })));
     // A partition, not a crash: n1 keeps leading its side and takes proposals that cannot commit.
-    let cut = true;
-    nodes.hub.setFilter((from, to) => !cut || (from !== 'n1' && to !== 'n1'));
+    // (The failure detector's word wakes n2 and n3 if n1 had quiesced them before the cut.)
+    nodes.hub.isolate('n1');
     const stranded = [4, 5, 6, 7, 8].map((add) =>
       leader.propose({ add }).then(
         () => 'committed',
@@ -288,7 +288,7 @@ describe('RaftGroupLog, three voters', () => {
     await eventually(() => followers.some((f) => f.log.role === 'leader'));
     // Healed, and the new leader (whose log ends before the stranded entries) gets no new command:
     // only its term's first entry overwrites one of theirs. All five must fail, none wait forever.
-    cut = false;
+    nodes.hub.isolate(undefined);
     expect(await Promise.all(stranded)).toEqual(['lost', 'lost', 'lost', 'lost', 'lost']);
     await eventually(() => leader.role === 'follower');
   });
@@ -305,15 +305,13 @@ describe('RaftGroupLog, three voters', () => {
       log: CounterLog;
       machine: CounterMachine;
     }[];
-    let isolated: string | undefined;
-    nodes.hub.setFilter((from, to) => isolated === undefined || (from !== isolated && to !== isolated));
     const outcomes = new Map<number, Promise<'committed' | 'lost' | 'other'>>();
     let next = 1;
     for (let round = 0; round < 8; round++) {
       // Often the leader, often long enough for the others to elect one of their own (300-600 ms).
       const leading = replicas.findIndex((r) => r.log.role === 'leader');
       const victim = prng.chance(0.6) && leading >= 0 ? leading : prng.nextInt(3);
-      isolated = prng.chance(0.8) ? (nodes.ids[victim] as string) : undefined;
+      nodes.hub.isolate(prng.chance(0.8) ? (nodes.ids[victim] as string) : undefined);
       const until = Date.now() + prng.between(200, 900);
       while (Date.now() < until) {
         // Every replica that believes it leads takes proposals, a cut-off one included.
@@ -331,7 +329,7 @@ describe('RaftGroupLog, three voters', () => {
         await new Promise((resolve) => setTimeout(resolve, prng.between(1, 20)));
       }
     }
-    isolated = undefined;
+    nodes.hub.isolate(undefined);
     // Healed; one more command from the final leader writes every index anyone proposed at.
     await eventually(() => replicas.some((r) => r.log.role === 'leader'));
     const final = replicas.find((r) => r.log.role === 'leader') as (typeof replicas)[number];
