@@ -91,6 +91,101 @@ describe('RaftCore: elections', () => {
   });
 });
 
+describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
+  const GUARDED = { ...QUIET, preVote: true, checkQuorum: true };
+
+  /** Ticks `id` until it leaves the follower role (or `limit` ticks); returns how many it took. */
+  function ticksToCampaign(c: ScriptedCluster, id: string, limit: number): number {
+    for (let i = 1; i <= limit; i++) {
+      c.tick(id);
+      if (c.core(id).role !== RaftRole.Follower) return i;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  it('replaces a crashed leader within electionTicks / 2 ticks of the word, not an election timeout', () => {
+    const c = cluster(['a', 'b', 'c'], GUARDED);
+    c.elect('a');
+    c.stabilize();
+    const term = c.core('a').term;
+    c.crash('a');
+    c.forgetLeader('b', 'a');
+    c.forgetLeader('c', 'a');
+    expect(c.core('b').lead).toBeUndefined();
+    expect(ticksToCampaign(c, 'b', 10)).toBeLessThanOrEqual(5);
+    c.stabilize();
+    expect(c.leader()).toBe('b');
+    expect(c.core('b').term).toBe(term + 1);
+    expectClean(c);
+  });
+
+  it('changes nothing for the leader itself, a follower of another leader, or a candidate', () => {
+    const c = cluster(['a', 'b', 'c'], GUARDED);
+    c.elect('a');
+    c.stabilize();
+    c.forgetLeader('a', 'a');
+    c.forgetLeader('b', 'c');
+    expect([c.core('a').role, c.core('b').lead]).toEqual([RaftRole.Leader, 'a']);
+    // b still holds a's lease and its whole election timeout: no campaign within electionTicks.
+    expect(ticksToCampaign(c, 'b', 9)).toBe(Number.POSITIVE_INFINITY);
+    expectClean(c);
+  });
+
+  it('a wrong word disrupts nothing: the replicas that hear the leader refuse the pre-vote', () => {
+    const c = cluster(['a', 'b', 'c'], GUARDED);
+    c.elect('a');
+    c.stabilize();
+    const term = c.core('a').term;
+    c.forgetLeader('b', 'a');
+    ticksToCampaign(c, 'b', 5);
+    expect(c.core('b').role).toBe(RaftRole.PreCandidate);
+    c.stabilize();
+    expect(c.leader()).toBe('a');
+    // The leader's next heartbeat makes b its follower again, with a whole election timeout.
+    c.tick('a');
+    c.stabilize();
+    expect([c.core('b').role, c.core('b').lead, c.core('b').term]).toEqual([RaftRole.Follower, 'a', term]);
+    expect(ticksToCampaign(c, 'b', 9)).toBe(Number.POSITIVE_INFINITY);
+    expect(c.core('a').term).toBe(term);
+    expectClean(c);
+  });
+
+  it('a word the leader contradicts before the quick campaign leaves the whole timeout in place', () => {
+    const c = cluster(['a', 'b', 'c'], GUARDED);
+    c.elect('a');
+    c.stabilize();
+    c.forgetLeader('b', 'a');
+    c.tick('a');
+    c.stabilize();
+    expect(c.core('b').lead).toBe('a');
+    expect(ticksToCampaign(c, 'b', 9)).toBe(Number.POSITIVE_INFINITY);
+    expectClean(c);
+  });
+
+  it('a quick campaign that fails retries after a whole election timeout, not every few ticks', () => {
+    const c = cluster(['a', 'b', 'c'], GUARDED);
+    c.elect('a');
+    c.stabilize();
+    c.crash('a');
+    c.isolate('b');
+    c.forgetLeader('b', 'a');
+    ticksToCampaign(c, 'b', 5);
+    c.stabilize();
+    const term = c.core('b').term;
+    expect(c.core('b').role).toBe(RaftRole.PreCandidate);
+    // Its pre-vote went nowhere; the next attempt comes no sooner than electionTicks (10) later.
+    const preVoteSent = () => c.inflight.some((item) => item.message.type === MessageType.PreVote);
+    let ticks = 0;
+    while (ticks < 30 && !preVoteSent()) {
+      c.tick('b');
+      ticks++;
+    }
+    expect(ticks).toBeGreaterThanOrEqual(10);
+    expect(ticks).toBeLessThan(30);
+    expect(c.core('b').term).toBe(term);
+  });
+});
+
 describe('RaftCore: Ready', () => {
   it('releases votes and append acknowledgements only in persistedMessages', () => {
     const storage = MemoryRaftStorage.bootstrap({ ...EMPTY_CONF_STATE, voters: ['a', 'b'] });

@@ -183,6 +183,8 @@ export class RaftCore {
   #elections = 0;
   #heartbeatElapsed = 0;
   #randomizedElectionTimeout = 0;
+  /** The election timer runs a short delay set by `forgetLeader`: a normal draw replaces it next. */
+  #quickElection = false;
   #leadTransferee: NodeId | undefined;
   /** Index of the latest conf change the leader appended; none may be proposed until it is applied. */
   #pendingConfIndex = 0;
@@ -347,6 +349,24 @@ export class RaftCore {
   /** Start an election now (as if the election timeout elapsed). */
   campaign(): void {
     this.#hup(false);
+  }
+
+  /**
+   * The transport says `leader` is unreachable (its connection closed, or the failure detector
+   * suspects it). A follower of `leader` forgets it, as etcd-raft's MsgForgetLeader does, so it no
+   * longer holds the leader's lease against other replicas' (pre-)votes, and campaigns after a
+   * short random delay (1 to electionTicks / 2 ticks) instead of a whole election timeout: a
+   * crashed leader is replaced in a fraction of the time. Safety never rests on timing; if the
+   * word was wrong, the replicas that still hear the leader refuse the pre-vote from inside their
+   * lease, and the leader's next message makes this replica its follower again. Anything but a
+   * follower of `leader` ignores it.
+   */
+  forgetLeader(leader: NodeId): void {
+    if (this.#role !== RaftRole.Follower || this.#lead !== leader || leader === this.id) return;
+    this.#lead = undefined;
+    this.#electionElapsed = 0;
+    this.#randomizedElectionTimeout = 1 + this.#random.nextInt(Math.max(1, this.#cfg.electionTicks >> 1));
+    this.#quickElection = true;
   }
 
   /**
@@ -655,6 +675,7 @@ export class RaftCore {
   }
 
   #resetRandomizedElectionTimeout(): void {
+    this.#quickElection = false;
     const base = this.#cfg.electionTicks;
     this.#randomizedElectionTimeout = this.#mut.fixedElectionTimeout
       ? base
@@ -715,6 +736,8 @@ export class RaftCore {
     this.#electionElapsed++;
     if (this.#promotable() && this.#electionElapsed >= this.#randomizedElectionTimeout) {
       this.#electionElapsed = 0;
+      // A failed quick campaign retries after a whole election timeout, as any other would.
+      if (this.#quickElection) this.#resetRandomizedElectionTimeout();
       this.#hup(false);
     }
   }
@@ -968,21 +991,25 @@ export class RaftCore {
     }
   }
 
+  /** A follower heard from the leader of its term: its election timer restarts (a whole timeout). */
+  #heardFromLeader(from: NodeId): void {
+    this.#electionElapsed = 0;
+    this.#lead = from;
+    if (this.#quickElection) this.#resetRandomizedElectionTimeout();
+  }
+
   #stepFollower(m: Message): void {
     switch (m.type) {
       case MessageType.App:
-        this.#electionElapsed = 0;
-        this.#lead = m.from;
+        this.#heardFromLeader(m.from);
         this.#handleAppend(m);
         break;
       case MessageType.Heartbeat:
-        this.#electionElapsed = 0;
-        this.#lead = m.from;
+        this.#heardFromLeader(m.from);
         this.#handleHeartbeat(m);
         break;
       case MessageType.Snap:
-        this.#electionElapsed = 0;
-        this.#lead = m.from;
+        this.#heardFromLeader(m.from);
         this.#handleSnapshotChunk(m);
         break;
       case MessageType.TimeoutNow:

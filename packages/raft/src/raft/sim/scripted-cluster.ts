@@ -168,6 +168,12 @@ export class ScriptedCluster {
     this.#run(node, () => node.core.campaign());
   }
 
+  /** Tell `id` that `leader` is unreachable, as its transport would (see `RaftCore.forgetLeader`). */
+  forgetLeader(id: NodeId, leader: NodeId): void {
+    const node = this.node(id);
+    this.#run(node, () => node.core.forgetLeader(leader));
+  }
+
   transferLeader(from: NodeId, to: NodeId): void {
     const node = this.node(from);
     this.#run(node, () => node.core.transferLeader(to));

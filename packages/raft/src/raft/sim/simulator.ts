@@ -31,6 +31,13 @@ export interface SimulationOptions {
   readonly traceLast?: number;
   /** Bound on the liveness phase after healing, in ms of simulated time (default from the timeouts). */
   readonly livenessBoundMs?: number;
+  /**
+   * Tell replicas that a peer is unreachable, as a node's transport does (default true): most
+   * survivors of a crash hear it within a few ms, and now and then a live replica is reported down
+   * to one that can still reach it (a false suspicion). Off replays histories recorded before the
+   * notices existed (the sweep regressions).
+   */
+  readonly peerDownNotices?: boolean;
 }
 
 /** Totals of one run; the CLI adds them up over seeds. */
@@ -47,6 +54,8 @@ export interface SimStats {
   snapshotsTaken: number;
   membershipChanges: number;
   transfers: number;
+  /** Peer-down notices a replica acted on (its leader forgotten; see `peerDownNotices`). */
+  leadersForgotten: number;
   commits: number;
   writes: number;
   reads: number;
@@ -79,6 +88,7 @@ export function emptyStats(): SimStats {
     snapshotsTaken: 0,
     membershipChanges: 0,
     transfers: 0,
+    leadersForgotten: 0,
     commits: 0,
     writes: 0,
     reads: 0,
@@ -99,7 +109,8 @@ type SimEvent =
   | { readonly kind: 'client'; readonly client: Client }
   | { readonly kind: 'timeout'; readonly client: Client; readonly opId: number }
   | { readonly kind: 'retire'; readonly node: SimNode }
-  | { readonly kind: 'probe' };
+  | { readonly kind: 'probe' }
+  | { readonly kind: 'peerDown'; readonly node: SimNode; readonly peer: NodeId };
 
 const EVENT_CODES: Record<SimEvent['kind'], number> = {
   deliver: 1,
@@ -113,6 +124,7 @@ const EVENT_CODES: Record<SimEvent['kind'], number> = {
   timeout: 9,
   retire: 10,
   probe: 11,
+  peerDown: 12,
 };
 
 interface ClientOp {
@@ -441,6 +453,7 @@ export class Simulation {
         if (!this.#faultPhase) return false;
         this.#record(event, '');
         this.#nemesis();
+        if (this.#options.peerDownNotices !== false && this.#prng.chance(0.2)) this.#nemesisSuspect();
         this.#scheduleNemesis();
         return true;
       case 'restart': {
@@ -480,6 +493,18 @@ export class Simulation {
         this.#record(event, '');
         this.#probe();
         return true;
+      case 'peerDown': {
+        const node = event.node;
+        if (!node.up) return false;
+        if (node.paused) return this.#defer(node, event);
+        this.#record(event, node.id);
+        const followed = node.core.lead === event.peer && node.core.role === RaftRole.Follower;
+        node.core.forgetLeader(event.peer);
+        if (followed && node.core.lead === undefined) this.stats.leadersForgotten++;
+        node.pump();
+        this.checker.observe(node);
+        return true;
+      }
     }
   }
 
@@ -690,6 +715,26 @@ export class Simulation {
     const downFor = this.#prng.between(5, this.params.crashMaxMs);
     this.#queue.push(this.#now + downFor, { kind: 'restart', node });
     this.#lastNemesis = ` crash ${node.id} for ${downFor.toFixed(0)} ms`;
+    if (this.#options.peerDownNotices === false) return;
+    // Its connections close: most survivors hear of it within a few ms, some never do.
+    for (const other of live) {
+      if (other === node || !other.up || !this.#prng.chance(0.8)) continue;
+      const at = this.#now + this.#prng.between(0.2, 5);
+      this.#queue.push(at, { kind: 'peerDown', node: other, peer: node.id });
+    }
+  }
+
+  /** A replica hears that a peer is down, often its leader, whether or not it really is. */
+  #nemesisSuspect(): void {
+    const up = this.#liveNodes().filter((n) => n.up);
+    if (up.length < 2) return;
+    const node = this.#prng.pick(up);
+    const leader = this.#leader();
+    const others = this.#liveNodes().filter((n) => n !== node);
+    const peer =
+      leader !== undefined && leader !== node && this.#prng.chance(0.6) ? leader : this.#prng.pick(others);
+    this.#queue.push(this.#now, { kind: 'peerDown', node, peer: peer.id });
+    this.#lastNemesis += ` suspect ${peer.id} at ${node.id}`;
   }
 
   #nemesisPartition(): void {
