@@ -93,7 +93,7 @@ const mathRandom: RaftRandom = { nextInt: (bound) => Math.floor(Math.random() * 
  *   quiesces: it stops ticking and tells its followers (a `QuiesceNotice` carrying the commit), who
  *   stop ticking too. A proposal or any message wakes a group (except a heartbeat response that
  *   leaves a quiesced leader still caught up); so does a transport's "peer down" for the groups
- *   that peer leads, so they elect a new leader. The timer itself stops while no group is active:
+ *   that peer leads, which forget it and elect a new leader within a few ticks. The timer itself stops while no group is active:
  *   10,000 quiesced groups cost no CPU.
  * - Heartbeats are coalesced per peer: every group's heartbeat of one tick leaves in that tick's
  *   one batch per peer.
@@ -419,10 +419,22 @@ export class RaftHost {
     }
   }
 
+  /**
+   * `peer` is unreachable: every group it leads here forgets it and campaigns soon (see
+   * `RaftCore.forgetLeader`), quiesced ones woken first, so its groups get new leaders within a
+   * few ticks instead of an election timeout.
+   */
   #peerDown(peer: NodeId): void {
+    if (this.#closed) return;
     for (const { replica } of this.#groups.values()) {
-      if (replica.quiesced && replica.core.lead === peer) this.#wake(replica);
+      if (replica.core.lead !== peer || peer === this.nodeId) continue;
+      this.#guard(replica, () => {
+        this.#wake(replica);
+        replica.core.forgetLeader(peer);
+        this.#markDirty(replica);
+      });
     }
+    this.#pumpSoon();
   }
 
   // ------------------------------------------------------------------------------ ticks and quiescence
