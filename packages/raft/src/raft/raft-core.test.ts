@@ -92,7 +92,13 @@ describe('RaftCore: elections', () => {
 });
 
 describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
-  const GUARDED = { ...QUIET, preVote: true, checkQuorum: true };
+  /** a, b and c with pre-vote and check-quorum (the lease forgetLeader lifts), a leading. */
+  function ledByA(): ScriptedCluster {
+    const c = cluster(['a', 'b', 'c'], { ...QUIET, preVote: true, checkQuorum: true });
+    c.elect('a');
+    c.stabilize();
+    return c;
+  }
 
   /** Ticks `id` until it leaves the follower role (or `limit` ticks); returns how many it took. */
   function ticksToCampaign(c: ScriptedCluster, id: string, limit: number): number {
@@ -104,9 +110,7 @@ describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
   }
 
   it('replaces a crashed leader within electionTicks / 2 ticks of the word, not an election timeout', () => {
-    const c = cluster(['a', 'b', 'c'], GUARDED);
-    c.elect('a');
-    c.stabilize();
+    const c = ledByA();
     const term = c.core('a').term;
     c.crash('a');
     c.forgetLeader('b', 'a');
@@ -120,9 +124,7 @@ describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
   });
 
   it('changes nothing for the leader itself, a follower of another leader, or a candidate', () => {
-    const c = cluster(['a', 'b', 'c'], GUARDED);
-    c.elect('a');
-    c.stabilize();
+    const c = ledByA();
     c.forgetLeader('a', 'a');
     c.forgetLeader('b', 'c');
     expect([c.core('a').role, c.core('b').lead]).toEqual([RaftRole.Leader, 'a']);
@@ -132,9 +134,7 @@ describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
   });
 
   it('a wrong word disrupts nothing: the replicas that hear the leader refuse the pre-vote', () => {
-    const c = cluster(['a', 'b', 'c'], GUARDED);
-    c.elect('a');
-    c.stabilize();
+    const c = ledByA();
     const term = c.core('a').term;
     c.forgetLeader('b', 'a');
     ticksToCampaign(c, 'b', 5);
@@ -151,9 +151,7 @@ describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
   });
 
   it('a word the leader contradicts before the quick campaign leaves the whole timeout in place', () => {
-    const c = cluster(['a', 'b', 'c'], GUARDED);
-    c.elect('a');
-    c.stabilize();
+    const c = ledByA();
     c.forgetLeader('b', 'a');
     c.tick('a');
     c.stabilize();
@@ -163,9 +161,7 @@ describe('RaftCore: a leader reported unreachable (forgetLeader)', () => {
   });
 
   it('a quick campaign that fails retries after a whole election timeout, not every few ticks', () => {
-    const c = cluster(['a', 'b', 'c'], GUARDED);
-    c.elect('a');
-    c.stabilize();
+    const c = ledByA();
     c.crash('a');
     c.isolate('b');
     c.forgetLeader('b', 'a');
