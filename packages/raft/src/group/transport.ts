@@ -24,8 +24,10 @@ export interface Transport {
   /** Register the receiver of every batch addressed to this node (one receiver; replaces). */
   onReceive(handler: (batch: PeerBatch) => void): void;
   /**
-   * Register the listener told when a peer is known to be unreachable (its connection closed):
-   * the host wakes the quiesced groups that peer leads, so they elect a new leader.
+   * Register the listener told when a peer is known to be unreachable (its connection closed, or
+   * it stopped answering): the groups that peer leads forget it and elect a new leader. Quiesced
+   * followers send and expect nothing, so this word is all that wakes them: a transport must give
+   * it whenever a peer it cannot reach leads groups here (the cluster's failure detector does).
    */
   onPeerDown(handler: (peer: NodeId) => void): void;
   /** Stop sending and receiving. */
