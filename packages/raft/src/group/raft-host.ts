@@ -93,8 +93,8 @@ const mathRandom: RaftRandom = { nextInt: (bound) => Math.floor(Math.random() * 
  *   quiesces: it stops ticking and tells its followers (a `QuiesceNotice` carrying the commit), who
  *   stop ticking too. A proposal or any message wakes a group (except a heartbeat response that
  *   leaves a quiesced leader still caught up); so does a transport's "peer down" for the groups
- *   that peer leads, which forget it and elect a new leader within a few ticks. The timer itself stops while no group is active:
- *   10,000 quiesced groups cost no CPU.
+ *   that peer leads, which forget it and elect a new leader within a few ticks. The timer itself
+ *   stops while no group is active: 10,000 quiesced groups cost no CPU.
  * - Heartbeats are coalesced per peer: every group's heartbeat of one tick leaves in that tick's
  *   one batch per peer.
  * - A per-node bound on bytes in flight (see `RaftHostOptions.maxBytesInFlight`).
@@ -427,7 +427,7 @@ export class RaftHost {
   #peerDown(peer: NodeId): void {
     if (this.#closed) return;
     for (const { replica } of this.#groups.values()) {
-      if (replica.core.lead !== peer || peer === this.nodeId) continue;
+      if (replica.core.lead !== peer) continue;
       this.#guard(replica, () => {
         this.#wake(replica);
         replica.core.forgetLeader(peer);

@@ -359,14 +359,15 @@ export class RaftCore {
    * crashed leader is replaced in a fraction of the time. Safety never rests on timing; if the
    * word was wrong, the replicas that still hear the leader refuse the pre-vote from inside their
    * lease, and the leader's next message makes this replica its follower again. Anything but a
-   * follower of `leader` ignores it.
+   * follower of `leader` ignores it. Returns whether this replica forgot its leader.
    */
-  forgetLeader(leader: NodeId): void {
-    if (this.#role !== RaftRole.Follower || this.#lead !== leader || leader === this.id) return;
+  forgetLeader(leader: NodeId): boolean {
+    if (this.#role !== RaftRole.Follower || this.#lead !== leader || leader === this.id) return false;
     this.#lead = undefined;
     this.#electionElapsed = 0;
     this.#randomizedElectionTimeout = 1 + this.#random.nextInt(Math.max(1, this.#cfg.electionTicks >> 1));
     this.#quickElection = true;
+    return true;
   }
 
   /**

@@ -498,9 +498,7 @@ export class Simulation {
         if (!node.up) return false;
         if (node.paused) return this.#defer(node, event);
         this.#record(event, node.id);
-        const followed = node.core.lead === event.peer && node.core.role === RaftRole.Follower;
-        node.core.forgetLeader(event.peer);
-        if (followed && node.core.lead === undefined) this.stats.leadersForgotten++;
+        if (node.core.forgetLeader(event.peer)) this.stats.leadersForgotten++;
         node.pump();
         this.checker.observe(node);
         return true;
