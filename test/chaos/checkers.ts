@@ -308,7 +308,9 @@ export function checkRedelivered(ops: readonly Op[], topology: CheckTopology): C
   let again = 0;
   let flagged = 0;
   let dlqCopies = 0;
+  let requeued = 0;
   for (const op of ops) {
+    if (op.f === 'requeue' && op.type === 'ok') requeued++;
     if (op.f !== 'deliver' || op.type !== 'ok' || op.id === undefined || op.queue === undefined) continue;
     const k = key(op.queue, op.id);
     if (!seen.has(k)) {
@@ -335,7 +337,13 @@ export function checkRedelivered(ops: readonly Op[], topology: CheckTopology): C
   return {
     checker: 'redelivery',
     valid: problems.length === 0,
-    counts: { deliveredAgain: again, flagged, unflagged: problems.length, dlqUnflaggedCopies: dlqCopies },
+    counts: {
+      requeued,
+      deliveredAgain: again,
+      flagged,
+      unflagged: problems.length,
+      dlqUnflaggedCopies: dlqCopies,
+    },
     problems,
   };
 }

@@ -9,7 +9,7 @@ export type OpType = 'invoke' | 'ok' | 'fail' | 'unknown' | 'info';
 
 /**
  * publish: a confirmed publish (invoke, then ok/fail/unknown). deliver: a message a consumer got.
- * ack/reject: a consumer settled it (no broker answer exists for these in AMQP). fault/heal: the
+ * ack/reject/requeue: a consumer settled it (no broker answer exists for these in AMQP). fault/heal: the
  * nemesis. connection: a client lost or regained its node. depth: a queue's final message count.
  * phase: the run moved on (workload, heal, drain, done). sample: each node's CPU, memory and
  * process state, and the harness's own event-loop lag, every few seconds (a wedged node, or a
@@ -22,6 +22,7 @@ export type OpF =
   | 'deliver'
   | 'ack'
   | 'reject'
+  | 'requeue'
   | 'fault'
   | 'heal'
   | 'connection'
@@ -31,8 +32,11 @@ export type OpF =
   | 'replica-check'
   | 'step';
 
-/** What the workload means to happen to a message, fixed at publish. */
-export type Intent = 'ack' | 'reject' | 'expire';
+/**
+ * What the workload means to happen to a message, fixed at publish. 'requeue': its consumer nacks it
+ * back to its queue once (requeue=true), so it must come again, flagged redelivered, and is then acked.
+ */
+export type Intent = 'ack' | 'reject' | 'expire' | 'requeue';
 
 /** The first x-death entry and the x-first-death-* headers, as a consumer of a DLQ saw them. */
 export interface DeathRecord {

@@ -2,7 +2,9 @@
 // or a consumer) has its own recovering connection, starting at a different node, and records each
 // operation in the history.
 //
-//   chaos.work.N   publishers with confirms → one consumer acking each
+//   chaos.work.N   publishers with confirms → one consumer acking each, except that it nacks one
+//                  message in 25 back to the queue (requeue=true) the first time it sees it: every
+//                  run has redeliveries, not only those a fault happens to cause
 //   chaos.rej      one publisher marks each message ack or reject → one consumer acks or nacks
 //                  (requeue=false) it → at-least-once dead-lettering via chaos.dlx → chaos.rej.dlq
 //   chaos.ttl      one publisher, no consumer, x-message-ttl → expired, at-least-once → chaos.ttl.dlq
@@ -41,6 +43,12 @@ export const TOPOLOGY: CheckTopology = {
 /** The options the workload's connections use: quick to notice a dead node, patient to come back. */
 const SOCKET = { heartbeat: 5, timeout: 3_000 };
 const RECOVER = { minDelayMs: 100, maxDelayMs: 2_000, maxAttempts: Number.POSITIVE_INFINITY };
+/**
+ * One message in this many on a work queue is meant to be requeued once (Intent 'requeue'): the
+ * redelivery checker then has redeliveries to check in every run, whatever the faults did.
+ */
+const REQUEUE_EVERY = 25;
+
 /** A setup stuck on a node cut off from the queue's leader gives up and tries the next node. */
 const SETUP_TIMEOUT_MS = 10_000;
 
@@ -282,13 +290,22 @@ export class Publisher extends ClientProcess {
   }
 }
 
-/** Consumes one queue, acking each message, or nacking (requeue=false) those meant to be rejected. */
+/**
+ * Consumes one queue, acking each message, nacking (requeue=false) those meant to be rejected, and
+ * nacking back (requeue=true) once those meant to be requeued.
+ */
 export class Consumer extends ClientProcess {
   readonly queue: string;
   #channel: Channel | undefined;
   #lastDelivery = Date.now();
   readonly #prefetch: number;
   readonly #rejects: boolean;
+  /**
+   * Ids this consumer has nacked back: the next delivery of one is acked. Remembered here, not
+   * read from the redelivered flag, so a broker that drops the flag is caught by the redelivery
+   * checker instead of looping the message forever.
+   */
+  readonly #requeued = new Set<string>();
 
   constructor(name: string, route: Route, history: History, queue: string, options: { rejects: boolean }) {
     super(name, route, history);
@@ -351,16 +368,22 @@ export class Consumer extends ClientProcess {
       redelivered: message.fields.redelivered,
       ...(this.queue.endsWith('.dlq') ? { death: deathOf(headers) } : {}),
     });
-    const reject = this.#rejects && intent === 'reject';
+    const settle =
+      this.#rejects && intent === 'reject'
+        ? 'reject'
+        : intent === 'requeue' && id !== undefined && !this.#requeued.has(id)
+          ? 'requeue'
+          : 'ack';
     try {
-      if (reject) channel.nack(message, false, false);
-      else channel.ack(message);
-      this.record({ type: 'ok', f: reject ? 'reject' : 'ack', queue: this.queue, id: id ?? '(no id)' });
+      if (settle === 'ack') channel.ack(message);
+      else channel.nack(message, false, settle === 'requeue');
+      if (settle === 'requeue') this.#requeued.add(id as string);
+      this.record({ type: 'ok', f: settle, queue: this.queue, id: id ?? '(no id)' });
     } catch (error) {
       // The channel closed under the delivery: the message goes back to the queue, redelivered.
       this.record({
         type: 'fail',
-        f: reject ? 'reject' : 'ack',
+        f: settle,
         queue: this.queue,
         id: id ?? '(no id)',
         value: errorText(error),
@@ -460,7 +483,12 @@ export class Workload {
       );
     const specs: [string, string, (seq: number) => Intent][] = [];
     for (const [q, queue] of WORK_QUEUES.entries())
-      for (const who of ['a', 'b']) specs.push([`p-work${q + 1}-${who}`, queue, () => 'ack']);
+      for (const who of ['a', 'b'])
+        specs.push([
+          `p-work${q + 1}-${who}`,
+          queue,
+          (seq) => (seq % REQUEUE_EVERY === REQUEUE_EVERY - 1 ? 'requeue' : 'ack'),
+        ]);
     // Whether each message of the reject publisher is meant to be rejected: fixed by the seed.
     const rejects = this.#options.random.fork();
     const marks: Intent[] = [];
