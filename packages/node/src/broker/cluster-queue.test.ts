@@ -622,6 +622,63 @@ describe('ClusterQueue: the local replica', () => {
     expect(port.peers()).toEqual(['id-c']);
   });
 
+  /**
+   * A replica here that has just won an election: a peer that held the command until the election
+   * ended answers NOT_LEADER naming this node (cluster-queues.ts, LEADERLESS_HOLD_MS).
+   */
+  function electedHere(firstLost: boolean) {
+    const ran: QueueCommand[] = [];
+    const replica = {
+      groupId: GROUP,
+      isLeader: false,
+      leaderId: undefined as string | undefined,
+      run(command: QueueCommand): Promise<QueueApplyResult> {
+        ran.push(command);
+        const reply = command.type === 'get' ? { type: 'empty' } : { type: 'purged', count: 0 };
+        return Promise.resolve({ reply } as unknown as QueueApplyResult);
+      },
+    };
+    const port = new FakePort();
+    port.local = replica as unknown as QueueActor;
+    port.respond = (call) => {
+      // The first replica asked went down with the old leader; the next one held the command
+      // until the election ended.
+      if (firstLost && call.peer === 'id-b') throw lost(call.peer);
+      replica.isLeader = true;
+      replica.leaderId = SELF;
+      throw notLeader(call.peer, SELF);
+    };
+    return { port, ran };
+  }
+
+  it('a NOT_LEADER naming this node, whose replica has just won, runs the command here at once (no back-off pause)', async () => {
+    vi.useFakeTimers();
+    const { port, ran } = electedHere(true);
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    let done = false;
+    void queue.purge().then(() => {
+      done = true;
+    });
+    // Microtasks only: no time passes, so a pause of any length before the local run would show.
+    await vi.advanceTimersByTimeAsync(0);
+    expect(done).toBe(true);
+    expect(port.peers()).toEqual(['id-b', 'id-c']);
+    expect(ran.map((c) => c.type)).toEqual(['purge']);
+  });
+
+  it('the same for a command that is not retried (get): no pause before it runs here', async () => {
+    vi.useFakeTimers();
+    const { port, ran } = electedHere(false);
+    const queue = new ClusterQueue(record([SELF, 'id-b', 'id-c']), false, port);
+    let done = false;
+    void queue.get('conn/1', true).then(() => {
+      done = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(done).toBe(true);
+    expect(ran.map((c) => c.type)).toEqual(['get']);
+  });
+
   it('counts are the local replica’s, or zero without one; fetchCounts asks the leader', async () => {
     const port = new FakePort();
     const counts = { ready: 4, unacked: 1, consumers: 2, deadLetterPending: 0 } as QueueCounts;

@@ -411,7 +411,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
           if (error.code === QueueLinkCode.notLeader) {
             const hint = error.message;
             this.#leaderHint = hint === '' || hint === peer || hint === this.#port.selfId ? undefined : hint;
-            return { error, hinted: this.#leaderHint !== undefined };
+            return { error, hinted: this.#leaderHint !== undefined || this.#leadsHere() };
           }
           if (retriedCode(error.code)) return { error };
           throw remoteFailure(error);
@@ -582,8 +582,9 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
                 const hint = error.message;
                 this.#leaderHint =
                   hint === '' || hint === peer || hint === this.#port.selfId ? undefined : hint;
-                // Straight to the hinted leader, a few times in a row at most.
-                if (this.#leaderHint !== undefined && hops < MAX_HOPS) pause = false;
+                // Straight to the hinted leader (or this node's replica, if the hint names it), a
+                // few times in a row at most.
+                if ((this.#leaderHint !== undefined || this.#leadsHere()) && hops < MAX_HOPS) pause = false;
               } else if (!retriedCode(error.code)) {
                 throw remoteFailure(error);
               }
@@ -605,6 +606,11 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       await sleep(delay);
       delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
+  }
+
+  /** Whether this node's replica of the queue leads it (a hint naming this node is then true). */
+  #leadsHere(): boolean {
+    return this.#port.replica(this.groupId)?.isLeader === true;
   }
 
   /**

@@ -1,10 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
-import { QueueOp } from '../cluster/queue-rpc-codec.ts';
+import { QueueLinkError } from '../cluster/queue-link.ts';
+import { decodeCommandAnswer, decodeCounts, QueueLinkCode, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import { silentLogger } from '../logging/logger.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
+import { GROUP, makeActor, ScriptedLog } from '../queue/queue-actor-test-support.ts';
+import { queueConfig } from '../queue/queue-test-harness.ts';
+import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
-import { ClusterQueues, ownerNodeName } from './cluster-queues.ts';
+import { ClusterQueues, LEADERLESS_HOLD_MS, ownerNodeName } from './cluster-queues.ts';
 import type { PeerStatus } from './owner-suspicion.ts';
 
 describe('ownerNodeName', () => {
@@ -296,6 +300,121 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
     const t = setUp();
     await t.serve(QueueOp.reassert);
     expect(t.reasserted()).toBe(1);
+    t.queues.stop();
+  });
+});
+
+describe('ClusterQueues: a command reaching a replica in the middle of an election', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** This node serving the link for its replica of GROUP, a follower that knows no leader. */
+  async function setUp() {
+    const log = new ScriptedLog('follower');
+    const { actor } = makeActor(log);
+    await actor.open();
+    log.append({ type: 'setConfig', config: queueConfig() });
+    let handler: QueueLinkHandler | undefined;
+    const host = {
+      metadata: {
+        clusterNode: () => undefined,
+        queues: () => [],
+        queue: () => undefined,
+        policyFor: () => undefined,
+      },
+      logger: silentLogger(),
+      replica: (group: string) => (group === GROUP ? actor : undefined),
+      replicas: () => [actor],
+      localChannel: () => undefined,
+      reassertConsumers: () => {},
+      startReplica: async () => {},
+      dropReplica: async () => {},
+    } as unknown as ClusterQueuesHost;
+    const port = {
+      nodeId: 'id-n1',
+      queueLink: {
+        call: () => Promise.resolve(new Uint8Array(0)),
+        handle: (h: QueueLinkHandler) => {
+          handler = h;
+        },
+      },
+      isDown: () => false,
+      peerStatus: () => ({ suspected: false, unreachableMs: 0, incarnation: 'run1' }),
+      onNodeDown: () => () => {},
+      onNodeUp: () => () => {},
+    } as unknown as QueueClusterPort;
+    const queues = new ClusterQueues(host, port);
+    /** Serve `op` for `group`; the outcome is recorded as it settles. */
+    const serve = (op: number, body: Uint8Array = new Uint8Array(0), group = GROUP) => {
+      const outcome: { answer?: Uint8Array; error?: unknown; settled: boolean } = { settled: false };
+      void Promise.resolve()
+        .then(() => (handler as QueueLinkHandler)(op, group, body, 'id-n2'))
+        .then(
+          (answer) => Object.assign(outcome, { answer, settled: true }),
+          (error: unknown) => Object.assign(outcome, { error, settled: true }),
+        );
+      return outcome;
+    };
+    const purge = () => serve(QueueOp.command, queueCommandCodec.encode({ type: 'purge' }));
+    return { queues, log, actor, serve, purge };
+  }
+
+  it('holds the command, then runs it here the moment this replica wins, in arrival order', async () => {
+    const t = await setUp();
+    const first = t.purge();
+    const second = t.serve(QueueOp.counts);
+    await vi.advanceTimersByTimeAsync(LEADERLESS_HOLD_MS / 2);
+    expect(first.settled).toBe(false);
+    expect(second.settled).toBe(false);
+    t.log.setRole('leader');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(decodeCommandAnswer(first.answer as Uint8Array).reply).toEqual({ type: 'purged', count: 0 });
+    expect(decodeCounts(second.answer as Uint8Array)).toMatchObject({ ready: 0 });
+    expect(t.log.proposed.map((c) => c.type)).toEqual(['purge']);
+    t.queues.stop();
+  });
+
+  it('answers NOT_LEADER naming the winner the moment a follower here learns it', async () => {
+    const t = await setUp();
+    const held = t.purge();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(held.settled).toBe(false);
+    t.log.setRole('follower', 'id-n3');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(held.error).toBeInstanceOf(QueueLinkError);
+    expect(held.error).toMatchObject({ code: QueueLinkCode.notLeader, message: 'id-n3' });
+    expect(t.log.proposed).toEqual([]);
+    t.queues.stop();
+  });
+
+  it('answers NOT_LEADER without a hint once the hold is over and no election ended', async () => {
+    const t = await setUp();
+    const held = t.purge();
+    await vi.advanceTimersByTimeAsync(LEADERLESS_HOLD_MS - 1);
+    expect(held.settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(held.error).toMatchObject({ code: QueueLinkCode.notLeader, message: '' });
+    t.queues.stop();
+  });
+
+  it('does not hold when a leader is known: NOT_LEADER with its name at once', async () => {
+    const t = await setUp();
+    t.log.setRole('follower', 'id-n3');
+    const answered = t.purge();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(answered.error).toMatchObject({ code: QueueLinkCode.notLeader, message: 'id-n3' });
+    t.queues.stop();
+  });
+
+  it('a group with no replica here is answered UNKNOWN_GROUP at once, not held', async () => {
+    const t = await setUp();
+    const answered = t.serve(QueueOp.counts, new Uint8Array(0), 'vh/other/1');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(answered.error).toMatchObject({ code: QueueLinkCode.unknownGroup });
     t.queues.stop();
   });
 });

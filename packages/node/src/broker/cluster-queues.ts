@@ -66,6 +66,15 @@ const CAUGHT_UP_SLACK = 64;
  */
 const REASSERT_NOTICE_FIRST_DELAY_MS = 500;
 const REASSERT_NOTICE_MAX_DELAY_MS = 10_000;
+/**
+ * How long a command or counts request reaching a replica that knows no leader (an election is on)
+ * waits for one, ms. Answered the moment the election ends: run here if this replica won, else
+ * NOT_LEADER naming the winner, so the caller goes straight there instead of polling on its
+ * back-off (up to 0.5 s between tries; a node holding no replica of the queue has no other way to
+ * learn the new leader). It covers an election on a peer's death (0.1-0.5 s and a commit); a longer
+ * one is answered NOT_LEADER with no hint after it, as before. Well inside CALL_TIMEOUT_MS.
+ */
+export const LEADERLESS_HOLD_MS = 1_000;
 
 /** A channel as the cluster sees it: deliveries and cancellations name the queue's handle. */
 export type ChannelSink = OwnerSink<QueueHandle>;
@@ -457,18 +466,15 @@ export class ClusterQueues {
         } catch (error) {
           throw new QueueLinkFrameError(`queue command does not decode: ${(error as Error).message}`);
         }
-        const actor = this.#leading(group);
-        return actor.run(command).then(
-          (result) => encodeCommandAnswer(result.reply, (result as GotApplyResult).message),
-          (error: unknown) => {
-            if (error instanceof NotLeaderError)
-              throw new QueueLinkError(QueueLinkCode.notLeader, error.leader ?? '');
-            throw error;
-          },
-        );
+        const leading = this.#leadingOrElected(group);
+        if (leading instanceof Promise) return leading.then((actor) => this.#runForwarded(actor, command));
+        return this.#runForwarded(leading, command);
       }
-      case QueueOp.counts:
-        return encodeCounts(this.#leading(group).counts());
+      case QueueOp.counts: {
+        const leading = this.#leadingOrElected(group);
+        if (leading instanceof Promise) return leading.then((actor) => encodeCounts(actor.counts()));
+        return encodeCounts(leading.counts());
+      }
       case QueueOp.deliver: {
         const delivery = decodeDelivery(body);
         const channel = this.#host.localChannel(delivery.owner);
@@ -573,6 +579,30 @@ export class ClusterQueues {
       new TextEncoder().encode(to),
       5_000,
     );
+  }
+
+  /** A forwarded command run on the leader here, its answer (or NOT_LEADER) for the caller. */
+  #runForwarded(actor: QueueActor, command: QueueCommand): Promise<Uint8Array> {
+    return actor.run(command).then(
+      (result) => encodeCommandAnswer(result.reply, (result as GotApplyResult).message),
+      (error: unknown) => {
+        if (error instanceof NotLeaderError)
+          throw new QueueLinkError(QueueLinkCode.notLeader, error.leader ?? '');
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * The replica of `group` if it leads here; else, while its replica here knows no leader, the
+   * same once the election ends (`LEADERLESS_HOLD_MS`), if this replica won it; else the answer that
+   * sends the caller elsewhere. Synchronous when it need not wait: handlers start each request in
+   * arrival order, and requests held here are let go in the order they came.
+   */
+  #leadingOrElected(group: string): QueueActor | Promise<QueueActor> {
+    const actor = this.#host.replica(group);
+    if (actor === undefined || actor.isLeader || actor.leaderId !== undefined) return this.#leading(group);
+    return actor.whenLeaderKnown(LEADERLESS_HOLD_MS).then(() => this.#leading(group));
   }
 
   /** The replica of `group` if it leads here; else the answer that sends the caller elsewhere. */

@@ -199,6 +199,7 @@ export class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult
   readonly proposed: QueueCommand[] = [];
   private machine: StateMachine<QueueCommand, QueueApplyResult> | undefined;
   private readonly listeners = new Set<(change: RoleChange) => void>();
+  private leader: string | undefined = undefined;
   private readonly history: QueueCommand[];
   private index = 0;
   closed = false;
@@ -229,8 +230,10 @@ export class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult
     return this.machine.apply(command, { index: ++this.index, term: 1, ts: Date.now() });
   }
 
-  setRole(role: Role): void {
+  /** `leader`: the leader the change names (none by default, the leader role included). */
+  setRole(role: Role, leader?: string): void {
     this.role = role;
+    this.leader = leader;
     this.emit();
   }
 
@@ -250,7 +253,7 @@ export class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult
   }
 
   private emit(): void {
-    for (const listener of this.listeners) listener({ role: this.role, term: 1, leader: undefined });
+    for (const listener of this.listeners) listener({ role: this.role, term: 1, leader: this.leader });
   }
 }
 

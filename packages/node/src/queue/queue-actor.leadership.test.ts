@@ -101,3 +101,73 @@ describe('QueueActor taking leadership: owners it cannot reach', () => {
     expect(actor.counts()).toMatchObject({ ready: 1, unacked: 0 });
   });
 });
+
+describe('QueueActor.whenLeaderKnown: a command held through an election', () => {
+  async function leaderless() {
+    const log = new ScriptedLog('follower');
+    const t = makeActor(log);
+    await t.actor.open();
+    let known = false;
+    const wait = (ms: number): void => {
+      void t.actor.whenLeaderKnown(ms).then(() => {
+        known = true;
+      });
+    };
+    return { ...t, log, wait, known: () => known };
+  }
+
+  it('waits while no leader is known and ends the moment a follower learns one', async () => {
+    const t = await leaderless();
+    t.wait(1_000);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(t.known()).toBe(false);
+    t.log.setRole('follower', 'n2');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.known()).toBe(true);
+    expect(t.actor.leaderId).toBe('n2');
+  });
+
+  it('ends when this replica wins, already leading (a held command then runs here)', async () => {
+    const t = await leaderless();
+    let leadingThen: boolean | undefined;
+    void t.actor.whenLeaderKnown(1_000).then(() => {
+      leadingThen = t.actor.isLeader;
+    });
+    t.log.setRole('candidate');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(leadingThen).toBeUndefined();
+    t.log.setRole('leader');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(leadingThen).toBe(true);
+  });
+
+  it('gives up after its timeout while the election goes on', async () => {
+    const t = await leaderless();
+    t.wait(1_000);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(t.known()).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.known()).toBe(true);
+    expect(t.actor.leaderId).toBeUndefined();
+  });
+
+  it('ends when the replica closes, and at once while a leader is known or once closed', async () => {
+    const t = await leaderless();
+    t.wait(1_000);
+    await t.actor.close();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(t.known()).toBe(true);
+    let again = false;
+    void t.actor.whenLeaderKnown(1_000).then(() => {
+      again = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(again).toBe(true);
+
+    const u = await leaderless();
+    u.log.setRole('follower', 'n3');
+    u.wait(1_000);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(u.known()).toBe(true);
+  });
+});

@@ -228,6 +228,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   >();
   /** The leader this replica last heard of (itself while it leads). */
   private knownLeader: string | undefined = undefined;
+  /** Callers of `whenLeaderKnown` waiting for an election to end (or this replica to close). */
+  private readonly leaderWaiters = new Set<() => void>();
   /** The fresh group's first entry (its config), proposed when this replica first leads it. */
   private firstConfig: Promise<unknown> | undefined = undefined;
   private unsubscribeRole: (() => void) | undefined = undefined;
@@ -354,6 +356,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     // commands that arrived while the log opened go in.
     // Leading as the log opens (this node restarted): an owner that does not resolve is gone.
     if (this.log.role === 'leader') this.takeLeadership(true);
+    if (this.knownLeader !== undefined) this.wakeLeaderWaiters();
     this.settleOpened();
     await this.firstConfig;
   }
@@ -366,6 +369,29 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** The leader this replica knows of, if any (its own node id while it leads). */
   get leaderId(): string | undefined {
     return this.knownLeader;
+  }
+
+  /**
+   * Resolves once this replica knows a serving leader (itself included), closes, or `timeoutMs`
+   * pass, whichever is first: a command that reaches a replica in the middle of an election waits
+   * for its end here rather than sending its caller off to poll. Never rejects; the caller reads
+   * `isLeader` / `leaderId` afterwards.
+   */
+  whenLeaderKnown(timeoutMs: number): Promise<void> {
+    if (this.knownLeader !== undefined || this.state === 'closed') return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.leaderWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.leaderWaiters.add(done);
+    });
+  }
+
+  private wakeLeaderWaiters(): void {
+    for (const done of [...this.leaderWaiters]) done();
   }
 
   /**
@@ -516,6 +542,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
 
   private shutDown(): void {
     this.state = 'closed';
+    this.wakeLeaderWaiters();
     this.leading = false;
     this.repair.stop();
     this.stopTimer();
@@ -959,7 +986,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     if (this.state !== 'open') return;
     if (change.role === 'leader') {
       if (!this.leading) this.takeLeadership();
+      this.wakeLeaderWaiters();
     } else {
+      if (change.leader !== undefined) this.wakeLeaderWaiters();
       this.leading = false;
       this.graceOwners = undefined;
       this.repair.reset();
