@@ -601,17 +601,15 @@ export class ClusterQueues {
    */
   #leadingOrElected(group: string): QueueActor | Promise<QueueActor> {
     const actor = this.#host.replica(group);
-    if (actor === undefined || actor.isLeader || actor.leaderId !== undefined) return this.#leading(group);
+    if (actor === undefined || actor.isLeader || actor.leaderId !== undefined)
+      return leadingOrRefused(actor, group);
+    // Looked up again after the wait: the replica may have been replaced meanwhile.
     return actor.whenLeaderKnown(LEADERLESS_HOLD_MS).then(() => this.#leading(group));
   }
 
   /** The replica of `group` if it leads here; else the answer that sends the caller elsewhere. */
   #leading(group: string): QueueActor {
-    const actor = this.#host.replica(group);
-    if (actor === undefined)
-      throw new QueueLinkError(QueueLinkCode.unknownGroup, `no replica of ${group} here`);
-    if (!actor.isLeader) throw new QueueLinkError(QueueLinkCode.notLeader, actor.leaderId ?? '');
-    return actor;
+    return leadingOrRefused(this.#host.replica(group), group);
   }
 
   #handleOfGroup(group: string): ClusterQueue {
@@ -829,3 +827,11 @@ export class ClusterQueues {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** `actor` if it leads its group; else the link error that sends the caller elsewhere. */
+function leadingOrRefused(actor: QueueActor | undefined, group: string): QueueActor {
+  if (actor === undefined)
+    throw new QueueLinkError(QueueLinkCode.unknownGroup, `no replica of ${group} here`);
+  if (!actor.isLeader) throw new QueueLinkError(QueueLinkCode.notLeader, actor.leaderId ?? '');
+  return actor;
+}

@@ -986,15 +986,15 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     if (this.state !== 'open') return;
     if (change.role === 'leader') {
       if (!this.leading) this.takeLeadership();
-      this.wakeLeaderWaiters();
     } else {
-      if (change.leader !== undefined) this.wakeLeaderWaiters();
       this.leading = false;
       this.graceOwners = undefined;
       this.repair.reset();
       this.stopTimer();
       this.stopHandOffs();
     }
+    // The election is over (this replica leads, or it heard who does): held commands may go.
+    if (change.role === 'leader' || change.leader !== undefined) this.wakeLeaderWaiters();
   };
 
   private stopHandOffs(): void {
