@@ -1,16 +1,18 @@
 /**
  * The bytes of the cluster RPC `queue.browse` (broker/queue-browse.ts).
  *
- * Request: UTF-8 JSON `{groupId, after?, offset, limit, bodyBytes, filter}` (filter as
- * `filterJson` writes it). Decoding validates everything (the caller is a member, but a bug or a
+ * Request: UTF-8 JSON `{groupId, after?, position?, offset, limit, bodyBytes, filter}` (filter as
+ * `filterJson` writes it). `position` (redrive's stable cursor) and the answer's `position` per
+ * message and `nextPosition` are absent to and from builds before them: a leader of such a build
+ * ignores the field and pages by `after`, and its answer has no positions. Decoding validates everything (the caller is a member, but a bug or a
  * version skew must answer an error, never crash the leader).
  *
  * Answer (format 1): [u8 1][varint n][n bytes of UTF-8 JSON: the page without bodies] then, for
  * each message whose `hasBody` is true, in order, [varint n][its stored-message encoding] (the
  * body already cut to the request's preview size).
  */
-import type { BrowsedMessage, BrowsePage, BrowseRequest } from '../queue/message-browse.ts';
-import { BrowseRequestError, checkBrowseRequest } from '../queue/message-browse.ts';
+import type { BrowsedMessage, BrowsePage, BrowsePosition, BrowseRequest } from '../queue/message-browse.ts';
+import { BrowseRequestError, checkBrowseRequest, isBrowsePosition } from '../queue/message-browse.ts';
 import { filterJson, MessageFilterError, parseFilterJson } from '../queue/message-filter.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { ByteCursor, varintSize, writeVarint } from '../storage/binary.ts';
@@ -30,6 +32,7 @@ export function encodeBrowseRequest(request: GroupBrowseRequest): Uint8Array {
     JSON.stringify({
       groupId: request.groupId,
       after: request.after ?? null,
+      ...(request.position !== undefined ? { position: request.position } : {}),
       offset: request.offset,
       limit: request.limit,
       bodyBytes: request.bodyBytes,
@@ -63,6 +66,9 @@ export function decodeBrowseRequest(bytes: Uint8Array, maxBodyBytes: number): Gr
   const request: GroupBrowseRequest = {
     groupId: obj.groupId,
     after: obj.after === null || obj.after === undefined ? undefined : (obj.after as number),
+    ...(obj.position === null || obj.position === undefined
+      ? {}
+      : { position: obj.position as GroupBrowseRequest['position'] }),
     offset: obj.offset as number,
     limit: obj.limit as number,
     bodyBytes: obj.bodyBytes as number,
@@ -79,12 +85,14 @@ interface MessageHead {
   readonly size: number;
   readonly expiresAt: number | null;
   readonly hasBody: boolean;
+  readonly position?: BrowsePosition;
 }
 
 interface PageHead {
   readonly ready: number;
   readonly scanned: number;
   readonly next: number | null;
+  readonly nextPosition?: BrowsePosition | null;
   readonly offsetLeft: number;
   readonly appliedIndex: number;
   readonly readAt: number;
@@ -96,6 +104,7 @@ export function encodeBrowsePage(page: BrowsePage): Uint8Array {
     ready: page.ready,
     scanned: page.scanned,
     next: page.next ?? null,
+    nextPosition: page.nextPosition ?? null,
     offsetLeft: page.offsetLeft,
     appliedIndex: page.appliedIndex,
     readAt: page.readAt,
@@ -106,6 +115,7 @@ export function encodeBrowsePage(page: BrowsePage): Uint8Array {
       size: m.size,
       expiresAt: m.expiresAt ?? null,
       hasBody: m.message !== undefined,
+      ...(m.position !== undefined ? { position: m.position } : {}),
     })),
   };
   const json = encoder.encode(JSON.stringify(head));
@@ -145,6 +155,7 @@ export function decodeBrowsePage(bytes: Uint8Array): BrowsePage {
       size: m.size,
       expiresAt: m.expiresAt ?? undefined,
       message,
+      position: isBrowsePosition(m.position) ? m.position : undefined,
     };
   });
   if (r.remaining !== 0) throw new RangeError('queue.browse answer: trailing bytes');
@@ -153,6 +164,7 @@ export function decodeBrowsePage(bytes: Uint8Array): BrowsePage {
     ready: head.ready,
     scanned: head.scanned,
     next: head.next ?? undefined,
+    nextPosition: isBrowsePosition(head.nextPosition) ? head.nextPosition : undefined,
     offsetLeft: head.offsetLeft,
     appliedIndex: head.appliedIndex,
     readAt: head.readAt,

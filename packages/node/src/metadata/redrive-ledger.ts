@@ -33,6 +33,7 @@ import type {
   RedriveTargetCount,
 } from './redrive-types.ts';
 import { EMPTY_REDRIVE_PROGRESS, REDRIVE_STATES } from './redrive-types.ts';
+import { isBrowsePosition } from '../queue/message-browse.ts';
 import { error, ok } from './replies.ts';
 import type { MetadataError, MetadataReply } from './types.ts';
 
@@ -116,6 +117,8 @@ function checkProgress(p: unknown): string | undefined {
   if (!isObject(p)) return 'redrive progress must be an object';
   if (!isOptionalCount(p.total) || !isOptionalCount(p.bound) || !isOptionalCount(p.cursor))
     return 'redrive progress total, bound and cursor must be null or whole numbers >= 0';
+  if (p.position !== undefined && p.position !== null && !isBrowsePosition(p.position))
+    return 'redrive progress position must be null or a browse position';
   if (!isCount(p.moved) || !isCount(p.failed))
     return 'redrive progress moved and failed must be whole numbers >= 0';
   if (!Array.isArray(p.inflight) || p.inflight.length > MAX_INFLIGHT_IDS || !p.inflight.every(isCount))
@@ -156,6 +159,7 @@ function cleanProgress(p: RedriveProgress): RedriveProgress {
     total: p.total,
     bound: p.bound,
     cursor: p.cursor,
+    ...(p.position !== undefined && p.position !== null ? { position: { ...p.position } } : {}),
     moved: p.moved,
     failed: p.failed,
     inflight: [...p.inflight],

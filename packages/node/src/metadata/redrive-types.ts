@@ -6,6 +6,7 @@
  *
  * Records are plain JSON data (the metadata log and snapshots are JSON): absent values are `null`.
  */
+import type { BrowsePosition } from '../queue/message-browse.ts';
 
 /** `running` until it ends: `done` (the selection was dealt with), `cancelled`, or `failed` (why: `error`). */
 export const REDRIVE_STATES = ['running', 'done', 'cancelled', 'failed'] as const;
@@ -74,6 +75,12 @@ export interface RedriveProgress {
   readonly bound: number | null;
   /** The last dead-letter queue message id dealt with (moved or failed); null before the first. */
   readonly cursor: number | null;
+  /**
+   * That message's place in the queue's delivery order (queue/message-browse.ts `BrowsePosition`),
+   * the cursor a resume goes on from; absent or null in records of builds before it (they go on
+   * after `cursor`).
+   */
+  readonly position?: BrowsePosition | null;
   /**
    * Moved: its copy was confirmed by every queue the target routes it to, and it was (or, while
    * listed in `inflight`, is being) removed from the dead-letter queue.

@@ -38,7 +38,7 @@ class BrowsedQueue {
   get source(): BrowseSource {
     const machine = this.harness.machine;
     return {
-      readyEntries: (after) => machine.readyEntries(after),
+      readyEntries: (after, position) => machine.browseEntries(after, position),
       readyCount: machine.readyCount(),
       appliedIndex: machine.lastAppliedIndex,
       body: (id) => this.bodies.get(id),

@@ -14,6 +14,10 @@
  * A page is a consistent read of the queue's state at one moment (it runs synchronously); pages
  * are not a snapshot of the whole queue: a message returned (nack with requeue) while paging goes
  * to the head and is not seen again by a cursor already past it.
+ *
+ * Redrive pages by `position` instead (each browsed message carries its own, and a page cut short
+ * its `nextPosition`): a place in the delivery order that no removal can move, so a run that
+ * removes what it moved neither skips nor repeats the returned messages (QueueMachine.readyEntries).
  */
 
 import { measureStoredMessage } from '../storage/stored-message-codec.ts';
@@ -37,9 +41,20 @@ export const MAX_PREVIEW_BYTES = 64 * 1024;
 /** Body preview when none is asked for, bytes. */
 export const DEFAULT_PREVIEW_BYTES = 4096;
 
+/**
+ * A stable place in a queue's delivery order: a message of the returns FIFO by its return key (the
+ * log index that returned it and its rank in that apply), or of the main FIFO by its id. `id` is
+ * the message's, to find it at once while it is still there.
+ */
+export type BrowsePosition =
+  | { readonly list: 'returned'; readonly id: number; readonly index: number; readonly ordinal: number }
+  | { readonly list: 'ready'; readonly id: number };
+
 export interface BrowseRequest {
   /** Start after this message id; undefined: at the head. */
   readonly after?: number | undefined;
+  /** Start after this position (redrive's cursor); when given, `after` is not used. */
+  readonly position?: BrowsePosition | undefined;
   /** Selected messages to skip before the page starts (>= 0). */
   readonly offset: number;
   /** Messages in the page at most (1..MAX_BROWSE_LIMIT). */
@@ -64,6 +79,12 @@ export interface BrowsableEntry {
   readonly expiresAt: number;
 }
 
+/** A ready message as a browse source yields it: its metadata and its place in delivery order. */
+export interface BrowsableReady {
+  readonly entry: BrowsableEntry;
+  readonly position: BrowsePosition;
+}
+
 export interface BrowsedMessage {
   readonly id: number;
   readonly enqueuedAt: number;
@@ -79,6 +100,8 @@ export interface BrowsedMessage {
    * the body (being repaired from another replica: see body-repair.ts).
    */
   readonly message: StoredMessage | undefined;
+  /** Its place in delivery order (a `position` to go on after it); absent from a leader of an older build. */
+  readonly position?: BrowsePosition | undefined;
 }
 
 export interface BrowsePage {
@@ -89,6 +112,8 @@ export interface BrowsePage {
   readonly scanned: number;
   /** The `after` of the next page; undefined when the scan reached the queue's tail. */
   readonly next: number | undefined;
+  /** The `position` of the next page, with `next` (absent from a leader of an older build). */
+  readonly nextPosition?: BrowsePosition | undefined;
   /** Of the request's `offset`, what the next page must still skip (the scan bound cut it short). */
   readonly offsetLeft: number;
   /** The queue's applied log index when the page was read (the state it shows). */
@@ -99,8 +124,8 @@ export interface BrowsePage {
 
 /** What a browse reads: the queue's state on the replica that answers. */
 export interface BrowseSource {
-  /** Ready messages in delivery order, starting after `after` (see QueueMachine.readyEntries). */
-  readyEntries(after: number | undefined): Iterable<BrowsableEntry>;
+  /** Ready messages in delivery order, starting after `after` or `position` (see QueueMachine.readyEntries). */
+  readyEntries(after: number | undefined, position: BrowsePosition | undefined): Iterable<BrowsableReady>;
   readonly readyCount: number;
   readonly appliedIndex: number;
   /** The stored message of `id`, or undefined. */
@@ -120,16 +145,17 @@ export function browseMessages(source: BrowseSource, request: BrowseRequest, now
   let toSkip = request.offset;
   let scanned = 0;
   let pageBytes = 0;
-  let last: number | undefined;
+  let last: BrowsableReady | undefined;
   let full = false;
   const messages: BrowsedMessage[] = [];
-  for (const entry of source.readyEntries(request.after)) {
+  for (const ready of source.readyEntries(request.after, request.position)) {
     if (full || scanned >= MAX_BROWSE_SCAN) {
       // Something is left behind the page: the caller may go on after the last one looked at.
       return page(source, messages, scanned, last, toSkip, now);
     }
+    const { entry } = ready;
     scanned++;
-    last = entry.id;
+    last = ready;
     const stored = readProperties || toSkip === 0 ? source.body(entry.id) : undefined;
     if (readProperties) {
       // Without its body the properties are unknown here: a property criterion cannot select it.
@@ -154,6 +180,7 @@ export function browseMessages(source: BrowseSource, request: BrowseRequest, now
       size: entry.size,
       expiresAt: Number.isFinite(entry.expiresAt) ? entry.expiresAt : undefined,
       message: carried,
+      position: ready.position,
     });
     full = messages.length >= limit || pageBytes >= MAX_PAGE_BYTES;
   }
@@ -164,7 +191,7 @@ function page(
   source: BrowseSource,
   messages: BrowsedMessage[],
   scanned: number,
-  next: number | undefined,
+  last: BrowsableReady | undefined,
   offsetLeft: number,
   now: number,
 ): BrowsePage {
@@ -172,7 +199,8 @@ function page(
     messages,
     ready: source.readyCount,
     scanned,
-    next,
+    next: last?.entry.id,
+    nextPosition: last?.position,
     offsetLeft,
     appliedIndex: source.appliedIndex,
     readAt: now,
@@ -193,10 +221,21 @@ export function checkBrowseRequest(request: BrowseRequest, maxBodyBytes: number)
   const { after, offset, limit, bodyBytes } = request;
   if (after !== undefined && (!Number.isSafeInteger(after) || after < 0))
     throw new BrowseRequestError("'after' must be a message id (a whole number >= 0)");
+  if (request.position !== undefined && !isBrowsePosition(request.position))
+    throw new BrowseRequestError("'position' must be a browse position of a message");
   if (!Number.isSafeInteger(offset) || offset < 0)
     throw new BrowseRequestError("'offset' must be a whole number >= 0");
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_BROWSE_LIMIT)
     throw new BrowseRequestError(`'limit' must be a whole number from 1 to ${MAX_BROWSE_LIMIT}`);
   if (!Number.isSafeInteger(bodyBytes) || bodyBytes < 0 || bodyBytes > maxBodyBytes)
     throw new BrowseRequestError(`'body_bytes' must be a whole number from 0 to ${maxBodyBytes}`);
+}
+
+/** Whether `value` is a well-formed `BrowsePosition` (from the wire or a metadata record). */
+export function isBrowsePosition(value: unknown): value is BrowsePosition {
+  if (typeof value !== 'object' || value === null) return false;
+  const p = value as Record<string, unknown>;
+  const whole = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+  if (p.list === 'ready') return whole(p.id);
+  return p.list === 'returned' && whole(p.id) && whole(p.index) && whole(p.ordinal);
 }

@@ -718,7 +718,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     const machine = this.machine;
     return browseMessages(
       {
-        readyEntries: (after) => machine.readyEntries(after),
+        readyEntries: (after, position) => machine.browseEntries(after, position),
         readyCount: machine.readyCount(),
         appliedIndex: machine.lastAppliedIndex,
         body: (id) => this.bodyStore.get(this.groupId, id),
@@ -1223,3 +1223,4 @@ function sumTotals(a: RemovalTotals, b: RemovalTotals): RemovalTotals {
 function purgedCount(result: QueueApplyResult): number {
   return result.reply.type === 'purged' ? result.reply.count : 0;
 }
+

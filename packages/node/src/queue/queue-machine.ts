@@ -49,6 +49,7 @@ import type { EntryMeta, StateMachine } from '@styx/raft';
 import { QueueSnapshotError } from './errors.ts';
 import { ExpiryHeap } from './expiry-heap.ts';
 import { LinkedQueue } from './linked-queue.ts';
+import type { BrowsableReady, BrowsePosition } from './message-browse.ts';
 import { Consumer, MessageEntry, Owner, Place } from './queue-records.ts';
 import { ByteReader, ByteWriter } from './snapshot-bytes.ts';
 import type {
@@ -137,11 +138,15 @@ const DEAD_LETTER_STRATEGIES: readonly QueueConfig['deadLetterStrategy'][] = [
  * 2 appends the dead-letter state (pending, dedupe, counters); version 1 snapshots (taken before
  * dead-lettering existed) still restore, with that state empty. 3 appends the suspended owners;
  * written only while an owner is suspended, so a node that reads version 2 only still reads the
- * snapshots of a queue with none (the common case) during a rolling upgrade.
+ * snapshots of a queue with none (the common case) during a rolling upgrade. 4 appends, after
+ * version 3's tail (its suspended owners, maybe none), the return keys of the returns FIFO (see
+ * `MessageEntry.returnIndex`); written only while that FIFO holds messages, for the same reason.
+ * Restoring an older version keys the returns FIFO (0, rank), which sorts before every later return.
  */
 const SNAPSHOT_VERSION = 2;
 const SNAPSHOT_VERSION_1 = 1;
 const SNAPSHOT_VERSION_3 = 3;
+const SNAPSHOT_VERSION_4 = 4;
 
 export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult> {
   private config: QueueConfig;
@@ -178,6 +183,9 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   /** Hand-offs received, per source. Replaced by restore. */
   private dedupe: DedupeWatermarks;
   private appliedIndex = 0;
+  /** The apply that last appended to the returns FIFO, and how many it appended (the next rank). */
+  private returnKeyIndex = 0;
+  private returnKeyOrdinal = 0;
 
   // Scratch state of the apply in progress; reset by `finish`.
   private now = 0;
@@ -658,6 +666,15 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   /** Put `entry` (not in the queue's ready lists) at the tail of a ready list. */
   private makeReady(entry: MessageEntry, place: typeof Place.Ready | typeof Place.Returned): void {
     entry.place = place;
+    if (place === Place.Returned) {
+      // Derived from the log alone (the apply's index), so every replica keys it alike.
+      if (this.returnKeyIndex !== this.appliedIndex) {
+        this.returnKeyIndex = this.appliedIndex;
+        this.returnKeyOrdinal = 0;
+      }
+      entry.returnIndex = this.returnKeyIndex;
+      entry.returnOrdinal = this.returnKeyOrdinal++;
+    }
     (place === Place.Returned ? this.returned : this.ready).push(entry);
     this.readyBytes += entry.size;
     const expiresAt = this.expiryOf(entry);
@@ -897,26 +914,74 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
 
   /**
    * The ready messages in the order consumers get them (those returned first, then the others by
-   * id), for browsing: read only, and to be iterated without applying anything meanwhile. Starts
-   * after message `after` when it is still ready; when it left (consumed, expired) or is held
-   * unacked, at the first never-delivered message above it (the main FIFO is in id order; a walk
-   * of it, O(n) at worst) — messages returned since are behind such a cursor.
+   * id), for browsing: read only, and to be iterated without applying anything meanwhile.
+   *
+   * From a `position` (redrive's cursor): the returns FIFO is in increasing (returnIndex,
+   * returnOrdinal) order and the main FIFO in id order, both only appended to, so "the messages
+   * after this position" is exact whatever left meanwhile: nothing behind it is seen again and
+   * nothing ahead of it is skipped. Messages returned after a cursor moved on to the main FIFO are
+   * behind it. O(1) while the position's message is still in place, else a walk of its FIFO.
+   *
+   * From `after` (a message id: the inspector's paging): after that message while it is still
+   * ready; when it left (consumed, expired) or is held unacked, at the first never-delivered
+   * message above it — messages returned since are behind such a cursor.
    */
-  *readyEntries(after: number | undefined): IterableIterator<MessageEntry> {
+  *readyEntries(after: number | undefined, position?: BrowsePosition): IterableIterator<MessageEntry> {
     let entry: MessageEntry | undefined;
-    const cursor = after === undefined ? undefined : this.entries.get(after);
-    if (after === undefined) {
-      entry = this.returned.head ?? this.ready.head;
-    } else if (cursor !== undefined && (cursor.place === Place.Ready || cursor.place === Place.Returned)) {
-      entry = cursor.next ?? (cursor.place === Place.Returned ? this.ready.head : undefined);
+    if (position !== undefined) {
+      entry = this.entryAfter(position);
     } else {
-      entry = this.ready.head;
-      while (entry !== undefined && entry.id <= after) entry = entry.next;
+      const cursor = after === undefined ? undefined : this.entries.get(after);
+      if (after === undefined) {
+        entry = this.returned.head ?? this.ready.head;
+      } else if (cursor !== undefined && (cursor.place === Place.Ready || cursor.place === Place.Returned)) {
+        entry = cursor.next ?? (cursor.place === Place.Returned ? this.ready.head : undefined);
+      } else {
+        entry = this.ready.head;
+        while (entry !== undefined && entry.id <= after) entry = entry.next;
+      }
     }
     while (entry !== undefined) {
       const next = entry.next ?? (entry.place === Place.Returned ? this.ready.head : undefined);
       yield entry;
       entry = next;
+    }
+  }
+
+  /** The first ready message after `position` in delivery order (see `readyEntries`). */
+  private entryAfter(position: BrowsePosition): MessageEntry | undefined {
+    const at = this.entries.get(position.id);
+    if (position.list === 'ready') {
+      if (at !== undefined && at.place === Place.Ready) return at.next;
+      let entry = this.ready.head;
+      while (entry !== undefined && entry.id <= position.id) entry = entry.next;
+      return entry;
+    }
+    const { index, ordinal } = position;
+    if (
+      at !== undefined &&
+      at.place === Place.Returned &&
+      at.returnIndex === index &&
+      at.returnOrdinal === ordinal
+    )
+      return at.next ?? this.ready.head;
+    let entry = this.returned.head;
+    while (
+      entry !== undefined &&
+      (entry.returnIndex < index || (entry.returnIndex === index && entry.returnOrdinal <= ordinal))
+    )
+      entry = entry.next;
+    return entry ?? this.ready.head;
+  }
+
+  /** `readyEntries` with each message's position, as a browse reads them (message-browse.ts). */
+  *browseEntries(after: number | undefined, position?: BrowsePosition): IterableIterator<BrowsableReady> {
+    for (const entry of this.readyEntries(after, position)) {
+      const at: BrowsePosition =
+        entry.place === Place.Returned
+          ? { list: 'returned', id: entry.id, index: entry.returnIndex, ordinal: entry.returnOrdinal }
+          : { list: 'ready', id: entry.id };
+      yield { entry, position: at };
     }
   }
 
@@ -1067,7 +1132,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     const w = new ByteWriter();
     const suspended: OwnerId[] = [];
     for (const owner of this.owners.values()) if (owner.suspended) suspended.push(owner.id);
-    w.u8(suspended.length > 0 ? SNAPSHOT_VERSION_3 : SNAPSHOT_VERSION);
+    const keyed = this.returned.length > 0;
+    w.u8(keyed ? SNAPSHOT_VERSION_4 : suspended.length > 0 ? SNAPSHOT_VERSION_3 : SNAPSHOT_VERSION);
     writeConfig(w, this.config);
     w.optF64(this.lastUsed);
     w.optF64(this.armedDeadline);
@@ -1100,9 +1166,17 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       for (let entry = list.head; entry !== undefined; entry = entry.next) writeEntry(w, entry);
     }
     this.writeDeadLetterState(w);
-    if (suspended.length > 0) {
+    if (suspended.length > 0 || keyed) {
       w.varint(suspended.length);
       for (const id of suspended) w.string(id);
+    }
+    if (keyed) {
+      w.varint(this.returnKeyIndex);
+      w.varint(this.returnKeyOrdinal);
+      for (let entry = this.returned.head; entry !== undefined; entry = entry.next) {
+        w.varint(entry.returnIndex);
+        w.varint(entry.returnOrdinal);
+      }
     }
     return w.finish();
   }
@@ -1170,7 +1244,12 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   restore(snapshot: Uint8Array, meta: EntryMeta): void {
     const r = new ByteReader(snapshot);
     const version = r.u8();
-    if (version !== SNAPSHOT_VERSION && version !== SNAPSHOT_VERSION_1 && version !== SNAPSHOT_VERSION_3) {
+    if (
+      version !== SNAPSHOT_VERSION &&
+      version !== SNAPSHOT_VERSION_1 &&
+      version !== SNAPSHOT_VERSION_3 &&
+      version !== SNAPSHOT_VERSION_4
+    ) {
       throw new QueueSnapshotError(`unknown version ${version}`);
     }
     this.reset();
@@ -1222,7 +1301,9 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     this.entries.clear();
     for (const entry of inIdOrder) this.entries.set(entry.id, entry);
     if (version !== SNAPSHOT_VERSION_1) this.readDeadLetterState(r);
-    if (version === SNAPSHOT_VERSION_3) this.readSuspendedOwners(r);
+    if (version === SNAPSHOT_VERSION_3 || version === SNAPSHOT_VERSION_4) this.readSuspendedOwners(r);
+    if (version === SNAPSHOT_VERSION_4) this.readReturnKeys(r);
+    else this.keyRestoredReturns();
     r.end();
     this.appliedIndex = meta.index;
   }
@@ -1240,6 +1321,40 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
         if (consumer.waiting) throw new QueueSnapshotError('waiting consumer of a suspended owner');
       owner.suspended = true;
     }
+  }
+
+  /** Version 4's tail: the last return key given, then each returned message's key, in FIFO order. */
+  private readReturnKeys(r: ByteReader): void {
+    this.returnKeyIndex = r.varint();
+    this.returnKeyOrdinal = r.varint();
+    let previous: MessageEntry | undefined;
+    for (let entry = this.returned.head; entry !== undefined; entry = entry.next) {
+      entry.returnIndex = r.varint();
+      entry.returnOrdinal = r.varint();
+      if (
+        previous !== undefined &&
+        (entry.returnIndex < previous.returnIndex ||
+          (entry.returnIndex === previous.returnIndex && entry.returnOrdinal <= previous.returnOrdinal))
+      )
+        throw new QueueSnapshotError('return keys out of order');
+      previous = entry;
+    }
+  }
+
+  /**
+   * A snapshot from before return keys (version <= 3): its returned messages are keyed (0, rank).
+   * Every later return has a higher apply index, so the order holds; a replica that restored such a
+   * snapshot at another index ranks those older returns from another start (see the README's
+   * redrive section: only a redrive across the upgrade, on a leader change, is affected).
+   */
+  private keyRestoredReturns(): void {
+    let ordinal = 0;
+    for (let entry = this.returned.head; entry !== undefined; entry = entry.next) {
+      entry.returnIndex = 0;
+      entry.returnOrdinal = ordinal++;
+    }
+    this.returnKeyIndex = 0;
+    this.returnKeyOrdinal = ordinal;
   }
 
   private readNewEntry(r: ByteReader): MessageEntry {
@@ -1267,6 +1382,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     this.duplicatesDropped = 0;
     this.pending = new PendingDeadLetters(this.pendingLimits);
     this.dedupe = new DedupeWatermarks(this.dedupeLimits);
+    this.returnKeyIndex = 0;
+    this.returnKeyOrdinal = 0;
   }
 }
 

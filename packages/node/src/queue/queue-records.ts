@@ -42,6 +42,13 @@ export class MessageEntry implements HeapItem, Linked<MessageEntry> {
   owner: Owner | undefined = undefined;
   /** While unacked through a consumer: that consumer (maybe cancelled since); undefined for basic.get. */
   consumer: Consumer | undefined = undefined;
+  /**
+   * While in the returns FIFO: the log index of the apply that put it there, and its rank among the
+   * messages that apply returned. The pair increases along the FIFO (appends only), so a browse
+   * cursor made of it stays right whatever leaves the FIFO (see QueueMachine.readyEntries).
+   */
+  returnIndex = 0;
+  returnOrdinal = 0;
 
   constructor(id: number, size: number, enqueuedAt: number, ttl: number | undefined, deliveryCount: number) {
     this.id = id;

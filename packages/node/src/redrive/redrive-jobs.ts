@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RedriveCommand, RedriveRecord, RedriveSpec } from '../metadata/redrive-types.ts';
+import { EMPTY_REDRIVE_PROGRESS } from '../metadata/redrive-types.ts';
 import type { MetadataError, QueueRecord } from '../metadata/types.ts';
 import type { RedriveRunPort } from './redrive-runner.ts';
 import { RedriveRunner } from './redrive-runner.ts';
@@ -95,12 +96,15 @@ export class RedriveJobs {
   }
 
   /**
-   * Record a new redrive and start it here. A dry run resolves once it is done (it reads only); a
-   * real one resolves at once with its record `running`.
+   * Record a new redrive and start it here; it resolves at once with its record `running`. A dry
+   * run is not recorded (the audit keeps what was done, and a user's dry runs must not push
+   * others' records out of it): it is counted here and resolves, once done, with a record of it
+   * that only the caller sees.
    */
   async create(request: NewRedrive): Promise<RedriveRecord> {
     const id = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
     const { queue } = request;
+    if (request.dryRun) return this.#dryRun(id, request);
     await this.#propose({
       type: 'startRedrive',
       id,
@@ -112,9 +116,40 @@ export class RedriveJobs {
       dryRun: request.dryRun,
       spec: request.spec,
     });
-    const started = this.#launch(id);
-    if (request.dryRun) await started;
+    void this.#launch(id);
     return this.#record(id);
+  }
+
+  async #dryRun(id: string, request: NewRedrive): Promise<RedriveRecord> {
+    const { queue, spec } = request;
+    const now = Date.now();
+    const record: RedriveRecord = {
+      id,
+      user: request.user,
+      vhost: queue.vhost,
+      queue: queue.name,
+      groupId: queue.groupId,
+      dryRun: true,
+      ...spec,
+      owner: this.#port.selfId,
+      state: 'running',
+      cancelRequested: false,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+      error: null,
+      takeovers: 0,
+      progress: EMPTY_REDRIVE_PROGRESS,
+    };
+    try {
+      const tally = await new RedriveRunner(this.#port, id).plan(record);
+      const finishedAt = Date.now();
+      return { ...record, state: 'done', updatedAt: finishedAt, finishedAt, progress: tally.progress([]) };
+    } catch (error) {
+      const finishedAt = Date.now();
+      const text = error instanceof Error ? error.message : String(error);
+      return { ...record, state: 'failed', updatedAt: finishedAt, finishedAt, error: text };
+    }
   }
 
   /** Ask a running redrive to stop (its owner ends it `cancelled`); the record as it is then. */

@@ -117,7 +117,13 @@ class World {
         }));
         const page = browseMessages(
           {
-            readyEntries: (after) => entries.filter((e) => after === undefined || e.id > after),
+            readyEntries: (after, position) =>
+              entries
+                .filter((e) => {
+                  const from = position?.id ?? after;
+                  return from === undefined || e.id > from;
+                })
+                .map((entry) => ({ entry, position: { list: 'ready' as const, id: entry.id } })),
             readyCount: entries.length,
             appliedIndex: 100,
             body: (id) => this.dlq.get(id),

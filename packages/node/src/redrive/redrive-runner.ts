@@ -8,16 +8,24 @@
  *    is not part of this redrive — so one that dies again into the same queue is not moved round
  *    and round. A dry run stops here, having routed each message as it would be now: counts per
  *    destination and per failure reason, and a sample.
+ * Both passes page by the browse's `position` (message-browse.ts), a place in the delivery order
+ * that no removal moves: the returned messages (a DLQ whose consumers requeued some) are neither
+ * skipped nor repeated when the run removes the message its cursor stood on.
+ *
  * 2. The move, in batches (as many messages as the rate allows in about a second, at most
  *    `MAX_BATCH`), each batch:
  *    a. publish each message (properties and body unchanged, its `x-death` kept) to its destination,
  *       paced by the rate; it counts as moved only when every queue the destination routes it to
  *       committed it (the enqueue's confirm). No route, a missing exchange, a queue refusing it:
- *       it stays in the dead-letter queue and is counted failed with the reason. A target queue
- *       with no reachable leader for now (or closing, as its node stops) fails nothing: the batch
- *       is tried again after a pause;
- *    b. commit the progress to the metadata group: the counts, the cursor (the last id dealt with)
- *       and the moved ids as `inflight`;
+ *       it stays in the dead-letter queue and is counted failed with the reason. Each copy carries
+ *       a hand-off id (source `redrive:<id>`, the message's DLQ id) so a target keeps one copy
+ *       whatever the retries (the queue machine's dedupe answers `duplicate`, a confirm). A target
+ *       queue with no reachable leader for now (or closing) fails nothing: after a pause only the
+ *       copies not yet confirmed are sent again, for as long as some copy gets confirmed; after
+ *       `stallMs` without any, the batch's open messages are counted failed (per target queue)
+ *       and the run ends `failed`;
+ *    b. commit the progress to the metadata group: the counts, the cursor (the last id dealt with,
+ *       and its position) and the moved ids as `inflight`;
  *    c. remove the moved ids from the dead-letter queue through its log (the queue's `remove`
  *       command: only ready messages, so one a consumer holds meanwhile stays).
  *    A node that fails before (b) left copies in their targets that are not counted and still in
@@ -27,13 +35,16 @@
  *    redrive. A message published to several queues of which one refused it stays, and the others
  *    keep their copy (a duplicate if it is moved again later).
  *
- * Cancel: checked before each batch; the redrive ends `cancelled` with what it moved so far.
- * Transient trouble (no leader for the queue or the metadata, a link down) is retried with
- * back-off for as long as the redrive runs; a node that stops its runner (shutdown) leaves the
- * record running, to be resumed. Limits: a message whose body is larger than one browse page
+ * Cancel and a deleted dead-letter queue are checked before each batch and before every attempt
+ * of a retry (so within one back-off, at most `MAX_RETRY_MS`, plus the attempt in progress): the
+ * redrive ends `cancelled` (what the batch in progress got confirmed everywhere is counted and
+ * removed first), or `failed` with 'source queue deleted'. Other transient trouble (no leader for
+ * the queue or the metadata, a link down) is retried with back-off while the redrive runs; a node
+ * that stops its runner (shutdown) leaves the record running, to be resumed. Limits: a message whose body is larger than one browse page
  * (`MAX_BROWSE_BODY_BYTES`) is not moved (failed, with the reason).
  */
 import type { BasicProperties, FieldTable } from '@styx/client/wire';
+import type { HandOffId } from '@styx/dlx';
 import { ReplyCode } from '@styx/client/wire';
 import {
   AdmissionQueueFullError,
@@ -54,7 +65,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { RedriveCommand, RedriveRecord, RedriveState } from '../metadata/redrive-types.ts';
 import type { MetadataReply, QueueRecord } from '../metadata/types.ts';
 import { QueueActorStateError } from '../queue/errors.ts';
-import type { BrowsedMessage, BrowseRequest } from '../queue/message-browse.ts';
+import type { BrowsedMessage, BrowsePosition, BrowseRequest } from '../queue/message-browse.ts';
 import { MAX_BROWSE_LIMIT } from '../queue/message-browse.ts';
 import type { MessageFilter } from '../queue/message-filter.ts';
 import { parseFilterJson } from '../queue/message-filter.ts';
@@ -73,6 +84,12 @@ const BATCH_MS = 1000;
 /** Back-off between attempts at something that failed for now, ms (doubling up to the max). */
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 5000;
+/** How long a batch's targets may confirm nothing before the run ends `failed`, ms. */
+export const DEFAULT_STALL_MS = 5 * 60_000;
+/** How long a dry run keeps trying to read its queue, ms. */
+const DRY_RUN_DEADLINE_MS = 30_000;
+/** The final error of a redrive whose dead-letter queue was deleted under it. */
+export const SOURCE_DELETED = 'source queue deleted';
 
 /** What a runner needs from its node. */
 export interface RedriveRunPort {
@@ -100,6 +117,8 @@ export interface RedriveRunPort {
   writeRefusal(user: string, vhost: string, exchange: string): string | undefined;
   /** The message's per-message TTL from its `expiration`, ms, if it has a valid one. */
   ttl(properties: BasicProperties): number | undefined;
+  /** How long a batch's targets may confirm nothing before the run ends `failed`, ms. */
+  readonly stallMs?: number;
 }
 
 /** The record is no longer this node's to write (another node took it over, or it ended). */
@@ -118,19 +137,52 @@ class RedriveStoppedError extends Error {
   }
 }
 
+/** A cancel was asked: the run ends `cancelled`. */
+class RedriveCancelledError extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'RedriveCancelledError';
+  }
+}
+
+/** The dead-letter queue (this incarnation of it) was deleted: the run ends `failed`. */
+class SourceDeletedError extends Error {
+  constructor() {
+    super(SOURCE_DELETED);
+    this.name = 'SourceDeletedError';
+  }
+}
+
 /** One message's fate: moved to a destination, or left with a reason. */
 type Outcome = { readonly moved: RedriveDestination } | { readonly failure: string };
+
+/** A message of the batch in progress: which target queues confirmed its copy so far. */
+interface Delivery {
+  readonly browsed: BrowsedMessage;
+  readonly confirmed: Set<string>;
+  paced: boolean;
+  outcome: Outcome | undefined;
+  /** The last transient trouble: the queue and what it answered. */
+  trouble: { readonly queue: string; readonly error: string } | undefined;
+}
+
+/** How a batch's delivery ended: every message settled, or stopped with some still open. */
+type BatchEnd = { readonly kind: 'settled' } | { readonly kind: 'cancelled' } | { readonly kind: 'stalled'; readonly error: string };
 
 export class RedriveRunner {
   readonly id: string;
   readonly #port: RedriveRunPort;
   readonly #logger: Logger;
+  readonly #stallMs: number;
   #stopped = false;
+  /** Moved ids whose removal from the dead-letter queue has not been confirmed yet. */
+  #unremoved: readonly number[] = [];
 
   constructor(port: RedriveRunPort, id: string) {
     this.#port = port;
     this.id = id;
     this.#logger = port.logger.child({ redrive: id });
+    this.#stallMs = port.stallMs ?? DEFAULT_STALL_MS;
   }
 
   /** Stop at the next step without ending the record (it is resumed later, here or elsewhere). */
@@ -138,20 +190,39 @@ export class RedriveRunner {
     this.#stopped = true;
   }
 
+  /**
+   * A dry run of `record` (not in the metadata group: dry runs are not part of the audit): what
+   * would move where now, counted through the same browse as a real run. Throws what the browse
+   * throws once it gave up (the queue deleted, no leader for long).
+   */
+  async plan(record: RedriveRecord): Promise<RedriveTally> {
+    const tally = new RedriveTally();
+    const dlq = this.#dlq(record);
+    const deadline = this.#port.clock.now() + DRY_RUN_DEADLINE_MS;
+    await this.#count(record, dlq, parseFilterJson(record.filter), tally, () => {
+      if (this.#stopped) throw new RedriveStoppedError();
+      this.#dlq(record);
+      // Someone waits for the answer: give up rather than keep them waiting.
+      if (this.#port.clock.now() > deadline)
+        throw new Error(`no leader of queue '${record.queue}' answered for ${DRY_RUN_DEADLINE_MS / 1000} s`);
+    });
+    return tally;
+  }
+
   /** Run the redrive until it ends, is stopped, or is no longer this node's. */
   async run(): Promise<void> {
     const record = this.#port.record(this.id);
     if (record === undefined || record.state !== 'running' || record.owner !== this.#port.selfId) return;
-    // A dry run that was interrupted counts again from the start.
+    // A dry run of a previous build (they were records then) counts again from the start.
     const tally = record.dryRun ? new RedriveTally() : RedriveTally.from(record.progress);
+    const guard = (): void => this.#check(record);
     try {
       const filter = parseFilterJson(record.filter);
       const dlq = this.#dlq(record);
       const handle = this.#port.handle(dlq, record.user);
-      const inflight = record.progress.inflight;
-      if (inflight.length > 0) await this.#retry('remove moved messages', () => handle.remove(inflight));
+      await this.#remove(handle, record.progress.inflight, guard);
       if (tally.total === null || record.dryRun) {
-        await this.#count(record, dlq, filter, tally);
+        await this.#count(record, dlq, filter, tally, guard);
         if (record.dryRun) {
           await this.#commit(tally, [], 'done');
           return;
@@ -165,23 +236,50 @@ export class RedriveRunner {
         this.#logger.info({ reason: error.message }, 'redrive no longer run here');
         return;
       }
-      const reason = error instanceof Error ? error.message : String(error);
-      this.#logger.warn({ err: error }, 'redrive failed');
-      try {
-        await this.#commit(tally, [], 'failed', reason);
-      } catch (commitError) {
-        if (!(commitError instanceof RedriveStoppedError || commitError instanceof RedriveLostError))
-          throw commitError;
-      }
+      await this.#end(record, tally, error);
     }
   }
 
-  /** The dead-letter queue of this incarnation, or an error that fails the redrive. */
+  /** End the record after `error`: `cancelled`, or `failed` with why. */
+  async #end(record: RedriveRecord, tally: RedriveTally, error: unknown): Promise<void> {
+    let state: RedriveState = 'failed';
+    let reason: string | undefined;
+    if (error instanceof RedriveCancelledError) state = 'cancelled';
+    else if (error instanceof SourceDeletedError || this.#dlqGone(record)) reason = SOURCE_DELETED;
+    else reason = error instanceof Error ? error.message : String(error);
+    if (state === 'failed') this.#logger.warn({ err: error }, 'redrive failed');
+    try {
+      // Moved ids whose removal is unconfirmed stay listed: they may still be in the queue.
+      await this.#commit(tally, reason === SOURCE_DELETED ? [] : this.#unremoved, state, reason);
+    } catch (commitError) {
+      if (!(commitError instanceof RedriveStoppedError || commitError instanceof RedriveLostError))
+        throw commitError;
+    }
+  }
+
+  /** The dead-letter queue of this incarnation, or `SourceDeletedError`. */
   #dlq(record: RedriveRecord): QueueRecord {
     const queue = this.#port.queue(record.vhost, record.queue);
-    if (queue === undefined || queue.groupId !== record.groupId)
-      throw new Error(`queue '${record.queue}' in vhost '${record.vhost}' was deleted`);
+    if (queue === undefined || queue.groupId !== record.groupId) throw new SourceDeletedError();
     return queue;
+  }
+
+  #dlqGone(record: RedriveRecord): boolean {
+    return this.#port.queue(record.vhost, record.queue)?.groupId !== record.groupId;
+  }
+
+  /** Throws unless the run may go on: still this node's, not cancelled, its queue still there. */
+  #check(record: RedriveRecord): void {
+    if (this.#owned().cancelRequested) throw new RedriveCancelledError();
+    this.#dlq(record);
+  }
+
+  /** Remove moved `ids` from the dead-letter queue (ids it no longer holds as ready are left). */
+  async #remove(handle: QueueHandle, ids: readonly number[], guard: () => void): Promise<void> {
+    if (ids.length === 0) return;
+    this.#unremoved = ids;
+    await this.#retry('remove moved messages', () => handle.remove(ids), guard);
+    this.#unremoved = [];
   }
 
   // ------------------------------------------------------------------------------ the count
@@ -191,14 +289,16 @@ export class RedriveRunner {
     dlq: QueueRecord,
     filter: MessageFilter,
     tally: RedriveTally,
+    guard: () => void,
   ): Promise<void> {
     const cap = record.maxMessages ?? Number.POSITIVE_INFINITY;
     let total = 0;
     let bound: number | undefined;
     let after: number | undefined;
+    let position: BrowsePosition | undefined;
     for (;;) {
-      const request = { after, offset: 0, limit: MAX_BROWSE_LIMIT, bodyBytes: 0, filter };
-      const page = await this.#retry('browse the queue', () => this.#port.browse(dlq, request));
+      const request = { after, position, offset: 0, limit: MAX_BROWSE_LIMIT, bodyBytes: 0, filter };
+      const page = await this.#retry('browse the queue', () => this.#port.browse(dlq, request), guard);
       bound ??= page.appliedIndex;
       for (const message of page.messages) {
         if (message.id > bound || total >= cap) continue;
@@ -206,7 +306,10 @@ export class RedriveRunner {
         if (record.dryRun) this.#plan(record, message, tally);
       }
       after = page.next;
-      if (after === undefined || after > bound || total >= cap) break;
+      position = page.nextPosition;
+      // By id the tail is near once past the bound; a position may still be in the returned list.
+      const pastBound = after !== undefined && after > bound && (position === undefined || position.list === 'ready');
+      if (after === undefined || pastBound || total >= cap) break;
     }
     tally.total = total;
     tally.bound = bound;
@@ -264,73 +367,152 @@ export class RedriveRunner {
     const batchSize = pacer.perWindow(BATCH_MS, MAX_BATCH);
     const bound = tally.bound ?? 0;
     const cap = record.maxMessages ?? Number.POSITIVE_INFINITY;
-    let pause = FIRST_RETRY_MS;
+    const guard = (): void => this.#check(record);
     for (;;) {
-      const current = this.#owned();
-      if (current.cancelRequested) return this.#commit(tally, [], 'cancelled');
-      this.#dlq(record);
+      guard();
       const budget = Math.min(batchSize, cap - tally.moved - tally.failed);
-      if (budget <= 0 || (tally.cursor !== null && tally.cursor > bound))
-        return this.#commit(tally, [], 'done');
+      // Past the bound in the main FIFO (id order) nothing selected is left; a position in the
+      // returned FIFO may still have the main FIFO ahead. Records of older builds have no position.
+      const position = tally.position ?? undefined;
+      const pastBound =
+        tally.cursor !== null && tally.cursor > bound && (position === undefined || position.list === 'ready');
+      if (budget <= 0 || pastBound) return this.#commit(tally, [], 'done');
       const request = {
         after: tally.cursor ?? undefined,
+        position,
         offset: 0,
         limit: budget,
         bodyBytes: MAX_BROWSE_BODY_BYTES,
         filter,
       };
-      const page = await this.#retry('browse the queue', () => this.#port.browse(dlq, request));
+      const page = await this.#retry('browse the queue', () => this.#port.browse(dlq, request), guard);
       const batch = page.messages.filter((m) => m.id <= bound);
-      let outcomes: Outcome[];
-      try {
-        // Slots are taken in order, so the publishes keep the queue's order.
-        outcomes = await Promise.all(
-          batch.map(async (message) => {
-            await pacer.take();
-            return this.#redriveOne(record, message);
-          }),
-        );
-      } catch (error) {
-        if (!isTransient(error)) throw error;
-        // A target without a reachable leader, or closing (this node stopping): the whole batch is
-        // tried again from the same cursor; copies it published already may arrive twice.
-        this.#logger.debug({ err: error }, 'redrive: a target did not answer, trying the batch again');
-        await this.#port.clock.sleep(pause);
-        pause = Math.min(pause * 2, MAX_RETRY_MS);
-        continue;
-      }
-      pause = FIRST_RETRY_MS;
+      const deliveries: Delivery[] = batch.map((browsed) => ({
+        browsed,
+        confirmed: new Set<string>(),
+        paced: false,
+        outcome: undefined,
+        trouble: undefined,
+      }));
+      const end = await this.#deliver(record, deliveries, pacer, guard);
       if (this.#stopped) throw new RedriveStoppedError();
+      // Count what settled. A stalled batch's open messages stay, counted failed with their target's
+      // trouble; a cancelled run ends after this batch, so its open ones are simply not counted.
       const moved: number[] = [];
-      outcomes.forEach((outcome, i) => {
-        const id = (batch[i] as BrowsedMessage).id;
-        if ('moved' in outcome) {
+      for (const delivery of deliveries) {
+        const { outcome } = delivery;
+        if (outcome === undefined) {
+          if (end.kind === 'stalled') tally.addFailure(stallReason(delivery, this.#stallMs));
+        } else if ('moved' in outcome) {
           tally.moved++;
           tally.addTarget(outcome.moved.exchange, outcome.moved.routingKey);
-          moved.push(id);
+          moved.push(delivery.browsed.id);
         } else {
           tally.addFailure(outcome.failure);
         }
-      });
-      const last = page.messages.at(-1)?.id ?? page.next;
-      if (last !== undefined) tally.cursor = Math.max(tally.cursor ?? 0, last);
+      }
+      const last = page.messages.at(-1);
+      tally.cursor = last?.id ?? page.next ?? tally.cursor;
+      tally.position = (last === undefined ? page.nextPosition : last.position) ?? null;
       const atTail = page.next === undefined || batch.length < page.messages.length;
       await this.#commit(tally, moved, 'running');
-      if (moved.length > 0) await this.#retry('remove moved messages', () => handle.remove(moved));
+      await this.#remove(handle, moved, end.kind === 'settled' ? guard : () => this.#owned());
+      if (end.kind === 'cancelled') throw new RedriveCancelledError();
+      if (end.kind === 'stalled') return this.#commit(tally, [], 'failed', end.error);
       if (atTail) return this.#commit(tally, [], 'done');
     }
   }
 
-  /** Publish one message to its destination; moved once every queue there committed it. */
-  async #redriveOne(record: RedriveRecord, browsed: BrowsedMessage): Promise<Outcome> {
+  /**
+   * Publish the batch, paced, until every message settled (moved or failed for good), a cancel or
+   * the queue's deletion stops it, or its targets confirmed nothing for `stallMs`. A copy a target
+   * could not take for now is sent again after a back-off, to the queues that have not confirmed
+   * that message yet only (each carries its hand-off id, so a copy whose confirm was lost is
+   * answered `duplicate`, not enqueued twice).
+   */
+  async #deliver(
+    record: RedriveRecord,
+    deliveries: readonly Delivery[],
+    pacer: RatePacer,
+    guard: () => void,
+  ): Promise<BatchEnd> {
+    let lastProgress = this.#port.clock.now();
+    let pause = FIRST_RETRY_MS;
+    for (;;) {
+      const open = deliveries.filter((d) => d.outcome === undefined);
+      if (open.length === 0) return { kind: 'settled' };
+      let progressed = false;
+      // Slots are taken in order, so the first publishes keep the queue's order.
+      await Promise.all(
+        open.map(async (delivery) => {
+          if (!delivery.paced) {
+            await pacer.take();
+            delivery.paced = true;
+          }
+          const before = delivery.confirmed.size;
+          await this.#redriveOne(record, delivery);
+          if (delivery.outcome !== undefined || delivery.confirmed.size > before) progressed = true;
+        }),
+      );
+      if (this.#stopped) throw new RedriveStoppedError();
+      if (deliveries.every((d) => d.outcome !== undefined)) return { kind: 'settled' };
+      const now = this.#port.clock.now();
+      if (progressed) {
+        lastProgress = now;
+        pause = FIRST_RETRY_MS;
+      } else if (now - lastProgress >= this.#stallMs) {
+        const trouble = open.find((d) => d.trouble !== undefined)?.trouble;
+        return {
+          kind: 'stalled',
+          error:
+            `no progress for ${Math.round(this.#stallMs / 1000)} s: ` +
+            (trouble === undefined ? 'targets did not answer' : `queue '${trouble.queue}': ${trouble.error}`),
+        };
+      }
+      this.#logger.debug('redrive: a target did not answer, sending the unconfirmed copies again');
+      try {
+        guard();
+      } catch (error) {
+        if (error instanceof RedriveCancelledError) return { kind: 'cancelled' };
+        throw error;
+      }
+      await this.#port.clock.sleep(pause);
+      pause = Math.min(pause * 2, MAX_RETRY_MS);
+      try {
+        guard();
+      } catch (error) {
+        if (error instanceof RedriveCancelledError) return { kind: 'cancelled' };
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * Send one message's copies to the queues of its destination that have not confirmed it yet;
+   * settles it moved once every one did, failed when one refuses it for good or it cannot go.
+   */
+  async #redriveOne(record: RedriveRecord, delivery: Delivery): Promise<void> {
+    const { browsed } = delivery;
     const message = browsed.message;
-    if (message === undefined) return { failure: BODY_MISSING };
-    if (message.body.byteLength < browsed.size)
-      return { failure: `larger than ${MAX_BROWSE_BODY_BYTES} bytes: not moved by a redrive` };
+    if (message === undefined) {
+      delivery.outcome = { failure: BODY_MISSING };
+      return;
+    }
+    if (message.body.byteLength < browsed.size) {
+      delivery.outcome = { failure: `larger than ${MAX_BROWSE_BODY_BYTES} bytes: not moved by a redrive` };
+      return;
+    }
     const destination = destinationOf(record.target, message.properties);
-    if (typeof destination === 'string') return { failure: destination };
-    const queues = this.#routeOf(record, destination, message.properties);
-    if (typeof queues === 'string') return { failure: queues };
+    if (typeof destination === 'string') {
+      delivery.outcome = { failure: destination };
+      return;
+    }
+    const routed = this.#routeOf(record, destination, message.properties);
+    if (typeof routed === 'string') {
+      delivery.outcome = { failure: routed };
+      return;
+    }
+    const queues = routed.filter((queue) => !delivery.confirmed.has(queue.name));
     const copy: StoredMessage = {
       exchange: destination.exchange,
       routingKey: destination.routingKey,
@@ -339,20 +521,28 @@ export class RedriveRunner {
       bcc: undefined,
     };
     const ttl = this.#port.ttl(message.properties);
-    const answers = await Promise.allSettled(queues.map((queue) => queue.enqueue(copy, ttl)));
+    // The target's dedupe keeps one copy per (source, id): horizon 0 promises no order (the
+    // returned FIFO is not in id order), so no id is ever taken for a duplicate it is not.
+    const handOff: HandOffId = { source: `redrive:${this.id}`, messageId: browsed.id, horizon: 0 };
+    const answers = await Promise.allSettled(queues.map((queue) => queue.enqueue(copy, ttl, handOff)));
     for (let i = 0; i < answers.length; i++) {
       const answer = answers[i] as PromiseSettledResult<Awaited<ReturnType<QueueHandle['enqueue']>>>;
       const name = (queues[i] as QueueHandle).name;
-      // For now (no leader, closing): the caller tries the batch again. For good: it stays.
-      if (answer.status === 'rejected' && isTransient(answer.reason)) throw answer.reason;
-      if (answer.status === 'rejected')
-        return {
-          failure: `not confirmed by queue '${name}': ${String((answer.reason as Error)?.message ?? answer.reason)}`,
-        };
-      if (answer.value.type === 'rejected')
-        return { failure: `refused by queue '${name}': ${answer.value.reason}` };
+      if (answer.status === 'fulfilled') {
+        const reply = answer.value;
+        if (reply.type === 'ok' || reply.type === 'duplicate') delivery.confirmed.add(name);
+        else if (reply.type === 'rejected')
+          delivery.outcome = { failure: `refused by queue '${name}': ${reply.reason}` };
+        else delivery.trouble = { queue: name, error: `answered ${reply.type}` };
+      } else if (isTransient(answer.reason)) {
+        // For now (no leader, closing): sent again after a pause, to this queue only.
+        delivery.trouble = { queue: name, error: errorText(answer.reason) };
+      } else {
+        delivery.outcome = { failure: `not confirmed by queue '${name}': ${errorText(answer.reason)}` };
+      }
     }
-    return { moved: destination };
+    if (delivery.outcome === undefined && routed.every((queue) => delivery.confirmed.has(queue.name)))
+      delivery.outcome = { moved: destination };
   }
 
   // ------------------------------------------------------------------------------ the record
@@ -395,12 +585,14 @@ export class RedriveRunner {
       this.#logger.info({ state, moved: tally.moved, failed: tally.failed, error }, 'redrive ended');
   }
 
-  /** `attempt` until it resolves, backing off after each failure; stops when the runner is stopped. */
-  async #retry<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+  /**
+   * `attempt` until it resolves, backing off after each failure. `guard` runs before each attempt
+   * and stops the retries by throwing (by default: the record is no longer this node's to run).
+   */
+  async #retry<T>(what: string, attempt: () => Promise<T>, guard: () => void = () => this.#owned()): Promise<T> {
     let delay = FIRST_RETRY_MS;
     for (;;) {
-      // Taken over or ended meanwhile: stop trying (also when the runner is stopped).
-      this.#owned();
+      guard();
       try {
         return await attempt();
       } catch (error) {
@@ -414,6 +606,19 @@ export class RedriveRunner {
 }
 
 const BODY_MISSING = 'its body is missing on the queue leader (being repaired): not moved';
+
+function errorText(error: unknown): string {
+  return String((error as Error | undefined)?.message ?? error);
+}
+
+/** Why an open message of a stalled batch stays: its target's last trouble. */
+function stallReason(delivery: Delivery, stallMs: number): string {
+  const { trouble } = delivery;
+  const seconds = Math.round(stallMs / 1000);
+  return trouble === undefined
+    ? `not confirmed within ${seconds} s`
+    : `queue '${trouble.queue}' unavailable for ${seconds} s: ${trouble.error}`;
+}
 
 /**
  * Errors worth another attempt: no leader reachable for the queue or the metadata, a link lost or

@@ -10,6 +10,7 @@ import {
   MAX_TEXT_LENGTH,
 } from '../metadata/redrive-ledger.ts';
 import type { RedriveProgress, RedriveSample } from '../metadata/redrive-types.ts';
+import type { BrowsePosition } from '../queue/message-browse.ts';
 
 /** The row that counts what no longer fits in a list. */
 export const OTHER = '(other)';
@@ -22,6 +23,8 @@ export class RedriveTally {
   total: number | null = null;
   bound: number | null = null;
   cursor: number | null = null;
+  /** The cursor's place in the queue's delivery order (null: a record of an older build). */
+  position: BrowsePosition | null = null;
   moved = 0;
   failed = 0;
   readonly #targets = new Map<string, number>();
@@ -34,6 +37,7 @@ export class RedriveTally {
     tally.total = progress.total;
     tally.bound = progress.bound;
     tally.cursor = progress.cursor;
+    tally.position = progress.position ?? null;
     tally.moved = progress.moved;
     tally.failed = progress.failed;
     for (const row of progress.targets)
@@ -75,6 +79,7 @@ export class RedriveTally {
       total: this.total,
       bound: this.bound,
       cursor: this.cursor,
+      position: this.position,
       moved: this.moved,
       failed: this.failed,
       inflight: [...inflight],
