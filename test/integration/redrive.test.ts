@@ -142,7 +142,8 @@ describe('redrive', () => {
 
     const audit = await api('GET', '/api/redrives?vhost=%2F');
     const ids = (audit.body as unknown as Json[]).map((r) => r.id);
-    expect(ids).toContain(dry.body.id);
+    // Dry runs are not part of the audit (so none can push real runs out of it).
+    expect(ids).not.toContain(dry.body.id);
     expect(ids).toContain(started.body.id);
     expect((audit.body as unknown as Json[])[0]?.id).toBe(started.body.id);
   });

@@ -21,6 +21,7 @@
  * bounded by `MAX_TEXT_LENGTH` (the filter by `MAX_FILTER_JSON_LENGTH` of JSON).
  */
 import { ReplyCode } from '@styx/client/wire';
+import { isBrowsePosition } from '../queue/message-browse.ts';
 import type {
   RedriveCommand,
   RedriveFailureCount,
@@ -33,7 +34,6 @@ import type {
   RedriveTargetCount,
 } from './redrive-types.ts';
 import { EMPTY_REDRIVE_PROGRESS, REDRIVE_STATES } from './redrive-types.ts';
-import { isBrowsePosition } from '../queue/message-browse.ts';
 import { error, ok } from './replies.ts';
 import type { MetadataError, MetadataReply } from './types.ts';
 

@@ -1223,4 +1223,3 @@ function sumTotals(a: RemovalTotals, b: RemovalTotals): RemovalTotals {
 function purgedCount(result: QueueApplyResult): number {
   return result.reply.type === 'purged' ? result.reply.count : 0;
 }
-

@@ -10,7 +10,12 @@ function run(machine: QueueMachine, commands: readonly QueueCommand[], from = 1)
   return index;
 }
 
-const enqueue: QueueCommand = { type: 'enqueue', size: 1, ttl: undefined };
+const enqueue: QueueCommand = {
+  type: 'enqueue',
+  size: 1,
+  ttl: undefined,
+  message: { exchange: '', routingKey: 'q', properties: {}, body: Buffer.from('m'), bcc: undefined },
+};
 const get: QueueCommand = { type: 'get', owner: 'c', noAck: false };
 
 describe('QueueMachine return keys', () => {

@@ -24,7 +24,10 @@ class Queue {
   readonly machine = new QueueMachine();
   readonly bodies = new Map<number, StoredMessage>();
   index = 0;
-  constructor(readonly record: QueueRecord) {}
+  readonly record: QueueRecord;
+  constructor(record: QueueRecord) {
+    this.record = record;
+  }
 
   apply(command: QueueCommand): QueueReply {
     this.index++;

@@ -44,8 +44,8 @@
  * (`MAX_BROWSE_BODY_BYTES`) is not moved (failed, with the reason).
  */
 import type { BasicProperties, FieldTable } from '@styx/client/wire';
-import type { HandOffId } from '@styx/dlx';
 import { ReplyCode } from '@styx/client/wire';
+import type { HandOffId } from '@styx/dlx';
 import {
   AdmissionQueueFullError,
   BarrierTimeoutError,
@@ -167,7 +167,10 @@ interface Delivery {
 }
 
 /** How a batch's delivery ended: every message settled, or stopped with some still open. */
-type BatchEnd = { readonly kind: 'settled' } | { readonly kind: 'cancelled' } | { readonly kind: 'stalled'; readonly error: string };
+type BatchEnd =
+  | { readonly kind: 'settled' }
+  | { readonly kind: 'cancelled' }
+  | { readonly kind: 'stalled'; readonly error: string };
 
 export class RedriveRunner {
   readonly id: string;
@@ -220,7 +223,7 @@ export class RedriveRunner {
       const filter = parseFilterJson(record.filter);
       const dlq = this.#dlq(record);
       const handle = this.#port.handle(dlq, record.user);
-      await this.#remove(handle, record.progress.inflight, guard);
+      await this.#remove(handle, record.progress.inflight, this.#removalGuard(record));
       if (tally.total === null || record.dryRun) {
         await this.#count(record, dlq, filter, tally, guard);
         if (record.dryRun) {
@@ -274,6 +277,18 @@ export class RedriveRunner {
     this.#dlq(record);
   }
 
+  /**
+   * What stops the removal of moved messages: not a cancel (they were counted moved, and their
+   * copies are in the targets: left in the queue they would be moved twice), only losing the record
+   * or the queue.
+   */
+  #removalGuard(record: RedriveRecord): () => void {
+    return () => {
+      this.#owned();
+      this.#dlq(record);
+    };
+  }
+
   /** Remove moved `ids` from the dead-letter queue (ids it no longer holds as ready are left). */
   async #remove(handle: QueueHandle, ids: readonly number[], guard: () => void): Promise<void> {
     if (ids.length === 0) return;
@@ -308,7 +323,8 @@ export class RedriveRunner {
       after = page.next;
       position = page.nextPosition;
       // By id the tail is near once past the bound; a position may still be in the returned list.
-      const pastBound = after !== undefined && after > bound && (position === undefined || position.list === 'ready');
+      const pastBound =
+        after !== undefined && after > bound && (position === undefined || position.list === 'ready');
       if (after === undefined || pastBound || total >= cap) break;
     }
     tally.total = total;
@@ -375,7 +391,9 @@ export class RedriveRunner {
       // returned FIFO may still have the main FIFO ahead. Records of older builds have no position.
       const position = tally.position ?? undefined;
       const pastBound =
-        tally.cursor !== null && tally.cursor > bound && (position === undefined || position.list === 'ready');
+        tally.cursor !== null &&
+        tally.cursor > bound &&
+        (position === undefined || position.list === 'ready');
       if (budget <= 0 || pastBound) return this.#commit(tally, [], 'done');
       const request = {
         after: tally.cursor ?? undefined,
@@ -416,7 +434,7 @@ export class RedriveRunner {
       tally.position = (last === undefined ? page.nextPosition : last.position) ?? null;
       const atTail = page.next === undefined || batch.length < page.messages.length;
       await this.#commit(tally, moved, 'running');
-      await this.#remove(handle, moved, end.kind === 'settled' ? guard : () => this.#owned());
+      await this.#remove(handle, moved, this.#removalGuard(record));
       if (end.kind === 'cancelled') throw new RedriveCancelledError();
       if (end.kind === 'stalled') return this.#commit(tally, [], 'failed', end.error);
       if (atTail) return this.#commit(tally, [], 'done');
@@ -589,7 +607,11 @@ export class RedriveRunner {
    * `attempt` until it resolves, backing off after each failure. `guard` runs before each attempt
    * and stops the retries by throwing (by default: the record is no longer this node's to run).
    */
-  async #retry<T>(what: string, attempt: () => Promise<T>, guard: () => void = () => this.#owned()): Promise<T> {
+  async #retry<T>(
+    what: string,
+    attempt: () => Promise<T>,
+    guard: () => void = () => this.#owned(),
+  ): Promise<T> {
     let delay = FIRST_RETRY_MS;
     for (;;) {
       guard();
