@@ -98,79 +98,79 @@ export function writePerQueue(
   samples.end(true);
 }
 
+/** A per-queue family (shorthand for the table below). */
+function perQueue(
+  name: string,
+  type: MetricType,
+  help: string,
+  value: (f: QueueFigures) => number,
+): PerQueueFamily {
+  return { name, type, help, value };
+}
+
 export const QUEUE_MESSAGE_FAMILIES: readonly PerQueueFamily[] = [
-  {
-    name: 'rabbitmq_queue_messages_ready',
-    type: 'gauge',
-    help: 'Messages ready to be delivered',
-    value: (f) => f.counts.ready,
-  },
-  {
-    name: 'rabbitmq_queue_messages_unacked',
-    type: 'gauge',
-    help: 'Messages delivered and not yet acknowledged',
-    value: (f) => f.counts.unacked,
-  },
-  {
-    name: 'rabbitmq_queue_messages',
-    type: 'gauge',
-    help: 'Messages ready and unacknowledged: the queue depth',
-    value: (f) => f.counts.ready + f.counts.unacked,
-  },
-  {
-    name: 'rabbitmq_queue_messages_ready_bytes',
-    type: 'gauge',
-    help: 'Body bytes of the ready messages',
-    value: (f) => f.counts.readyBytes,
-  },
-  {
-    name: 'rabbitmq_queue_consumers',
-    type: 'gauge',
-    help: 'Consumers of the queue',
-    value: (f) => f.counts.consumers,
-  },
-  {
-    name: 'rabbitmq_queue_messages_published_total',
-    type: 'counter',
-    help: 'Messages enqueued (publishes and dead-lettered copies)',
-    value: (f) => f.flow.published,
-  },
-  {
-    name: 'rabbitmq_queue_messages_delivered_total',
-    type: 'counter',
-    help: 'Messages delivered to consumers or basic.get (redeliveries included)',
-    value: (f) => f.flow.delivered,
-  },
-  {
-    name: 'rabbitmq_queue_messages_redelivered_total',
-    type: 'counter',
-    help: 'Messages delivered again (flagged redelivered)',
-    value: (f) => f.flow.redelivered,
-  },
-  {
-    name: 'rabbitmq_queue_messages_acked_total',
-    type: 'counter',
-    help: 'Messages acknowledged by consumers',
-    value: (f) => f.flow.acked,
-  },
-  {
-    name: 'styx_queue_dead_letter_pending',
-    type: 'gauge',
-    help: 'Messages waiting for their at-least-once dead-letter hand-off (neither ready nor unacked)',
-    value: (f) => f.counts.deadLetterPending,
-  },
-  {
-    name: 'styx_queue_dead_letter_pending_bytes',
-    type: 'gauge',
-    help: 'Body bytes of the messages waiting for their at-least-once dead-letter hand-off',
-    value: (f) => f.counts.deadLetterPendingBytes,
-  },
-  {
-    name: 'styx_queue_dead_letter_blocked',
-    type: 'gauge',
-    help: 'At-least-once hand-offs waiting to retry: their last attempt found no target (DLX missing, nothing bound) or was refused',
-    value: (f) => f.blockedHandOffs,
-  },
+  perQueue('rabbitmq_queue_messages_ready', 'gauge', 'Messages ready to be delivered', (f) => f.counts.ready),
+  perQueue(
+    'rabbitmq_queue_messages_unacked',
+    'gauge',
+    'Messages delivered and not yet acknowledged',
+    (f) => f.counts.unacked,
+  ),
+  perQueue(
+    'rabbitmq_queue_messages',
+    'gauge',
+    'Messages ready and unacknowledged: the queue depth',
+    (f) => f.counts.ready + f.counts.unacked,
+  ),
+  perQueue(
+    'rabbitmq_queue_messages_ready_bytes',
+    'gauge',
+    'Body bytes of the ready messages',
+    (f) => f.counts.readyBytes,
+  ),
+  perQueue('rabbitmq_queue_consumers', 'gauge', 'Consumers of the queue', (f) => f.counts.consumers),
+  perQueue(
+    'rabbitmq_queue_messages_published_total',
+    'counter',
+    'Messages enqueued (publishes and dead-lettered copies)',
+    (f) => f.flow.published,
+  ),
+  perQueue(
+    'rabbitmq_queue_messages_delivered_total',
+    'counter',
+    'Messages delivered to consumers or basic.get (redeliveries included)',
+    (f) => f.flow.delivered,
+  ),
+  perQueue(
+    'rabbitmq_queue_messages_redelivered_total',
+    'counter',
+    'Messages delivered again (flagged redelivered)',
+    (f) => f.flow.redelivered,
+  ),
+  perQueue(
+    'rabbitmq_queue_messages_acked_total',
+    'counter',
+    'Messages acknowledged by consumers',
+    (f) => f.flow.acked,
+  ),
+  perQueue(
+    'styx_queue_dead_letter_pending',
+    'gauge',
+    'Messages waiting for their at-least-once dead-letter hand-off (neither ready nor unacked)',
+    (f) => f.counts.deadLetterPending,
+  ),
+  perQueue(
+    'styx_queue_dead_letter_pending_bytes',
+    'gauge',
+    'Body bytes of the messages waiting for their at-least-once dead-letter hand-off',
+    (f) => f.counts.deadLetterPendingBytes,
+  ),
+  perQueue(
+    'styx_queue_dead_letter_blocked',
+    'gauge',
+    'At-least-once hand-offs waiting to retry: their last attempt found no target (DLX missing, nothing bound) or was refused',
+    (f) => f.blockedHandOffs,
+  ),
 ];
 
 // ------------------------------------------------------------------------------ dead-lettering
