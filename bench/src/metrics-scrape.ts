@@ -1,11 +1,11 @@
 /**
- * `node bench/src/metrics-scrape.ts`: what one Prometheus scrape of `GET /metrics` costs on a node
+ * `node bench/src/metrics-scrape.ts`: what one Prometheus scrape of `GET /metrics` (per queue: `/metrics/per-object`, the largest) costs on a node
  * with many queues (issue 21 item 6: "cheap to scrape with 10,000 queues").
  *
  * Starts one `styx server` (fresh temp data dir, management API on a free loopback port), declares
  * N durable queues — one in ten with a dead-letter exchange (at-most-once and at-least-once
  * alternately, so their dead-letter series are written), the rest plain — publishes one message to
- * each, then scrapes /metrics S times in a row after a few unmeasured warm-up scrapes, and prints
+ * each, then scrapes /metrics/per-object S times in a row after a few unmeasured warm-up scrapes, and prints
  * the scrape time as the client sees it (request to last byte, loopback) at p50/p99/max, the body
  * size and the number of sample lines. The node is stopped and its data dir removed at the end.
  */
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     await ch.waitForConfirms();
     process.stderr.write(`\rdeclared ${queues} queues in ${declareSeconds.toFixed(1)} s, one message each\n`);
 
-    const url = `http://127.0.0.1:${managementPort}/metrics`;
+    const url = `http://127.0.0.1:${managementPort}/metrics/per-object`;
     let bytes = 0;
     let lines = 0;
     const times: number[] = [];
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
       const response = await fetch(url).catch((err: unknown) => {
         const cause = (err as { cause?: unknown }).cause;
         throw new Error(
-          `GET /metrics failed (${String(cause ?? err)}); node alive: ${node.alive()}\n${node
+          `GET /metrics/per-object failed (${String(cause ?? err)}); node alive: ${node.alive()}\n${node
             .recentLogs()
             .filter((l) => !l.includes('"level":30'))
             .slice(-5)
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
       });
       const body = await response.text();
       const ms = performance.now() - start;
-      if (response.status !== 200) throw new Error(`GET /metrics answered ${response.status}`);
+      if (response.status !== 200) throw new Error(`GET /metrics/per-object answered ${response.status}`);
       if (i >= WARM_UP_SCRAPES) times.push(ms);
       bytes = Buffer.byteLength(body);
       lines = 0;
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     } else {
       process.stdout.write(
-        `GET /metrics with ${queues} queues, ${scrapes} scrapes: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, ` +
+        `GET /metrics/per-object with ${queues} queues, ${scrapes} scrapes: p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, ` +
           `max ${figures.maxMs} ms; node CPU ${figures.nodeCpuMsPerScrape} ms per scrape; ` +
           `${(bytes / 1024 / 1024).toFixed(2)} MiB, ${lines} samples (load average ${figures.loadAverage1m})\n`,
       );

@@ -6,7 +6,7 @@ import { eventually } from '../support/eventually.ts';
 import type { ParsedFamily } from '../support/prometheus-text.ts';
 import { family, parseExposition, sampleValue } from '../support/prometheus-text.ts';
 
-// GET /metrics on a 3-node cluster of real processes: each node serves its own figures; a queue's
+// GET /metrics/per-object on a 3-node cluster of real processes: each node serves its own figures; a queue's
 // message series come from its leader only (so a sum over nodes counts it once), its Raft series
 // from every replica, and the leader reports each replica's commit lag: a paused follower's grows.
 
@@ -18,7 +18,7 @@ let conn: Connection;
 let ch: ConfirmChannel;
 
 async function scrape(node: string): Promise<ParsedFamily[]> {
-  const response = await fetch(`${cluster.node(node).broker.managementUrl}/metrics`, {
+  const response = await fetch(`${cluster.node(node).broker.managementUrl}/metrics/per-object`, {
     signal: AbortSignal.timeout(15_000),
   });
   expect(response.status).toBe(200);

@@ -7,8 +7,8 @@ import type { ParsedFamily } from '../support/prometheus-text.ts';
 import { family, parseExposition, sampleValue } from '../support/prometheus-text.ts';
 import { getOne, WAIT_MS, waitFor, withTimeout } from './messaging-helpers.ts';
 
-// `GET /metrics` of a real `styx server` after a known workload, read with a real Prometheus
-// text-format parser: publish, deliver, ack, reject into a DLX (at-most-once), expire by TTL into
+// `GET /metrics/per-object` (and `/metrics`, aggregated) of a real `styx server` after a known
+// workload, read with a real Prometheus text-format parser: publish, deliver, ack, reject into a DLX (at-most-once), expire by TTL into
 // it (at-least-once), overflow a max-length without a DLX, a hand-off blocked by a missing DLX,
 // and a queue whose name holds a quote, a backslash and a newline.
 
@@ -25,10 +25,10 @@ const MAX = 'm.max';
 const BLOCKED = 'm.blocked';
 const HOSTILE = 'evil "quoted" \\ back\nslash} # not a comment';
 
-async function scrape(init: RequestInit = {}): Promise<Response> {
+async function scrape(init: RequestInit = {}, path = '/metrics/per-object'): Promise<Response> {
   const url = broker.managementUrl;
   if (url === undefined) throw new Error('management API not started');
-  return withTimeout(fetch(`${url}/metrics`, init), WAIT_MS, 'GET /metrics');
+  return withTimeout(fetch(`${url}${path}`, init), WAIT_MS, `GET ${path}`);
 }
 
 async function metrics(): Promise<ParsedFamily[]> {
@@ -120,7 +120,7 @@ afterAll(async () => {
   await broker?.cleanup();
 });
 
-describe('GET /metrics', () => {
+describe('GET /metrics/per-object and /metrics', () => {
   it('answers without credentials, in the text format 0.0.4', async () => {
     const response = await scrape();
     expect(response.status).toBe(200);
@@ -234,6 +234,18 @@ describe('GET /metrics', () => {
     expect(sampleValue(f, 'styx_cluster_members')).toBe(1);
     expect(sampleValue(f, 'styx_cluster_members_online')).toBe(1);
     expect(sampleValue(f, 'rabbitmq_unreachable_cluster_peers_count')).toBe(0);
+  });
+
+  it('aggregates the per-queue series on /metrics: totals without queue labels', async () => {
+    const response = await scrape({}, '/metrics');
+    expect(response.status).toBe(200);
+    const f = parseExposition(await response.text());
+    expect(family(f, 'rabbitmq_queue_messages_published_total').metrics).toEqual([{ value: '25' }]);
+    const dead = 'styx_queue_messages_dead_lettered_total';
+    expect(sampleValue(f, dead, { reason: 'rejected', dead_letter_strategy: 'at_most_once' })).toBe(2);
+    expect(sampleValue(f, dead, { reason: 'expired', dead_letter_strategy: 'at_least_once' })).toBe(3);
+    expect(family(f, dead).metrics.some((m) => m.labels?.queue !== undefined)).toBe(false);
+    expect(sampleValue(f, 'styx_queue_dead_letter_blocked')).toBe(1);
   });
 
   it('answers other methods with 405 and the methods it takes, and HEAD without a body', async () => {

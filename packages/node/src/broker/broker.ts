@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { dirname } from 'node:path';
 import type {
   BasicProperties,
   ExchangeDeclare,
@@ -31,6 +32,7 @@ import {
   validateExpiration,
 } from '../metadata/queue-arguments.ts';
 import { checkExclusiveAccess } from '../metadata/replies.ts';
+import { BrokerCounters } from '../metrics/broker-counters.ts';
 import type { NodeMetricsSource } from '../metrics/metrics-source.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
 import { withDeliveryCount } from '../queue/delivery-count-header.ts';
@@ -52,6 +54,12 @@ import { QueueActors } from './queue-actors.ts';
 import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
+
+/** Styx's version, as the server properties and `rabbitmq_build_info` report it. */
+export const STYX_VERSION = '0.1.0';
+
+/** The cluster name metrics report when the operator set none (the same on every node). */
+export const DEFAULT_CLUSTER_NAME = 'styx';
 
 /** A stopping node waits at most this long for the confirms of publishes already taken, ms. */
 const SHUTDOWN_CONFIRM_WAIT_MS = 2_000;
@@ -81,6 +89,11 @@ export interface BrokerOptions {
   readonly defaultUser?: { readonly name: string; readonly password: string };
   /** Users that may only connect from a loopback address (RabbitMQ's `loopback_users`). */
   readonly loopbackUsers?: readonly string[];
+  /**
+   * The cluster's name in metrics (`rabbitmq_cluster` of `rabbitmq_identity_info`, which RabbitMQ's
+   * dashboards group nodes by); the same on every member. `DEFAULT_CLUSTER_NAME` when not given.
+   */
+  readonly clusterName?: string;
   /**
    * The node's durable storage. With it, the metadata and every durable queue run on single-voter
    * logs in LMDB and survive restarts; without it (embedded use, tests) everything is in memory.
@@ -112,6 +125,8 @@ export class Broker {
   permissionEpoch = 0;
   /** What this node's queue leaders applied since it started (metrics' node totals). */
   readonly flowTotals = new QueueFlowCounters();
+  /** What this node's clients published, were delivered and acked; connection churn (metrics). */
+  readonly counters = new BrokerCounters();
   private readonly clock: Clock;
   private readonly options: BrokerOptions;
   private readonly metadata = new MetadataMachine();
@@ -259,7 +274,7 @@ export class Broker {
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
-        { key: 'version', value: { longStr: '0.1.0' } },
+        { key: 'version', value: { longStr: STYX_VERSION } },
         { key: 'cluster_name', value: { longStr: options.nodeName } },
         { key: 'platform', value: { longStr: `Node.js ${process.version}` } },
       ],
@@ -325,14 +340,17 @@ export class Broker {
 
   connectionOpened(connection: Connection): void {
     this.connections.set(connection.id, connection);
+    this.counters.connectionsOpened++;
     if (this.memoryBlocked) connection.setMemoryBlocked(true);
   }
 
   connectionClosed(connection: Connection): void {
     if (!this.connections.delete(connection.id)) return;
+    this.counters.connectionsClosed++;
     // Exclusive queues die with their connection.
     this.runMeta({ type: 'deleteExclusive', connectionId: connection.id })
       .then((reply) => {
+        this.counters.queuesDeleted += reply.deletedQueues.length;
         for (const q of reply.deletedQueues) void this.actors.stop(q.vhost, q.name, true);
       })
       .catch((err: unknown) => this.logger.warn({ err }, 'failed to delete exclusive queues'));
@@ -624,6 +642,7 @@ export class Broker {
           }
         : {}),
     });
+    if (reply.created === true) this.counters.queuesCreated++;
     if (clusterQueues !== undefined) {
       const record = this.metadata.queue(vhost, name) as QueueRecord;
       const queue = clusterQueues.handle(record);
@@ -730,6 +749,7 @@ export class Broker {
         connectionId: session.connectionId,
         groupId: actor?.groupId ?? record.groupId,
       });
+      this.counters.queuesDeleted++;
     } finally {
       if (actor !== undefined) this.localDeletes.delete(actor.groupId);
     }
@@ -808,7 +828,10 @@ export class Broker {
       messages: 0,
       groupId: queue.groupId,
     })
-      .then(() => this.actors.stop(queue.vhost, queue.name, true))
+      .then(() => {
+        this.counters.queuesDeleted++;
+        return this.actors.stop(queue.vhost, queue.name, true);
+      })
       .catch((err: unknown) => this.logger.warn({ err, queue: queue.name }, 'internal queue delete failed'));
   }
 
@@ -955,14 +978,24 @@ export class Broker {
       raftGroupOf: (groupId) => this.actors.raftGroupOf(groupId),
       metadataRaft: () => this.metaGroup,
       connectionCount: () => this.connections.size,
-      channelCount: () => {
-        let channels = 0;
-        for (const connection of this.connections.values()) channels += connection.channelCount;
-        return channels;
-      },
+      channelCount: () => this.sumOverConnections((c) => c.channelCount),
+      publisherCount: () => this.sumOverConnections((c) => c.publisherCount),
+      clientConsumerCount: () => this.sumOverConnections((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
       logSync: this.storage?.logStore.syncLatency,
+      counters: this.counters,
+      version: STYX_VERSION,
+      clusterName: this.options.clusterName ?? DEFAULT_CLUSTER_NAME,
+      dataDir: this.storage === undefined ? undefined : dirname(this.storage.path),
+      memoryLimitBytes: this.options.memoryBudgetBytes,
+      memoryAlarm: () => this.memoryBlocked,
     };
+  }
+
+  private sumOverConnections(figure: (connection: Connection) => number): number {
+    let sum = 0;
+    for (const connection of this.connections.values()) sum += figure(connection);
+    return sum;
   }
 
   /** Whether `user` may only log in from a loopback address (RabbitMQ's `loopback_users`). */

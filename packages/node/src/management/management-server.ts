@@ -23,7 +23,7 @@ import { ConsoleAuth } from './console/console-auth.ts';
 import { ConsoleRoutes, isConsolePath } from './console/console-routes.ts';
 import { SessionStore } from './console/session-store.ts';
 import { ManagementApi } from './management-api.ts';
-import { METRICS_PATH, MetricsEndpoint } from './metrics-endpoint.ts';
+import { isMetricsPath, MetricsEndpoint } from './metrics-endpoint.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
 import { readJsonBody } from './request-body.ts';
 import type { Json } from './views.ts';
@@ -142,8 +142,8 @@ export class ManagementServer {
     let user: string | undefined;
     try {
       // Prometheus' scrape: unauthenticated, as RabbitMQ's (metrics-endpoint.ts).
-      if (path === METRICS_PATH) {
-        status = await this.metrics.serve(method, response);
+      if (isMetricsPath(path)) {
+        status = await this.metrics.serve(method, response, path, query);
         this.logger.debug({ method, path, status }, 'management request');
         return;
       }

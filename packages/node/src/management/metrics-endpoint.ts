@@ -1,6 +1,8 @@
 /**
  * `GET /metrics` on the management listener: the node's figures for Prometheus
- * (metrics/node-metrics.ts), in the text format 0.0.4.
+ * (metrics/node-metrics.ts), in the text format 0.0.4. As RabbitMQ's plugin: `/metrics` is
+ * aggregated, `/metrics/per-object` per queue, `/metrics/detailed?family=…&vhost=…` the families
+ * asked for (metrics/detailed-families.ts).
  *
  * Unauthenticated, as RabbitMQ's Prometheus endpoint is by default: scrapers rarely carry
  * credentials, and the figures hold no message data — but they do name queues and vhosts, so the
@@ -15,11 +17,31 @@ import type { ServerResponse } from 'node:http';
 import type { Broker } from '../broker/broker.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import type { Logger } from '../logging/logger.ts';
-import { EXPOSITION_CONTENT_TYPE, renderNodeMetrics } from '../metrics/node-metrics.ts';
+import type { MetricsView } from '../metrics/node-metrics.ts';
+import { AGGREGATED, EXPOSITION_CONTENT_TYPE, renderNodeMetrics } from '../metrics/node-metrics.ts';
 import { nodeNames } from './queue-replicas-api.ts';
 
 /** Where Prometheus scrapes (its default `metrics_path`). */
 export const METRICS_PATH = '/metrics';
+export const PER_OBJECT_METRICS_PATH = '/metrics/per-object';
+export const DETAILED_METRICS_PATH = '/metrics/detailed';
+
+/** Whether `path` is one of the metrics endpoints. */
+export function isMetricsPath(path: string): boolean {
+  return path === METRICS_PATH || path === PER_OBJECT_METRICS_PATH || path === DETAILED_METRICS_PATH;
+}
+
+/** The view a metrics path and its query ask for. */
+export function metricsView(path: string, query: URLSearchParams): MetricsView {
+  if (path === PER_OBJECT_METRICS_PATH) return { kind: 'per-object' };
+  if (path !== DETAILED_METRICS_PATH) return AGGREGATED;
+  const vhosts = query.getAll('vhost');
+  return {
+    kind: 'detailed',
+    families: new Set(query.getAll('family')),
+    vhosts: vhosts.length === 0 ? undefined : new Set(vhosts),
+  };
+}
 
 export class MetricsEndpoint {
   private readonly broker: Broker;
@@ -32,8 +54,13 @@ export class MetricsEndpoint {
     this.logger = logger;
   }
 
-  /** Answer a request for `METRICS_PATH`; resolves with the status sent. */
-  async serve(method: string, response: ServerResponse): Promise<number> {
+  /** Answer a request for a metrics path (`isMetricsPath`); resolves with the status sent. */
+  async serve(
+    method: string,
+    response: ServerResponse,
+    path: string = METRICS_PATH,
+    query: URLSearchParams = new URLSearchParams(),
+  ): Promise<number> {
     if (method !== 'GET' && method !== 'HEAD') {
       return sendJson(response, 405, 'method_not_allowed', `method ${method} is not allowed here`, {
         Allow: 'GET, HEAD',
@@ -45,9 +72,10 @@ export class MetricsEndpoint {
         this.broker.metricsSource(),
         this.cluster,
         nodeNames(this.broker.metadataView),
+        metricsView(path, query),
       );
     } catch (err) {
-      this.logger.error({ err }, 'rendering /metrics failed');
+      this.logger.error({ err, path }, 'rendering metrics failed');
       return sendJson(response, 500, 'internal_error', 'internal error');
     }
     let length = 0;

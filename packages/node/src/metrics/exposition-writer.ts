@@ -54,6 +54,24 @@ export function formatValue(value: number): string {
 }
 
 /**
+ * A bucket bound as the `le` label value, in the form Prometheus 3 normalises `le` to on ingestion
+ * (Go's shortest `%g`, whole numbers with `.0`: `100.0`, `1e+06`, `0.005`). Dashboards match `le`
+ * as a string (RabbitMQ's Overview asks for `le="100.0"` and `le="1e+06"`); written this way the
+ * same queries work on a Prometheus that does not normalise.
+ */
+export function formatBound(value: number): string {
+  if (!Number.isFinite(value)) return formatValue(value);
+  const exponent = value === 0 ? 0 : Math.floor(Math.log10(Math.abs(value)));
+  if (exponent < -4 || exponent >= 6) {
+    const [mantissa, exp] = value.toExponential().split('e') as [string, string];
+    const sign = exp.startsWith('-') ? '-' : '+';
+    const digits = exp.replace(/^[+-]/, '');
+    return `${mantissa}e${sign}${digits.length < 2 ? `0${digits}` : digits}`;
+  }
+  return Number.isInteger(value) ? `${value}.0` : String(value);
+}
+
+/**
  * The inside of a label set, `a="x",b="y"` (no braces), for `sample`: made once per queue and
  * reused for each of its samples. Pairs are [name, value].
  */
@@ -125,7 +143,7 @@ export class ExpositionWriter {
     let cumulative = 0;
     for (let i = 0; i < h.bounds.length; i++) {
       cumulative += h.counts[i] as number;
-      this.line(bucket, withLabels(labels, `le="${formatValue(h.bounds[i] as number)}"`), cumulative);
+      this.line(bucket, withLabels(labels, `le="${formatBound(h.bounds[i] as number)}"`), cumulative);
     }
     cumulative += h.counts[h.bounds.length] as number;
     this.line(bucket, withLabels(labels, 'le="+Inf"'), cumulative);

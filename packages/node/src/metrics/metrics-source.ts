@@ -9,11 +9,21 @@ import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { QueueFlowTotals } from '../queue/queue-flow-counters.ts';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
+import type { BrokerCounters } from './broker-counters.ts';
 
 /** The Raft facts of a group replica that metrics read (a `RaftGroupLog` has them all). */
 export type RaftReplicaView = Pick<
   RaftGroupLog<QueueCommand, QueueApplyResult>,
-  'term' | 'commitIndex' | 'appliedIndex' | 'elections' | 'role' | 'membership' | 'progress'
+  | 'term'
+  | 'commitIndex'
+  | 'appliedIndex'
+  | 'lastWrittenIndex'
+  | 'snapshotIndex'
+  | 'commitLatencyMs'
+  | 'elections'
+  | 'role'
+  | 'membership'
+  | 'progress'
 >;
 
 export interface NodeMetricsSource {
@@ -28,8 +38,24 @@ export interface NodeMetricsSource {
   metadataRaft(): Pick<RaftReplicaView, 'term' | 'commitIndex' | 'elections' | 'role'> | undefined;
   connectionCount(): number;
   channelCount(): number;
+  /** Open channels of this node's clients that have published. */
+  publisherCount(): number;
+  /** Consumers registered on this node's clients' channels (wherever their queues lead). */
+  clientConsumerCount(): number;
   /** What this node's queue leaders applied since it started (queue-flow-counters.ts). */
   readonly nodeFlow: QueueFlowTotals;
   /** The log store's batch sync latency; undefined without durable storage. */
   readonly logSync: LatencyHistogram | undefined;
+  /** What this node's clients published, were delivered and acked; connection churn. */
+  readonly counters: BrokerCounters;
+  /** Styx's version (`rabbitmq_build_info`). */
+  readonly version: string;
+  /** The cluster's name (`rabbitmq_cluster`), the same on every member. */
+  readonly clusterName: string;
+  /** The data directory (its filesystem's free space); undefined without durable storage. */
+  readonly dataDir: string | undefined;
+  /** The node's memory budget: publishers are blocked above it; 0 when unlimited. */
+  readonly memoryLimitBytes: number;
+  /** Whether the node is over its memory budget now (publishers blocked). */
+  memoryAlarm(): boolean;
 }

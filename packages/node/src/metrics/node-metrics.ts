@@ -1,19 +1,29 @@
 /**
- * The node's `GET /metrics`: this node's own figures in Prometheus' text format 0.0.4
+ * The node's metrics endpoints: this node's own figures in Prometheus' text format 0.0.4
  * (exposition-writer.ts). Each node of a cluster serves its own; a dashboard sums across nodes.
+ * Three views, as RabbitMQ's Prometheus plugin has them (`MetricsView`):
+ * - `GET /metrics`, aggregated: the node's totals, per-queue series summed without queue labels
+ *   (small and cheap whatever the number of queues);
+ * - `GET /metrics/per-object`: the same series, per queue (`vhost`, `queue` labels);
+ * - `GET /metrics/detailed?family=…&vhost=…`: only the families asked for, per queue, filtered by
+ *   vhost, under `rabbitmq_detailed_` names (detailed-families.ts).
  *
  * Names follow RabbitMQ's Prometheus plugin where it has the figure (`rabbitmq_queue_messages_ready`,
- * `rabbitmq_global_messages_dead_lettered_expired_total`, `rabbitmq_raft_term_total`, ...) so
- * existing dashboards and alerts apply, Node.js' usual names for the heap, and `styx_` names for
- * what RabbitMQ lacks: dead-lettering per queue, reason and strategy, dropped copies, pending and
- * blocked hand-offs, elections, per-replica commit lag, the log's sync latency.
+ * `rabbitmq_global_messages_received_total`, `rabbitmq_raft_term`, ...) so its Grafana dashboards
+ * and the cluster-operator's alert rules apply (test: dashboard-series.test.ts), Node.js' usual
+ * names for the heap, and `styx_` names for what RabbitMQ lacks: dead-lettering per queue, reason
+ * and strategy, dropped copies, pending and blocked hand-offs, elections, per-replica commit lag,
+ * the log's sync latency.
  *
  * Where each figure comes from, so nothing is counted twice across a cluster:
  * - per-queue message figures (`rabbitmq_queue_*`, `styx_queue_*`): only from the replica that
  *   leads the queue, so summing every node's gives each queue once;
  * - Raft figures (`rabbitmq_raft_*`, `styx_raft_*`): from every replica (each has its own term and
  *   indexes), per-replica commit lag from the leader;
- * - node totals (`rabbitmq_global_*`): what this node's leaders applied since it started.
+ * - client traffic (`rabbitmq_global_messages_*` but dead-lettering, connection churn): counted by
+ *   the channels of the node the client is connected to (broker-counters.ts);
+ * - dead-lettering totals (`rabbitmq_global_messages_dead_lettered_*`): what this node's queue
+ *   leaders applied since it started.
  *
  * Cost with many queues: one pass over the replicas to read their figures, then one pass per
  * family; label sets are escaped once per queue. The dead-letter families of a queue without a
@@ -23,11 +33,25 @@
  */
 import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
 import type { DeadLetterStrategyLabel } from '../queue/queue-flow-counters.ts';
-import type { RemovalReason, RemovalTotals } from '../queue/types.ts';
-import { ExpositionWriter, labelPairs, withLabels } from './exposition-writer.ts';
+import type { RemovalReason } from '../queue/types.ts';
+import type { DetailedRequest } from './detailed-families.ts';
+import { writeDetailed } from './detailed-families.ts';
+import { ExpositionWriter, labelPairs } from './exposition-writer.ts';
 import type { NodeMetricsSource } from './metrics-source.ts';
-import type { QueueFigures, RaftFigures } from './queue-figures.ts';
+import type { NodeResources } from './node-resources.ts';
+import { readNodeResources } from './node-resources.ts';
+import { writeAlarms, writeChurn, writeNodeLimits, writeNodeUsage } from './node-series.ts';
 import { allQueueFigures } from './queue-figures.ts';
+import type { QueueRow, QueueShape } from './queue-series.ts';
+import {
+  QUEUE_MESSAGE_FAMILIES,
+  queueRow,
+  RAFT_FAMILIES,
+  writeCommitLag,
+  writeDeadLettering,
+  writePerQueue,
+} from './queue-series.ts';
+import { writeRedrives } from './redrive-series.ts';
 
 /** The content type of the format written. */
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -37,15 +61,17 @@ const STRATEGIES: readonly DeadLetterStrategyLabel[] = ['at_most_once', 'at_leas
 /** RabbitMQ's label for the queues Styx has (replicated, Raft-based: quorum queues). */
 const QUEUE_TYPE = 'queue_type="rabbit_quorum_queue"';
 
+/** Which endpoint is rendered; `rabbitmq_identity_info` says it in its `rabbitmq_endpoint` label. */
+export type MetricsView =
+  | { readonly kind: 'aggregated' }
+  | { readonly kind: 'per-object' }
+  | ({ readonly kind: 'detailed' } & DetailedRequest);
+
+export const AGGREGATED: MetricsView = { kind: 'aggregated' };
+
 /** What the node's cluster looks like from here (`ClusterView.members()`). */
 export interface MetricsClusterView {
   members(): readonly ClusterMemberStatus[];
-}
-
-/** A queue about to be written: its figures and its label set, escaped once. */
-interface QueueRow {
-  readonly figures: QueueFigures;
-  readonly labels: string;
 }
 
 /** Lets the node's other work run (setImmediate: after pending I/O). */
@@ -54,8 +80,9 @@ function nextTurn(): Promise<void> {
 }
 
 /**
- * Render the node's metrics: UTF-8, in the chunks written (send them in order; a scrape of 10,000
- * queues is ~11 MiB, not worth one more copy). `nameOf` maps node ids to names (replica labels).
+ * Render one view of the node's metrics: UTF-8, in the chunks written (send them in order; a
+ * per-object scrape of 10,000 queues is ~11 MiB, not worth one more copy). `nameOf` maps node ids
+ * to names (replica labels).
  *
  * The figures are read in one synchronous pass; writing them yields (`pause`) between per-queue
  * families, so a scrape of 10,000 queues holds the event loop for a family's worth (a few ms), not
@@ -66,34 +93,71 @@ export async function renderNodeMetrics(
   source: NodeMetricsSource,
   cluster: MetricsClusterView,
   nameOf: (id: string) => string,
+  view: MetricsView = AGGREGATED,
   pause: () => Promise<void> = nextTurn,
 ): Promise<Buffer[]> {
+  const resources = await readNodeResources(source.dataDir);
   const w = new ExpositionWriter();
+  writeIdentity(w, source, view.kind);
   const figures = allQueueFigures(source.replicas(), (id) => source.raftGroupOf(id), nameOf);
-  const all: QueueRow[] = figures.map((f) => ({
-    figures: f,
-    labels: labelPairs([
-      ['vhost', f.vhost],
-      ['queue', f.name],
-    ]),
-  }));
+  const all = figures.map(queueRow);
+  if (view.kind === 'detailed') {
+    await writeDetailed(w, source, resources, all, view, pause);
+    return w.chunkList();
+  }
   const led = all.filter((row) => row.figures.leader);
-  writeNode(w, source, cluster, led);
-  writeGlobalFlow(w, source);
+  writeNode(w, source, cluster, led, resources);
+  writeClientTraffic(w, source);
+  writeGlobalDeadLettering(w, source);
+  writeRedrives(w, source.metadata);
+  const shape: QueueShape = view.kind;
   for (const family of QUEUE_MESSAGE_FAMILIES) {
     await pause();
-    writePerQueue(w, led, family);
+    writePerQueue(w, led, family, shape);
   }
   await pause();
-  writeDeadLettering(w, led);
+  writeDeadLettering(w, led, shape);
   const replicated = all.filter((row) => row.figures.raft !== undefined);
   for (const family of RAFT_FAMILIES) {
     await pause();
-    writePerQueue(w, replicated, family);
+    writePerQueue(w, replicated, family, shape);
   }
   await pause();
-  writeCommitLag(w, replicated);
+  writeCommitLag(w, replicated, shape);
   return w.chunkList();
+}
+
+// ------------------------------------------------------------------------------ identity
+
+/**
+ * `rabbitmq_identity_info` and `rabbitmq_build_info`, on every endpoint: RabbitMQ's dashboards
+ * join every query on the first (`rabbitmq_cluster`, `rabbitmq_node`, `rabbitmq_endpoint`).
+ * `erlang_version` holds the Node.js version: the runtime's, where RabbitMQ has Erlang's.
+ */
+function writeIdentity(w: ExpositionWriter, source: NodeMetricsSource, endpoint: MetricsView['kind']): void {
+  w.family(
+    'rabbitmq_identity_info',
+    'gauge',
+    'The node answering and its cluster (labels), and this endpoint',
+  );
+  w.sample(
+    labelPairs([
+      ['rabbitmq_node', source.nodeName],
+      ['rabbitmq_cluster', source.clusterName],
+      ['rabbitmq_endpoint', endpoint],
+    ]),
+    1,
+  );
+  w.family('rabbitmq_build_info', 'gauge', "Styx's version and the Node.js runtime's (labels)");
+  w.sample(
+    labelPairs([
+      ['rabbitmq_version', source.version],
+      ['product_name', 'Styx'],
+      ['product_version', source.version],
+      ['erlang_version', process.version],
+    ]),
+    1,
+  );
 }
 
 // ------------------------------------------------------------------------------ node
@@ -103,22 +167,12 @@ function writeNode(
   source: NodeMetricsSource,
   cluster: MetricsClusterView,
   led: readonly QueueRow[],
+  resources: NodeResources,
 ): void {
-  w.family('rabbitmq_identity_info', 'gauge', 'The node answering (labels: its name)');
-  w.sample(
-    labelPairs([
-      ['rabbitmq_node', source.nodeName],
-      ['rabbitmq_cluster', source.nodeName],
-    ]),
-    1,
-  );
+  writeNodeUsage(w, resources);
+  writeNodeLimits(w, source, resources);
+  writeAlarms(w, source);
   const memory = process.memoryUsage();
-  w.single(
-    'rabbitmq_process_resident_memory_bytes',
-    'gauge',
-    'Memory used in bytes (resident set)',
-    memory.rss,
-  );
   w.single('nodejs_heap_size_used_bytes', 'gauge', 'V8 heap in use, bytes', memory.heapUsed);
   w.single('nodejs_heap_size_total_bytes', 'gauge', 'V8 heap reserved, bytes', memory.heapTotal);
   w.single(
@@ -134,6 +188,19 @@ function writeNode(
   for (const row of led) consumers += row.figures.counts.consumers;
   w.single('rabbitmq_consumers', 'gauge', 'Consumers of the queues led by this node', consumers);
   w.single('rabbitmq_queues', 'gauge', 'Queues led by this node', led.length);
+  w.single(
+    'rabbitmq_global_publishers',
+    'gauge',
+    "Channels of this node's clients that have published",
+    source.publisherCount(),
+  );
+  w.single(
+    'rabbitmq_global_consumers',
+    'gauge',
+    "Consumers on the channels of this node's clients",
+    source.clientConsumerCount(),
+  );
+  writeChurn(w, source);
 
   const members = cluster.members();
   let online = 0;
@@ -196,31 +263,77 @@ function writeNode(
   }
 }
 
-function writeGlobalFlow(w: ExpositionWriter, source: NodeMetricsSource): void {
+/** The client traffic of this node (broker-counters.ts), under RabbitMQ's global counter names. */
+function writeClientTraffic(w: ExpositionWriter, source: NodeMetricsSource): void {
+  const c = source.counters;
+  const counters: readonly [string, string, number][] = [
+    ['received', 'Messages published by clients of this node', c.received],
+    ['received_confirm', 'Of those, messages published in confirm mode', c.receivedConfirm],
+    ['routed', 'Messages routed to at least one queue', c.routed],
+    ['unroutable_dropped', 'Unroutable messages dropped (published without mandatory)', c.unroutableDropped],
+    [
+      'unroutable_returned',
+      'Unroutable messages returned to the publisher (mandatory)',
+      c.unroutableReturned,
+    ],
+    ['confirmed', 'Messages confirmed to publishers', c.confirmed],
+    ['delivered', 'Messages delivered to clients of this node (consume and get)', c.delivered],
+    [
+      'delivered_consume_auto_ack',
+      'Messages delivered to consumers in no-ack mode',
+      c.deliveredConsumeAutoAck,
+    ],
+    ['delivered_consume_manual_ack', 'Messages delivered to consumers that ack', c.deliveredConsumeManualAck],
+    ['delivered_get_auto_ack', 'Messages fetched with basic.get in no-ack mode', c.deliveredGetAutoAck],
+    ['delivered_get_manual_ack', 'Messages fetched with basic.get, to be acked', c.deliveredGetManualAck],
+    ['get_empty', 'basic.get calls that found the queue empty', c.getEmpty],
+    ['redelivered', 'Messages delivered again (flagged redelivered)', c.redelivered],
+    ['acknowledged', 'Messages acked by clients of this node', c.acknowledged],
+  ];
+  for (const [name, help, value] of counters) {
+    w.single(`rabbitmq_global_messages_${name}_total`, 'counter', help, value);
+  }
+  // RabbitMQ's per-channel figures, summed over this node's channels (Styx keeps node totals).
+  w.single(
+    'rabbitmq_channel_messages_published_total',
+    'counter',
+    "Messages published on this node's channels",
+    c.received,
+  );
+  w.single(
+    'rabbitmq_channel_messages_confirmed_total',
+    'counter',
+    "Messages confirmed on this node's channels",
+    c.confirmed,
+  );
+  w.single(
+    'rabbitmq_channel_messages_unroutable_dropped_total',
+    'counter',
+    "Unroutable messages dropped on this node's channels (published without mandatory)",
+    c.unroutableDropped,
+  );
+  w.single(
+    'rabbitmq_channel_messages_unroutable_returned_total',
+    'counter',
+    "Unroutable messages returned on this node's channels (mandatory)",
+    c.unroutableReturned,
+  );
+  w.family(
+    'rabbitmq_message_size_bytes',
+    'histogram',
+    'Body sizes of the messages published by clients of this node, bytes',
+  );
+  w.histogram('', c.messageSizes());
+}
+
+/** What this node's queue leaders applied: enqueued, and dead-lettered per reason and strategy. */
+function writeGlobalDeadLettering(w: ExpositionWriter, source: NodeMetricsSource): void {
   const flow = source.nodeFlow;
   w.single(
     'styx_global_messages_enqueued_total',
     'counter',
     "Messages enqueued by this node's queue leaders",
     flow.published,
-  );
-  w.single(
-    'rabbitmq_global_messages_delivered_total',
-    'counter',
-    "Messages delivered by this node's queue leaders (consume and get)",
-    flow.delivered,
-  );
-  w.single(
-    'rabbitmq_global_messages_redelivered_total',
-    'counter',
-    "Messages redelivered by this node's queue leaders",
-    flow.redelivered,
-  );
-  w.single(
-    'rabbitmq_global_messages_acknowledged_total',
-    'counter',
-    "Messages acked at this node's queue leaders",
-    flow.acked,
   );
   for (const reason of REASONS) {
     w.family(
@@ -240,231 +353,4 @@ function writeGlobalFlow(w: ExpositionWriter, source: NodeMetricsSource): void {
     "Messages dead-lettered at-least-once and confirmed by every target queue, by this node's queue leaders",
   );
   w.sample(`${QUEUE_TYPE},dead_letter_strategy="at_least_once"`, confirmed);
-}
-
-// ------------------------------------------------------------------------------ per queue
-
-/** A family with one sample per queue of `rows`. */
-interface PerQueueFamily {
-  readonly name: string;
-  readonly type: 'counter' | 'gauge';
-  readonly help: string;
-  readonly value: (f: QueueFigures) => number;
-}
-
-function writePerQueue(w: ExpositionWriter, rows: readonly QueueRow[], family: PerQueueFamily): void {
-  w.family(family.name, family.type, family.help);
-  for (const row of rows) w.sample(row.labels, family.value(row.figures));
-}
-
-const QUEUE_MESSAGE_FAMILIES: readonly PerQueueFamily[] = [
-  {
-    name: 'rabbitmq_queue_messages_ready',
-    type: 'gauge',
-    help: 'Messages ready to be delivered',
-    value: (f) => f.counts.ready,
-  },
-  {
-    name: 'rabbitmq_queue_messages_unacked',
-    type: 'gauge',
-    help: 'Messages delivered and not yet acknowledged',
-    value: (f) => f.counts.unacked,
-  },
-  {
-    name: 'rabbitmq_queue_messages_ready_bytes',
-    type: 'gauge',
-    help: 'Body bytes of the ready messages',
-    value: (f) => f.counts.readyBytes,
-  },
-  {
-    name: 'rabbitmq_queue_consumers',
-    type: 'gauge',
-    help: 'Consumers of the queue',
-    value: (f) => f.counts.consumers,
-  },
-  {
-    name: 'rabbitmq_queue_messages_published_total',
-    type: 'counter',
-    help: 'Messages enqueued (publishes and dead-lettered copies)',
-    value: (f) => f.flow.published,
-  },
-  {
-    name: 'rabbitmq_queue_messages_delivered_total',
-    type: 'counter',
-    help: 'Messages delivered to consumers or basic.get (redeliveries included)',
-    value: (f) => f.flow.delivered,
-  },
-  {
-    name: 'rabbitmq_queue_messages_redelivered_total',
-    type: 'counter',
-    help: 'Messages delivered again (flagged redelivered)',
-    value: (f) => f.flow.redelivered,
-  },
-  {
-    name: 'rabbitmq_queue_messages_acked_total',
-    type: 'counter',
-    help: 'Messages acknowledged by consumers',
-    value: (f) => f.flow.acked,
-  },
-  {
-    name: 'styx_queue_dead_letter_pending',
-    type: 'gauge',
-    help: 'Messages waiting for their at-least-once dead-letter hand-off (neither ready nor unacked)',
-    value: (f) => f.counts.deadLetterPending,
-  },
-  {
-    name: 'styx_queue_dead_letter_pending_bytes',
-    type: 'gauge',
-    help: 'Body bytes of the messages waiting for their at-least-once dead-letter hand-off',
-    value: (f) => f.counts.deadLetterPendingBytes,
-  },
-  {
-    name: 'styx_queue_dead_letter_blocked',
-    type: 'gauge',
-    help: 'At-least-once hand-offs waiting to retry: their last attempt found no target (DLX missing, nothing bound) or was refused',
-    value: (f) => f.blockedHandOffs,
-  },
-];
-
-/** Writes a per-reason series for each row where `value` is not zero or `always` holds for it. */
-function reasonSamples(
-  w: ExpositionWriter,
-  led: readonly QueueRow[],
-  extra: string,
-  totals: (f: QueueFigures) => RemovalTotals,
-  always: (f: QueueFigures) => boolean,
-): void {
-  for (const row of led) {
-    const t = totals(row.figures);
-    const all = always(row.figures);
-    for (const reason of REASONS) {
-      const value = t[reason];
-      if (value !== 0 || all) w.sample(withLabels(row.labels, `reason="${reason}",${extra}`), value);
-    }
-  }
-}
-
-function hasDlx(f: QueueFigures): boolean {
-  return f.config.deadLetterExchange !== undefined;
-}
-
-function strategyOf(f: QueueFigures): DeadLetterStrategyLabel {
-  return f.config.deadLetterStrategy === 'at-least-once' ? 'at_least_once' : 'at_most_once';
-}
-
-/** Whether any of `totals` is not zero. */
-function anyCounted(...totals: RemovalTotals[]): boolean {
-  for (const t of totals) if (t.rejected + t.expired + t.maxlen + t.delivery_limit > 0) return true;
-  return false;
-}
-
-/** The rows with a dead-letter series to write: a DLX set, or something counted. */
-function deadLetterRows(led: readonly QueueRow[]): QueueRow[] {
-  return led.filter(({ figures: f }) => {
-    if (hasDlx(f)) return true;
-    const { deadLettered } = f.flow;
-    const { noDlx, cycle, lost } = f.dropped;
-    return anyCounted(
-      deadLettered.at_most_once,
-      deadLettered.at_least_once,
-      noDlx,
-      cycle.at_most_once,
-      cycle.at_least_once,
-      lost,
-    );
-  });
-}
-
-function writeDeadLettering(w: ExpositionWriter, allLed: readonly QueueRow[]): void {
-  // Most queues of a large node are plain and have counted nothing: one pass drops them here.
-  const led = deadLetterRows(allLed);
-  w.family(
-    'styx_queue_messages_dead_lettered_total',
-    'counter',
-    'Messages dead-lettered, per reason and strategy (at-most-once: copies published; at-least-once: every target confirmed)',
-  );
-  for (const strategy of STRATEGIES) {
-    reasonSamples(
-      w,
-      led,
-      `dead_letter_strategy="${strategy}"`,
-      (f) => f.flow.deadLettered[strategy],
-      (f) => hasDlx(f) && strategyOf(f) === strategy,
-    );
-  }
-  w.family(
-    'styx_queue_messages_dead_letter_dropped_total',
-    'counter',
-    'Dead-lettered messages or copies dropped, per reason and cause: no_dlx (no dead-letter exchange), cycle (a target would close a dead-letter cycle), lost (at-most-once copy with nowhere to go or refused)',
-  );
-  reasonSamples(
-    w,
-    led,
-    'cause="no_dlx",dead_letter_strategy="disabled"',
-    (f) => f.dropped.noDlx,
-    () => false,
-  );
-  for (const strategy of STRATEGIES) {
-    reasonSamples(
-      w,
-      led,
-      `cause="cycle",dead_letter_strategy="${strategy}"`,
-      (f) => f.dropped.cycle[strategy],
-      (f) => hasDlx(f) && strategyOf(f) === strategy,
-    );
-  }
-  reasonSamples(
-    w,
-    led,
-    'cause="lost",dead_letter_strategy="at_most_once"',
-    (f) => f.dropped.lost,
-    (f) => hasDlx(f) && strategyOf(f) === 'at_most_once',
-  );
-}
-
-// ------------------------------------------------------------------------------ raft
-
-/** The Raft figures of a row that has them (the Raft families are written for those rows only). */
-function raftOf(f: QueueFigures): RaftFigures {
-  return f.raft as RaftFigures;
-}
-
-const RAFT_FAMILIES: readonly PerQueueFamily[] = [
-  {
-    name: 'rabbitmq_raft_term_total',
-    type: 'counter',
-    help: "The queue replica's current Raft term",
-    value: (f) => raftOf(f).term,
-  },
-  {
-    name: 'rabbitmq_raft_log_commit_index',
-    type: 'gauge',
-    help: "The queue replica's Raft commit index",
-    value: (f) => raftOf(f).commitIndex,
-  },
-  {
-    name: 'rabbitmq_raft_log_last_applied_index',
-    type: 'gauge',
-    help: "The queue replica's last applied Raft index",
-    value: (f) => raftOf(f).appliedIndex,
-  },
-  {
-    name: 'styx_raft_elections_total',
-    type: 'counter',
-    help: 'Elections the queue replica started since it opened',
-    value: (f) => raftOf(f).elections,
-  },
-];
-
-function writeCommitLag(w: ExpositionWriter, replicated: readonly QueueRow[]): void {
-  w.family(
-    'styx_raft_replica_commit_lag',
-    'gauge',
-    "Entries a queue replica lags behind its leader's commit index (written by the leader, per replica)",
-  );
-  for (const row of replicated) {
-    for (const r of raftOf(row.figures).replicas) {
-      w.sample(withLabels(row.labels, labelPairs([['replica', r.node]])), r.commitLag);
-    }
-  }
 }

@@ -44,6 +44,12 @@ export interface RaftFigures {
   readonly term: number;
   readonly commitIndex: number;
   readonly appliedIndex: number;
+  /** The last index written to the replica's log. */
+  readonly lastWrittenIndex: number;
+  /** The index of the replica's latest snapshot. */
+  readonly snapshotIndex: number;
+  /** Proposal-to-apply time of the last command it proposed as leader, ms (0 before any). */
+  readonly commitLatencyMs: number;
   /** Elections this replica started since it opened. */
   readonly elections: number;
   /** Every member's lag, on the leader of a group of more than one; empty otherwise. */
@@ -110,6 +116,9 @@ export function raftFigures(group: RaftReplicaView, nameOf: (id: string) => stri
     term: group.term,
     commitIndex,
     appliedIndex: group.appliedIndex,
+    lastWrittenIndex: group.lastWrittenIndex,
+    snapshotIndex: group.snapshotIndex,
+    commitLatencyMs: group.commitLatencyMs,
     elections: group.elections,
     replicas,
   };

@@ -155,6 +155,12 @@ export class GroupReplica<C, R> implements HostedReplica {
   /** Application index of the last command applied. */
   #appIndex = 0;
   #appliedTs = 0;
+  /**
+   * Time from proposing the last command this replica proposed to applying it (committed by a
+   * quorum and applied here), ms; 0 until one was. Read from the proposal's own stamp, on the
+   * node that proposed it, so no clock skew enters (metrics: `rabbitmq_raft_commit_latency_seconds`).
+   */
+  #commitLatencyMs = 0;
   #confState: ConfState = EMPTY_CONF_STATE;
   #lastProposedTs = Number.NEGATIVE_INFINITY;
   readonly #pending = new ProposalQueue<PendingProposal<C, R>>();
@@ -200,6 +206,21 @@ export class GroupReplica<C, R> implements HostedReplica {
   /** Raft index of the last applied entry. */
   get appliedIndex(): number {
     return this.#appliedRaft;
+  }
+
+  /** Raft index of the last entry written to this replica's log. */
+  get lastWrittenIndex(): number {
+    return this.#storage.lastIndex();
+  }
+
+  /** Raft index of this replica's latest snapshot (the log before it is truncated). */
+  get snapshotIndex(): number {
+    return this.#storage.snapshotIndex;
+  }
+
+  /** Proposal-to-apply time of the last command this replica proposed, ms (0 before any). */
+  get commitLatencyMs(): number {
+    return this.#commitLatencyMs;
   }
 
   get stopped(): boolean {
@@ -548,6 +569,7 @@ export class GroupReplica<C, R> implements HostedReplica {
     if (proposal !== undefined && proposal.raftIndex === entry.index) {
       this.#shiftPending(proposal);
       if (proposal.term === entry.term) {
+        this.#commitLatencyMs = Math.max(0, this.#clock.now() - stamped);
         let result: R;
         try {
           result = this.#machine.apply(proposal.command, meta);

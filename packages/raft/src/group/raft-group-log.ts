@@ -156,6 +156,24 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     return this.#replica?.core.commitIndex ?? 0;
   }
 
+  /** The index of the last entry written to this replica's log (0 before `open`; metrics). */
+  get lastWrittenIndex(): number {
+    return this.#replica?.lastWrittenIndex ?? 0;
+  }
+
+  /** The index of this replica's latest snapshot (0 before `open`; metrics). */
+  get snapshotIndex(): number {
+    return this.#replica?.snapshotIndex ?? 0;
+  }
+
+  /**
+   * Time from proposing to applying the last command this replica proposed, ms (0 before any;
+   * metrics). Only a leader proposes, so a follower keeps what it measured when it last led.
+   */
+  get commitLatencyMs(): number {
+    return this.#replica?.commitLatencyMs ?? 0;
+  }
+
   /** The membership as of the applied index (empty before `open`). */
   get membership(): ConfState {
     return this.#replica?.membership ?? EMPTY_CONF_STATE;

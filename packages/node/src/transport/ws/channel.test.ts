@@ -3,6 +3,7 @@ import { decodeBatch, joinEncodedFrames } from '@styx/client/wire';
 import { describe, expect, it } from 'vitest';
 import type { Broker, Session } from '../../broker/broker.ts';
 import type { Logger } from '../../logging/logger.ts';
+import { BrokerCounters } from '../../metrics/broker-counters.ts';
 import type { QueueHandle } from '../../queue/queue-handle.ts';
 import type { StoredMessage } from '../../queue/types.ts';
 import { Channel } from './channel.ts';
@@ -41,6 +42,7 @@ async function setup() {
     deliveryProperties: (_q: QueueHandle, m: StoredMessage) => m.properties,
     consumerCancelled: () => {},
     isCurrent: () => true,
+    counters: new BrokerCounters(),
   } as unknown as Broker;
   const channel = new Channel(
     {

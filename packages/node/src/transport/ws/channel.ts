@@ -128,12 +128,19 @@ export class Channel implements OwnerSink {
   /** Exchanges this channel may publish to, valid while the permission epoch is unchanged. */
   private writable = new Set<string>();
   private writableEpoch = -1;
+  /** Published at least once (a publisher, for `rabbitmq_global_publishers`). */
+  hasPublished = false;
 
   constructor(host: ChannelHost, broker: Broker, number: number) {
     this.host = host;
     this.broker = broker;
     this.number = number;
     this.owner = `${host.id}/${number}`;
+  }
+
+  /** Consumers registered on this channel. */
+  get consumerCount(): number {
+    return this.consumers.size;
   }
 
   get isOpen(): boolean {
@@ -289,9 +296,10 @@ export class Channel implements OwnerSink {
           .then(() => this.reply({ channel: this.number, method: 'exchangeUnbindOk', exchangeUnbindOk: {} }));
       }
       case 'queueDeclare':
-        return b
-          .declareQueue(s, frame.queueDeclare)
-          .then((ok) => this.reply({ channel: this.number, method: 'queueDeclareOk', queueDeclareOk: ok }));
+        return b.declareQueue(s, frame.queueDeclare).then((ok) => {
+          b.counters.queuesDeclared++;
+          this.reply({ channel: this.number, method: 'queueDeclareOk', queueDeclareOk: ok });
+        });
       case 'queueDelete': {
         const m = frame.queueDelete;
         return b
@@ -348,6 +356,9 @@ export class Channel implements OwnerSink {
   private publish(p: BasicPublish): void {
     const session = this.host.session;
     const seq = this.confirms !== undefined ? this.confirms.next() : 0;
+    const counters = this.broker.counters;
+    counters.countReceived(p.body.byteLength, seq !== 0);
+    this.hasPublished = true;
     const exchange = this.broker.exchange(session.vhost, p.exchange);
     if (exchange === undefined) throw notFound(`no exchange '${p.exchange}' in vhost '${session.vhost}'`);
     if (exchange.internal)
@@ -376,6 +387,8 @@ export class Channel implements OwnerSink {
       return;
     }
     if (targets.length === 0) {
+      if (p.mandatory) counters.unroutableReturned++;
+      else counters.unroutableDropped++;
       if (p.mandatory) {
         this.host.send({
           channel: this.number,
@@ -394,6 +407,7 @@ export class Channel implements OwnerSink {
       return;
     }
 
+    counters.routed++;
     const message: StoredMessage = {
       exchange: p.exchange,
       routingKey: p.routingKey,
@@ -453,6 +467,7 @@ export class Channel implements OwnerSink {
   private settleConfirm(seq: number, outcome: 'ack' | 'nack'): void {
     const confirms = this.confirms;
     if (confirms === undefined || this.state !== 'open') return;
+    if (outcome === 'ack') this.broker.counters.confirmed++;
     confirms.settle(seq, outcome);
     if (!this.confirmFlushScheduled) {
       this.confirmFlushScheduled = true;
@@ -523,6 +538,10 @@ export class Channel implements OwnerSink {
       return;
     }
     if (!consumer.noAck && this.holds(queue, id, deliveryCount)) return;
+    const counters = this.broker.counters;
+    if (consumer.noAck) counters.deliveredConsumeAutoAck++;
+    else counters.deliveredConsumeManualAck++;
+    if (redelivered) counters.redelivered++;
     const deliveryTag = this.nextDeliveryTag++;
     if (!consumer.noAck) this.hold(deliveryTag, { queue, id, deliveryCount });
     // The message's properties are encoded once per properties object (at publish: never, the
@@ -617,10 +636,15 @@ export class Channel implements OwnerSink {
     const queue = this.broker.queueForUse(this.host.session, queueName, 'read');
     this.queuesUsed.add(queue);
     const got = await queue.get(this.owner, noAck);
+    const counters = this.broker.counters;
     if (got === undefined) {
+      counters.getEmpty++;
       this.reply({ channel: this.number, method: 'basicGetEmpty', basicGetEmpty: {} });
       return;
     }
+    if (noAck) counters.deliveredGetAutoAck++;
+    else counters.deliveredGetManualAck++;
+    if (got.redelivered) counters.redelivered++;
     const deliveryTag = this.nextDeliveryTag++;
     if (!noAck) this.hold(deliveryTag, { queue, id: got.id, deliveryCount: got.deliveryCount });
     this.reply({
@@ -716,7 +740,9 @@ export class Channel implements OwnerSink {
   }
 
   private ack(deliveryTag: number, multiple: boolean): void {
-    this.addOutcomes('settle', this.take(deliveryTag, multiple));
+    const byQueue = this.take(deliveryTag, multiple);
+    for (const ids of byQueue.values()) this.broker.counters.acknowledged += ids.length;
+    this.addOutcomes('settle', byQueue);
   }
 
   private nack(deliveryTag: number, multiple: boolean, requeue: boolean): void {

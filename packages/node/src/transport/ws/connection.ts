@@ -125,6 +125,20 @@ export class Connection implements ChannelHost {
     return this.channels.size;
   }
 
+  /** Of the open channels, those that have published (metrics: `rabbitmq_global_publishers`). */
+  get publisherCount(): number {
+    let n = 0;
+    for (const channel of this.channels.values()) if (channel.hasPublished) n++;
+    return n;
+  }
+
+  /** Consumers registered on this connection's channels (metrics: `rabbitmq_global_consumers`). */
+  get consumerCount(): number {
+    let n = 0;
+    for (const channel of this.channels.values()) n += channel.consumerCount;
+    return n;
+  }
+
   get isOpen(): boolean {
     return this.state === 'open';
   }
@@ -203,6 +217,7 @@ export class Connection implements ChannelHost {
         );
       }
       this.channels.set(frame.channel, new Channel(this, this.broker, frame.channel));
+      this.broker.counters.channelsOpened++;
       this.send({ channel: frame.channel, method: 'channelOpenOk', channelOpenOk: {} });
       return;
     }
@@ -397,7 +412,7 @@ export class Connection implements ChannelHost {
   // ---------------------------------------------------------------------------------- closing
 
   channelClosed(channel: Channel): void {
-    this.channels.delete(channel.number);
+    if (this.channels.delete(channel.number)) this.broker.counters.channelsClosed++;
   }
 
   /** Close the connection because of `err` (a ConnectionError, or anything unexpected → 541). */
@@ -482,6 +497,7 @@ export class Connection implements ChannelHost {
     if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer);
     this.pipelined = undefined;
     for (const channel of this.channels.values()) channel.abandon();
+    this.broker.counters.channelsClosed += this.channels.size;
     this.channels.clear();
     if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
   }
