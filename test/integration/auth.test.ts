@@ -1,10 +1,38 @@
+import { networkInterfaces } from 'node:os';
 import * as amqp from '@styx/client';
 import { describe, expect, it } from 'vitest';
 import { rejectionOf, unique, useBroker, WAIT_MS, withTimeout } from './messaging-helpers.ts';
 
 // Authentication and vhosts against a real `styx server`: the default user guest/guest on the
 // default vhost '/', and the codes a refused handshake gives (403 bad credentials, 530 vhost).
-const { broker, connect } = useBroker();
+const { broker, connect } = useBroker({ management: true });
+
+/**
+ * An address of this machine that is not loopback (its first external IPv4 interface), if it has
+ * one. A client socket bound to it reaches the node on 127.0.0.1 all the same — the kernel routes
+ * it over the loopback device — but the node sees it come from that address.
+ */
+const EXTERNAL_ADDRESS = Object.values(networkInterfaces())
+  .flatMap((list) => list ?? [])
+  .find((entry) => entry.family === 'IPv4' && !entry.internal)?.address;
+
+/** A management API call as guest (setup of users, vhosts and permissions). */
+async function manage(method: string, path: string, body?: unknown): Promise<number> {
+  const response = await withTimeout(
+    fetch(`${broker().managementUrl as string}${path}`, {
+      method,
+      headers: {
+        Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    WAIT_MS,
+    `${method} ${path}`,
+  );
+  await response.arrayBuffer();
+  return response.status;
+}
 
 describe('the default user and vhost', () => {
   it('guest/guest connects from loopback to vhost /, by default and when named', async () => {
@@ -61,9 +89,70 @@ describe('the default user and vhost', () => {
     await expect(ch.checkExchange('amq.direct')).resolves.toEqual({});
   });
 
-  // Not testable here: guest being refused from a non-loopback address needs a client on another
-  // interface (these tests stay on 127.0.0.1; the rule is unit-tested in broker/loopback.test.ts),
-  // and other users need the management API, which does not exist yet.
-  it.todo('guest is refused (403) when connecting from a non-loopback address');
-  it.todo('a user added through the management API logs in and is held to its vhost permissions');
+  it.skipIf(EXTERNAL_ADDRESS === undefined)(
+    'guest is refused (403) when connecting from a non-loopback address',
+    async () => {
+      const { url } = broker();
+      const fromOutside = { wsOptions: { localAddress: EXTERNAL_ADDRESS } };
+      const err = await rejectionOf(amqp.connect(url, fromOutside), 'a login from a non-loopback address');
+      expect(err.code).toBe(403);
+      expect(err.message).toContain("user 'guest' can only connect via localhost");
+      // Another user connects from there: the rule is guest's (RabbitMQ's loopback_users).
+      const user = unique('remote');
+      expect(await manage('PUT', `/api/users/${user}`, { password: 'pw', tags: '' })).toBe(201);
+      expect(
+        await manage('PUT', `/api/permissions/%2F/${user}`, { configure: '', write: '', read: '' }),
+      ).toBe(201);
+      const remote = await withTimeout(
+        amqp.connect(url, { ...fromOutside, username: user, password: 'pw' }),
+        WAIT_MS,
+        'a login of another user from a non-loopback address',
+      );
+      await remote.close();
+    },
+  );
+
+  it('a user added through the management API logs in and is held to its vhost permissions', async () => {
+    const { url } = broker();
+    const user = unique('alice');
+    const vhost = unique('app');
+    expect(await manage('PUT', `/api/vhosts/${vhost}`)).toBe(201);
+    expect(await manage('PUT', `/api/users/${user}`, { password: 'alice-pw', tags: '' })).toBe(201);
+    const own = `^${user}\\.`;
+    expect(
+      await manage('PUT', `/api/permissions/${vhost}/${user}`, { configure: own, write: own, read: own }),
+    ).toBe(201);
+    const as = { username: user, password: 'alice-pw' };
+
+    const conn = await withTimeout(amqp.connect(`${url}/${vhost}`, as), WAIT_MS, 'connect as the new user');
+    try {
+      const ch = await conn.createChannel();
+      const { queue } = await ch.assertQueue(`${user}.q`, { durable: false });
+      expect(queue).toBe(`${user}.q`);
+      const denied = await conn.createChannel();
+      denied.on('error', () => undefined);
+      const err = await rejectionOf(denied.assertQueue('others.q', { durable: false }), 'a refused declare');
+      expect(err.code).toBe(403);
+      expect(err.message).toContain(
+        `access to queue 'others.q' in vhost '${vhost}' refused for user '${user}'`,
+      );
+      await ch.deleteQueue(queue);
+    } finally {
+      await conn.close();
+    }
+    // No permission in '/': 530, as a vhost it may not use.
+    const elsewhere = await rejectionOf(amqp.connect(url, as), 'a login to a vhost without permissions');
+    expect(elsewhere.code).toBe(530);
+    expect(elsewhere.message).toContain(`access to vhost '/' refused for user '${user}'`);
+    // A wrong password is refused as for anyone.
+    const wrong = await rejectionOf(
+      amqp.connect(`${url}/${vhost}`, { username: user, password: 'x' }),
+      'a wrong password',
+    );
+    expect(wrong.code).toBe(403);
+    // Deleted through the API, it cannot log in any more.
+    expect(await manage('DELETE', `/api/users/${user}`)).toBe(204);
+    const gone = await rejectionOf(amqp.connect(`${url}/${vhost}`, as), 'a deleted user');
+    expect(gone.code).toBe(403);
+  });
 });

@@ -77,6 +77,9 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     'info',
     '--management-port',
     String(options.management === true ? await freePort() : 0),
+    // Tests read /metrics right after a workload: no render cache between scrapes.
+    '--metrics-cache-seconds',
+    '0',
     ...(options.extraArgs ?? []),
   ];
   const child = spawn(process.execPath, args, {

@@ -24,7 +24,7 @@ import type {
   QueueRecord,
 } from '../metadata/metadata-machine.ts';
 import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
-import { hashPassword, verifyPassword } from '../metadata/passwords.ts';
+import { hashPassword, verifyLogin } from '../metadata/passwords.ts';
 import { canAccess, canUseVhost } from '../metadata/permissions.ts';
 import {
   integerArgument,
@@ -322,8 +322,9 @@ export class Broker {
   ): Promise<Session> {
     this.maintenance.checkAcceptsClients();
     const record = this.metadata.user(user);
-    // Unknown user and wrong password get the same answer, so names cannot be probed.
-    if (record === undefined || !(await verifyPassword(password, record.passwordHash))) {
+    // Unknown user and wrong password get the same answer after the same scrypt work (an unknown
+    // name is checked against a decoy hash), so names cannot be probed, nor timed.
+    if (!(await verifyLogin(password, record?.passwordHash))) {
       throw new ConnectionError(Code.ACCESS_REFUSED, `login refused: user '${user}' - invalid credentials`);
     }
     if (this.loopbackUsers.has(user) && !isLoopbackAddress(remoteAddress)) {

@@ -34,6 +34,9 @@ describe('parseServerOptions', () => {
       port: 5680,
       managementHost: '127.0.0.1',
       managementPort: 15680,
+      managementHostnames: [],
+      metricsAuth: false,
+      metricsCacheMs: 5000,
       logLevel: 'info',
       logFormat: undefined,
       memoryBudgetMib: 4096,
@@ -42,6 +45,24 @@ describe('parseServerOptions', () => {
       cluster: undefined,
     });
     expect(parseServerOptions(['--', '--help'])).toBe('help');
+  });
+
+  it('reads the management names (repeated or comma separated) and the /metrics flags', () => {
+    const options = parsed(
+      '--management-hostname',
+      'styx.example.com, styx-1',
+      '--management-hostname',
+      '[fd00::5]',
+      '--metrics-auth',
+      '--metrics-cache-seconds',
+      '0',
+    );
+    expect(options.managementHostnames).toEqual(['styx.example.com', 'styx-1', '[fd00::5]']);
+    expect([options.metricsAuth, options.metricsCacheMs]).toEqual([true, 0]);
+    expect(usageError('--management-hostname', 'styx.example.com:443')).toBe(
+      "--management-hostname takes host names without a port, got 'styx.example.com:443'",
+    );
+    expect(usageError('--metrics-cache-seconds', '301')).toMatch(/metrics-cache-seconds/);
   });
 
   it('reads the clustering flags, --join repeated, after a leading `--` too', () => {

@@ -34,6 +34,12 @@ Options:
   --port PORT           WebSocket port for clients (default: 5680)
   --management-port PORT  HTTP management API port for styx ctl (default: 15680; 0 disables it)
   --management-host HOST  address the management API listens on (default: 127.0.0.1, loopback only)
+  --management-hostname NAME  another name the management API answers to (its Host header), e.g.
+                        a DNS name or a proxy's; repeatable or comma separated. Requests naming
+                        any other host are refused (421); its own addresses are always accepted
+  --metrics-auth        /metrics asks for basic auth of a monitoring or administrator user
+                        (default: off, as RabbitMQ's Prometheus endpoint)
+  --metrics-cache-seconds S  how long a /metrics render is served again (default: 5; 0 = per scrape)
   --log-level LEVEL     fatal | error | warn | info | debug | trace | silent (default: info)
   --log-format FORMAT   pretty | json (default: pretty on a terminal, json otherwise)
   --memory-budget MIB   resident memory above which publishers are throttled (default: 40% of RAM)
@@ -60,6 +66,12 @@ export interface ServerOptions {
   readonly managementHost: string;
   /** 0: no management API. */
   readonly managementPort: number;
+  /** Names the management API answers to besides its own addresses (`--management-hostname`). */
+  readonly managementHostnames: readonly string[];
+  /** Whether /metrics asks for basic auth (`--metrics-auth`). */
+  readonly metricsAuth: boolean;
+  /** How long a /metrics render is served again, ms. */
+  readonly metricsCacheMs: number;
   readonly logLevel: LogLevel;
   /** Undefined: pretty on a terminal, json otherwise. */
   readonly logFormat: 'pretty' | 'json' | undefined;
@@ -84,6 +96,9 @@ export function parseServerOptions(
     port: { type: 'string' },
     'management-port': { type: 'string' },
     'management-host': { type: 'string' },
+    'management-hostname': { type: 'string', multiple: true },
+    'metrics-auth': { type: 'boolean' },
+    'metrics-cache-seconds': { type: 'string' },
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },
     'memory-budget': { type: 'string' },
@@ -112,6 +127,15 @@ export function parseServerOptions(
     65535,
   );
   const managementHost = values['management-host'] ?? '127.0.0.1';
+  const managementHostnames = (values['management-hostname'] ?? [])
+    .flatMap((list) => list.split(','))
+    .map((name) => name.trim());
+  for (const name of managementHostnames) {
+    if (!/^(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+)$/.test(name)) {
+      throw new UsageError(`--management-hostname takes host names without a port, got '${name}'`);
+    }
+  }
+  const metricsCacheS = parseIntegerFlag('metrics-cache-seconds', values['metrics-cache-seconds'], 5, 0, 300);
   const totalMib = Math.floor(totalMemoryBytes / 1024 / 1024);
   const memoryBudgetMib = parseIntegerFlag(
     'memory-budget',
@@ -134,6 +158,9 @@ export function parseServerOptions(
     port,
     managementHost,
     managementPort,
+    managementHostnames,
+    metricsAuth: values['metrics-auth'] === true,
+    metricsCacheMs: metricsCacheS * 1000,
     logLevel: level,
     logFormat: format,
     memoryBudgetMib,
@@ -245,6 +272,9 @@ export async function serverCommand(argv: string[]): Promise<number> {
       : new ManagementServer({
           broker,
           logger,
+          hostnames: options.managementHostnames,
+          metricsAuth: options.metricsAuth,
+          metricsCacheMs: options.metricsCacheMs,
           cluster:
             cluster?.view() ?? singleNodeClusterView({ nodeName: broker.nodeName, nodeId: storage.nodeId }),
         });

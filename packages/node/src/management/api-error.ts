@@ -17,6 +17,8 @@ export type ApiErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'misdirected_request'
   | 'internal_error'
   | 'service_unavailable';
 
@@ -72,6 +74,16 @@ export function methodNotAllowed(method: string, allowed: readonly string[]): Ap
 
 export function payloadTooLarge(limitBytes: number): ApiError {
   return new ApiError(413, 'payload_too_large', `request body is larger than ${limitBytes} bytes`);
+}
+
+/** 415: a body that is not `application/json` (as RabbitMQ answers). */
+export function unsupportedMediaType(reason: string): ApiError {
+  return new ApiError(415, 'unsupported_media_type', reason);
+}
+
+/** 421: the request's `Host` is not a name of this listener (host-names.ts). */
+export function misdirectedRequest(reason: string): ApiError {
+  return new ApiError(421, 'misdirected_request', reason);
 }
 
 export function serviceUnavailable(reason: string): ApiError {

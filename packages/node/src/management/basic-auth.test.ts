@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DECOY_PASSWORD_HASH, hashPassword, verifyPassword } from '../metadata/passwords.ts';
 import type { UserRecord } from '../metadata/types.ts';
 import { ApiError } from './api-error.ts';
 import { BasicAuthenticator, parseBasic } from './basic-auth.ts';
@@ -7,16 +8,20 @@ function header(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 }
 
-/** An authenticator over a mutable user table whose "hash" is `hash:<password>`, counting checks. */
+/**
+ * An authenticator over a mutable user table whose "hash" is `hash:<password>`, counting checks:
+ * `checks` against users' hashes, `decoys` against the decoy hash an unknown name is checked with.
+ */
 function setup(loopbackOnly: readonly string[] = []) {
   const users = new Map<string, UserRecord>([['bob', { name: 'bob', passwordHash: 'hash:pw', tags: [] }]]);
   let now = 1_000;
   const checks: string[] = [];
+  const decoys: string[] = [];
   const auth = new BasicAuthenticator({
     lookup: (name) => users.get(name),
     loopbackOnly: (name) => loopbackOnly.includes(name),
     verify: async (password, hash) => {
-      checks.push(password);
+      (hash === DECOY_PASSWORD_HASH ? decoys : checks).push(password);
       return hash === `hash:${password}`;
     },
     now: () => now,
@@ -25,6 +30,7 @@ function setup(loopbackOnly: readonly string[] = []) {
     auth,
     users,
     checks,
+    decoys,
     advance(ms: number) {
       now += ms;
     },
@@ -101,6 +107,26 @@ describe('BasicAuthenticator', () => {
     const unknown = await refusal(auth.authenticate(header('eve', 'pw'), '127.0.0.1'));
     const wrong = await refusal(auth.authenticate(header('bob', 'nope'), '127.0.0.1'));
     expect([unknown.status, unknown.message]).toEqual([wrong.status, wrong.message]);
+  });
+
+  it('makes an unknown name cost the scrypt work of a wrong password (basic auth and the console login alike)', async () => {
+    const { auth, checks, decoys } = setup();
+    await refusal(auth.authenticate(header('eve', 'pw1'), '127.0.0.1'));
+    await refusal(auth.verifyCredentials('mallory', 'pw2', '127.0.0.1'));
+    expect(decoys).toEqual(['pw1', 'pw2']);
+    expect(checks).toEqual([]);
+    // A user whose stored hash costs no scrypt (RabbitMQ's salted SHA-256 here) pays the decoy too.
+    await refusal(auth.authenticate(header('bob', 'nope'), '127.0.0.1'));
+    expect([checks, decoys]).toEqual([['nope'], ['pw1', 'pw2', 'nope']]);
+    await auth.authenticate(header('bob', 'pw'), '127.0.0.1');
+    expect(decoys).toHaveLength(3);
+  });
+
+  it('checks an unknown name against a decoy scrypt hash of the node parameters that nothing matches', async () => {
+    expect(DECOY_PASSWORD_HASH).toMatch(/^\$scrypt\$N=16384,r=8,p=1\$/);
+    expect(DECOY_PASSWORD_HASH.split('$')[2]).toBe((await hashPassword('x')).split('$')[2]);
+    expect(await verifyPassword('', DECOY_PASSWORD_HASH)).toBe(false);
+    expect(await verifyPassword('guest', DECOY_PASSWORD_HASH)).toBe(false);
   });
 
   it('keeps loopback-only users to loopback addresses', async () => {

@@ -16,7 +16,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { isLoopbackAddress } from '../broker/loopback.ts';
-import { verifyPassword } from '../metadata/passwords.ts';
+import { verifyLogin, verifyPassword } from '../metadata/passwords.ts';
 import type { UserRecord } from '../metadata/types.ts';
 import { notAuthorised } from './api-error.ts';
 
@@ -67,7 +67,8 @@ export class BasicAuthenticator {
 
   /**
    * The user an Authorization header authenticates, or an ApiError 401. An unknown user and a
-   * wrong password get the same answer, so names cannot be probed.
+   * wrong password get the same answer after the same scrypt work (verifyLogin checks an unknown
+   * name against a decoy hash), so names cannot be probed by the answer nor by its timing.
    */
   async authenticate(header: string | undefined, remoteAddress: string | undefined): Promise<UserRecord> {
     const credentials = parseBasic(header);
@@ -85,9 +86,11 @@ export class BasicAuthenticator {
     remoteAddress: string | undefined,
   ): Promise<UserRecord> {
     const user = this.lookup(name);
-    if (user === undefined || !(await this.matches(name, password, user.passwordHash))) {
+    if (user === undefined) {
+      await verifyLogin(password, undefined, this.verify);
       throw notAuthorised('Login failed');
     }
+    if (!(await this.matches(name, password, user.passwordHash))) throw notAuthorised('Login failed');
     // Re-read: the user may have been deleted or changed while scrypt ran.
     const current = this.lookup(name);
     if (current === undefined || current.passwordHash !== user.passwordHash)
@@ -112,7 +115,7 @@ export class BasicAuthenticator {
     }
     let pending = this.inflight.get(key);
     if (pending === undefined) {
-      pending = this.verify(password, passwordHash).finally(() => this.inflight.delete(key));
+      pending = verifyLogin(password, passwordHash, this.verify).finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     const ok = await pending;

@@ -316,6 +316,34 @@ describe('refused imports', () => {
       /users\[0\]: 'password_hash': .*36 bytes/,
     ],
     [
+      'a scrypt hash asking 8 GiB per login (N=2^20, r=64)',
+      {
+        users: [
+          {
+            name: 'greedy',
+            password_hash: `$scrypt$N=1048576,r=64,p=1$${'A'.repeat(22)}==$${'B'.repeat(43)}=`,
+            hashing_algorithm: 'styx_password_hashing_scrypt',
+            tags: '',
+          },
+        ],
+      },
+      /users\[0\]: user 'greedy': 'password_hash': scrypt parameters N=1048576,r=64,p=1 are too costly \(this node verifies N <= 131072, r <= 16, p <= 4 and 128\*N\*r <= 64 MiB\)/,
+    ],
+    [
+      'a scrypt hash within each bound but needing 128 MiB (N=2^17, r=8)',
+      {
+        users: [
+          {
+            name: 'wide',
+            password_hash: `$scrypt$N=131072,r=8,p=1$${'A'.repeat(22)}==$${'B'.repeat(43)}=`,
+            hashing_algorithm: 'styx_password_hashing_scrypt',
+            tags: '',
+          },
+        ],
+      },
+      /user 'wide': 'password_hash': scrypt parameters N=131072,r=8 need 128 MiB per login/,
+    ],
+    [
       'a permission for an unknown user',
       { permissions: [{ user: 'ghost', vhost: '/', configure: '', write: '', read: '' }] },
       /permissions\[0\]: .*ghost/,

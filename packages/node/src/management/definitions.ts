@@ -19,7 +19,7 @@ import type { FieldTable } from '@styx/client/wire';
 import { jsToFieldTable } from '@styx/client/wire';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { RESERVED_PREFIX } from '../metadata/names.ts';
-import { hashPassword, isScryptHash } from '../metadata/passwords.ts';
+import { hashPassword, isScryptHash, scryptHashProblem } from '../metadata/passwords.ts';
 import { queueConfigFromArguments } from '../metadata/queue-arguments.ts';
 import type { RabbitHashingAlgorithm } from '../metadata/rabbit-password-hashes.ts';
 import {
@@ -323,6 +323,10 @@ async function userHash(item: Item): Promise<string> {
   if (hash === '') return '';
   if (algorithm === STYX_HASHING_ALGORITHM) {
     if (!isScryptHash(hash)) item.fail(`'password_hash' is not a ${STYX_HASHING_ALGORITHM} hash`);
+    // Every login pays the hash's cost: parameters past what the node affords are refused here,
+    // not discovered at the first login (which would then fail, see passwords.ts).
+    const problem = scryptHashProblem(hash);
+    if (problem !== undefined) item.fail(`user '${item.name('name')}': 'password_hash': ${problem}`);
     return hash;
   }
   if (!isRabbitHashingAlgorithm(algorithm)) {

@@ -6,6 +6,11 @@
  * are JSON; errors are `{error, reason}` with the HTTP status. Nothing a client sends can crash
  * the node: a handler's unexpected exception is a logged 500.
  *
+ * Before any of that, in this order: a `Host` that is not one of the listener's names is refused
+ * with 421 (host-names.ts: DNS rebinding); then a state-changing request that comes from another
+ * origin is refused with 403 and one whose body is not JSON with 415 (cross-site-guard.ts: forged
+ * cross-site requests). A 401 to a browser carries no basic-auth challenge (the same module says why).
+ *
  * Logging: one debug line per request (method, path, status, user). Never the Authorization
  * header, never a body (a PUT /api/users body carries a password).
  */
@@ -16,12 +21,17 @@ import type { Broker } from '../broker/broker.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import type { Logger } from '../logging/logger.ts';
-import { ApiError, badRequest, notFound } from './api-error.ts';
+import type { UserRecord } from '../metadata/types.ts';
+import { ADMINISTRATOR, MONITORING, requireTag } from './access.ts';
+import { ApiError, badRequest, misdirectedRequest, notFound } from './api-error.ts';
 import { BasicAuthenticator } from './basic-auth.ts';
 import { ConsoleAssets } from './console/console-assets.ts';
 import { ConsoleAuth } from './console/console-auth.ts';
 import { ConsoleRoutes, isConsolePath } from './console/console-routes.ts';
 import { SessionStore } from './console/session-store.ts';
+import { checkJsonBody, checkSameOrigin, isBrowserRequest, isStateChanging } from './cross-site-guard.ts';
+import type { MachineNames } from './host-names.ts';
+import { HostAllowList } from './host-names.ts';
 import { ManagementApi } from './management-api.ts';
 import { isMetricsPath, MetricsEndpoint } from './metrics-endpoint.ts';
 import type { QueueReplicaOps } from './queue-replicas-api.ts';
@@ -49,6 +59,17 @@ export interface ManagementServerOptions {
    * endpoints (default: the broker's own; tests of a node alone give a fake cluster's).
    */
   readonly queueReplicas?: QueueReplicaOps | undefined;
+  /**
+   * Names the listener answers to besides its own addresses (`--management-hostname`: a DNS name,
+   * a proxy's); see host-names.ts.
+   */
+  readonly hostnames?: readonly string[] | undefined;
+  /** The machine's host name and interface addresses (default: node:os), for a wildcard bind. */
+  readonly machine?: MachineNames | undefined;
+  /** Whether /metrics asks for basic auth of a monitoring or administrator user (`--metrics-auth`). */
+  readonly metricsAuth?: boolean | undefined;
+  /** How long a /metrics render is served again, ms (`--metrics-cache-seconds`; default 5 s). */
+  readonly metricsCacheMs?: number | undefined;
 }
 
 /** The management server could not listen (port in use, address not available, ...). */
@@ -67,7 +88,12 @@ export class ManagementServer {
   private readonly metrics: MetricsEndpoint;
   private readonly logger: Logger;
   private readonly server: Server;
+  private readonly hostnames: readonly string[];
+  private readonly machine: MachineNames | undefined;
+  private readonly metricsAuth: boolean;
   private address: AddressInfo | undefined;
+  /** Set once listening, from the bound address: no request arrives before. */
+  private hosts: HostAllowList | undefined;
 
   constructor(options: ManagementServerOptions) {
     const { broker } = options;
@@ -81,11 +107,15 @@ export class ManagementServer {
       sessions: new SessionStore(),
     });
     this.console = new ConsoleRoutes(this.auth, new ConsoleAssets(this.logger));
-    this.metrics = new MetricsEndpoint(
+    this.metrics = new MetricsEndpoint({
       broker,
-      options.cluster ?? singleNodeClusterView({ nodeName: broker.nodeName }),
-      this.logger,
-    );
+      cluster: options.cluster ?? singleNodeClusterView({ nodeName: broker.nodeName }),
+      logger: this.logger,
+      cacheMs: options.metricsCacheMs,
+    });
+    this.hostnames = options.hostnames ?? [];
+    this.machine = options.machine;
+    this.metricsAuth = options.metricsAuth ?? false;
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((err: unknown) => {
         this.logger.error({ err }, 'management request failed while replying');
@@ -114,6 +144,7 @@ export class ManagementServer {
       });
     });
     this.address = this.server.address() as AddressInfo;
+    this.hosts = new HostAllowList(this.address.address, this.hostnames, this.machine);
     return this.address;
   }
 
@@ -141,11 +172,23 @@ export class ManagementServer {
     let status = 500;
     let user: string | undefined;
     try {
-      // Prometheus' scrape: unauthenticated, as RabbitMQ's (metrics-endpoint.ts).
+      const host = request.headers.host;
+      if (this.hosts !== undefined && !this.hosts.allows(host)) {
+        throw misdirectedRequest(
+          `'${host}' is not a name of this management listener (a name it is reached by through DNS or a proxy must be given with --management-hostname)`,
+        );
+      }
+      // Prometheus' scrape: unauthenticated unless --metrics-auth, as RabbitMQ's (metrics-endpoint.ts).
       if (isMetricsPath(path)) {
+        if (this.metricsAuth && (method === 'GET' || method === 'HEAD'))
+          user = (await this.metricsUser(request)).name;
         status = await this.metrics.serve(method, response, path, query);
-        this.logger.debug({ method, path, status }, 'management request');
+        this.logger.debug({ method, path, status, user }, 'management request');
         return;
+      }
+      if (isStateChanging(method)) {
+        checkSameOrigin(request);
+        checkJsonBody(request);
       }
       if (isConsolePath(path)) {
         ({ status, user } = await this.console.handle(request, response, path));
@@ -172,8 +215,11 @@ export class ManagementServer {
       if (error === undefined) this.logger.error({ err, method, path }, 'management request failed');
       status = error?.status ?? 500;
       const headers: Record<string, string> = { ...error?.headers };
-      // The unread rest of an oversized body is not drained: close the connection instead.
-      if (status === 413) headers.Connection = 'close';
+      // The unread rest of an oversized or refused body is not drained: close the connection instead.
+      if (status === 413 || status === 415) headers.Connection = 'close';
+      // No challenge to a browser: it would prompt, then attach the credentials to every request
+      // to this origin, forged ones included (cross-site-guard.ts).
+      if (status === 401 && isBrowserRequest(request)) delete headers['WWW-Authenticate'];
       send(
         response,
         status,
@@ -182,6 +228,17 @@ export class ManagementServer {
       );
     }
     this.logger.debug({ method, path, status, user }, 'management request');
+  }
+
+  /**
+   * The user of a /metrics scrape under --metrics-auth: basic auth (or a console session) of a user
+   * tagged `monitoring` or `administrator`, the tags that see every vhost in the API, as the
+   * figures do.
+   */
+  private async metricsUser(request: IncomingMessage): Promise<UserRecord> {
+    const user = await this.auth.authenticate(request);
+    requireTag(user, [MONITORING, ADMINISTRATOR]);
+    return user;
   }
 }
 

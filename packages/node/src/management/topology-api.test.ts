@@ -183,7 +183,10 @@ describe('bindings', () => {
     const path = '/api/bindings/%2F/e/orders/q/work';
     const made = await fetch(`${h.server.url as string}${path}`, {
       method: 'POST',
-      headers: { Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+      headers: {
+        Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
+        'Content-Type': 'application/json',
+      },
       body: JSON.stringify({ routing_key: 'orders.~new%' }),
     });
     expect(made.status).toBe(201);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashPassword, verifyPassword } from './passwords.ts';
+import { hashPassword, scryptHashProblem, verifyPassword } from './passwords.ts';
 
 describe('passwords', () => {
   it('hashes with scrypt parameters in the encoding and a random salt', async () => {
@@ -34,5 +34,24 @@ describe('passwords', () => {
       `$scrypt$N=16384,r=8,p=1$${salt}$AAAA`,
     ];
     for (const encoded of cases) expect(await verifyPassword('pw', encoded)).toBe(false);
+  });
+
+  it('bounds what a stored hash may ask of a login: N <= 2^17, r <= 16, p <= 4, 128*N*r <= 64 MiB', async () => {
+    const [, , , salt, key] = (await hashPassword('pw')).split('$');
+    const withParams = (params: string) => `$scrypt$${params}$${salt}$${key}`;
+    for (const affordable of ['N=16384,r=8,p=1', 'N=131072,r=4,p=4', 'N=32768,r=16,p=2']) {
+      expect(scryptHashProblem(withParams(affordable))).toBeUndefined();
+    }
+    for (const [params, problem] of [
+      ['N=262144,r=1,p=1', /N=262144,r=1,p=1 are too costly/],
+      ['N=16384,r=32,p=1', /too costly/],
+      ['N=16384,r=8,p=5', /too costly/],
+      ['N=131072,r=8,p=1', /need 128 MiB per login/],
+      ['N=1000,r=8,p=1', /not a power of two/],
+    ] as const) {
+      expect(scryptHashProblem(withParams(params))).toMatch(problem);
+      // One already stored (from before the bound) matches nothing rather than costing the login.
+      expect(await verifyPassword('pw', withParams(params))).toBe(false);
+    }
   });
 });

@@ -1,16 +1,19 @@
 /**
  * Who a management request comes from, by either of two means:
  *
- * - HTTP basic auth (an `Authorization` header): tools, `styx ctl`, curl runbooks. Checked as
- *   before, by BasicAuthenticator, and never needs a CSRF token (a browser never adds the header
- *   to a cross-site request on its own).
+ * - HTTP basic auth (an `Authorization` header): tools, `styx ctl`, curl runbooks. Checked by
+ *   BasicAuthenticator; no CSRF token. A browser does attach basic credentials it once cached to a
+ *   form another site submits, so the server refuses, before this, any state-changing request that
+ *   says it comes from another origin or whose body is not JSON (cross-site-guard.ts), and never
+ *   challenges a browser to cache them.
  * - a console session (the `styx_session` cookie set at login): the web console's fetches. A
  *   state-changing request (anything but GET/HEAD) must also carry the session's CSRF token in the
- *   `X-CSRF-Token` header, and when it says where it comes from (`Origin`), come from this host.
- *   The cookie is SameSite=Strict as well; the token is what a forged request cannot know.
+ *   `X-CSRF-Token` header (and pass the same origin and JSON rules). The cookie is SameSite=Strict
+ *   as well; the token is what a forged request cannot know.
  *
  * A 401 to a request with neither carries a basic-auth challenge, except to the console's own
- * fetches (`X-Requested-With: styx-console`): a browser would answer the challenge with a prompt.
+ * fetches (`X-Requested-With: styx-console`) and to browsers (the server drops it): a browser
+ * would answer the challenge with a prompt.
  *
  * Only users with one of RabbitMQ's management tags may hold a session; the user is read again
  * on every request, so a deleted user, a changed password or a lost tag ends the session at once.
@@ -92,9 +95,8 @@ export class ConsoleAuth {
    * user without a management tag.
    */
   async login(request: IncomingMessage): Promise<SessionUser> {
-    // A cross-site HTML form cannot send JSON: this keeps other sites from logging a browser in.
-    const type = request.headers['content-type'] ?? '';
-    if (!/^application\/json\b/i.test(type)) throw badRequest("the login must be sent as 'application/json'");
+    // The server has refused a body that is not JSON (415) and another origin (403) already: a
+    // cross-site HTML form cannot log a browser in (cross-site-guard.ts).
     const body = objectBody(await readJsonBody(request));
     const name = requiredString(body, 'username');
     const password = requiredString(body, 'password');
@@ -142,23 +144,14 @@ export function hasConsoleTag(user: UserRecord): boolean {
   return user.tags.some((tag) => CONSOLE_TAGS.includes(tag));
 }
 
-/** 403 unless the request carries the session's CSRF token and, if it names one, this origin. */
+/**
+ * 403 unless the request carries the session's CSRF token (the server has checked its origin
+ * already, for every means of authentication: cross-site-guard.ts).
+ */
 function checkForgery(request: IncomingMessage, session: Session): void {
-  const origin = request.headers.origin;
-  if (origin !== undefined && originHost(origin) !== request.headers.host) {
-    throw forbidden('cross-origin request refused');
-  }
   const token = request.headers[CSRF_HEADER];
   if (!csrfTokenMatches(session, typeof token === 'string' ? token : undefined)) {
     throw forbidden(`missing or wrong ${CSRF_HEADER} header (the console session's CSRF token)`);
-  }
-}
-
-function originHost(origin: string): string | undefined {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return undefined;
   }
 }
 

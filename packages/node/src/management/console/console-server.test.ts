@@ -120,13 +120,13 @@ describe('login', () => {
     }
   });
 
-  it('refuses a login that is not JSON (a cross-site form cannot send one), or is malformed, with 400', async () => {
+  it('refuses a login that is not JSON (a cross-site form cannot send one) with 415, or is malformed, with 400', async () => {
     const form = await fetch(`${base}/console/session`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: 'username=guest&password=guest',
     });
-    expect(form.status).toBe(400);
+    expect(form.status).toBe(415);
     for (const body of [
       '{',
       '[]',
