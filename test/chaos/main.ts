@@ -235,7 +235,14 @@ async function replicaCheck(cluster: ChaosCluster, history: History): Promise<vo
       const { status, body } = await cluster.apiAnyStatus(name, '/api/checks/queues', 10_000);
       const answer = (typeof body === 'object' && body !== null ? body : {}) as {
         ok?: boolean;
-        queues?: { vhost?: string; name?: string; ok?: boolean; problems?: string[] }[];
+        queues?: {
+          vhost?: string;
+          name?: string;
+          ok?: boolean;
+          status?: string;
+          reason?: string;
+          problems?: string[];
+        }[];
       };
       return {
         node: name,
@@ -243,7 +250,15 @@ async function replicaCheck(cluster: ChaosCluster, history: History): Promise<vo
         ...(typeof answer.ok === 'boolean' ? { ok: answer.ok } : {}),
         bad: (answer.queues ?? [])
           .filter((q) => q.ok !== true)
-          .map((q) => ({ vhost: q.vhost, name: q.name, problems: q.problems ?? [] })),
+          .map((q) => ({
+            vhost: q.vhost,
+            name: q.name,
+            // A queue whose replicas never stood at one applied index has no problems, only a reason.
+            problems:
+              q.status === 'not_compared'
+                ? [`not compared: ${q.reason ?? 'replicas never aligned'}`]
+                : (q.problems ?? []),
+          })),
         ...(status !== 200 && status !== 503 ? { error: String(body).slice(0, 200) } : {}),
       };
     } catch (error) {

@@ -5,86 +5,15 @@
 // consuming what a confirmed publisher sends), refuses new clients with 320, keeps n1 off leadership
 // while a leader dies and across n1's own restart, and check_if_node_is_quorum_critical /
 // await_online_quorum_plus_one answer as a stopped node makes them; revive lets clients in again.
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import type { ConfirmChannel, RecoveringConnection } from '@styx/client';
+import type { RecoveringConnection } from '@styx/client';
 import * as amqp from '@styx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../support/broker-process.ts';
 import { TestCluster } from '../support/cluster-processes.ts';
+import { ConfirmedPublisher } from '../support/confirmed-publisher.ts';
+import { ctl } from '../support/ctl-process.ts';
 import { eventually } from '../support/eventually.ts';
 
 type Connection = Awaited<ReturnType<typeof amqp.connect>>;
-
-/** Longest one `styx ctl` run may take, ms (a bound against a hang). */
-const CTL_RUN_MS = 45_000;
-
-interface CtlRun {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** `styx ctl ARGS` against node `via`'s management API, as an operator runs it. */
-function ctl(cluster: TestCluster, via: string, ...args: string[]): Promise<CtlRun> {
-  const main = join(REPO_ROOT, 'packages', 'node', 'src', 'cli', 'main.ts');
-  const node = cluster.node(via).broker.managementUrl ?? '';
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [main, 'ctl', ...args, '--node', node],
-      { cwd: REPO_ROOT, timeout: CTL_RUN_MS },
-      (error, stdout, stderr) => {
-        if (error !== null && typeof error.code !== 'number') reject(error);
-        else resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr });
-      },
-    );
-  });
-}
-
-/** Publishes 0, 1, 2... with confirms (at most 50 unconfirmed) until stopped. */
-class Publisher {
-  readonly confirmed = new Set<number>();
-  readonly failed = new Set<number>();
-  #next = 0;
-  #stopped = false;
-  #running: Promise<void> | undefined;
-  readonly #channel: ConfirmChannel;
-  readonly #queue: string;
-
-  constructor(channel: ConfirmChannel, queue: string) {
-    this.#channel = channel;
-    this.#queue = queue;
-  }
-
-  start(): this {
-    this.#running = this.#run();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    await this.#running;
-  }
-
-  async #run(): Promise<void> {
-    const inflight = new Set<Promise<void>>();
-    while (!this.#stopped) {
-      const n = this.#next++;
-      const confirmed = new Promise<void>((resolve) => {
-        this.#channel.sendToQueue(this.#queue, Buffer.from(String(n)), { persistent: true }, (err) => {
-          (err ? this.failed : this.confirmed).add(n);
-          resolve();
-        });
-      });
-      inflight.add(confirmed);
-      void confirmed.then(() => inflight.delete(confirmed));
-      if (inflight.size >= 50) await Promise.race(inflight);
-      if (n % 20 === 19) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    await Promise.all(inflight);
-  }
-}
 
 /** The queues n1 declares, sorted (the consumer and publisher use the first). */
 const QUEUES = ['mm.a', 'mm.b', 'mm.c', 'mm.work'];
@@ -97,7 +26,7 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
   let cluster: TestCluster;
   const open: { close(): Promise<void> }[] = [];
   let consumer: RecoveringConnection;
-  let publisher: Publisher;
+  let publisher: ConfirmedPublisher;
   const seen = new Set<number>();
   /** When each delivery came (ms), for the consumer's longest gap across the drain. */
   const deliveredAt: number[] = [];
@@ -152,7 +81,7 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
     const c2 = await amqp.connect(cluster.url('n2'));
     c2.on('error', () => undefined);
     open.push(c2);
-    publisher = new Publisher(await c2.createConfirmChannel(), 'mm.work').start();
+    publisher = new ConfirmedPublisher(await c2.createConfirmChannel(), 'mm.work');
     await eventually('traffic through n1', async () => seen.size > 300);
 
     const drainStart = performance.now();

@@ -61,9 +61,6 @@ export const STYX_VERSION = '0.1.0';
 /** The cluster name metrics report when the operator set none (the same on every node). */
 export const DEFAULT_CLUSTER_NAME = 'styx';
 
-/** A stopping node waits at most this long for the confirms of publishes already taken, ms. */
-const SHUTDOWN_CONFIRM_WAIT_MS = 2_000;
-
 /** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
 export interface Session {
   readonly user: string;
@@ -1038,12 +1035,13 @@ export class Broker {
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
   async shutdown(): Promise<void> {
     if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
-    // Publishers first, while the queues can still confirm what the connections took (at most
-    // SHUTDOWN_CONFIRM_WAIT_MS): what stays unconfirmed at the close then never reached a queue.
+    // Publishers first, while the queues can still confirm what the connections took: each close
+    // waits for the outcome of every publish taken (as a drain's does; see closeGracefully), so
+    // what stays unconfirmed at the close never reached a queue. Normally milliseconds; as long as
+    // a queue's retries (GRACEFUL_CLOSE_MAX_WAIT_MS) when its commits stall. The server command
+    // exits at once on a second signal.
     await Promise.all(
-      [...this.connections.values()].map((connection) =>
-        connection.closeGracefully('broker shutting down', SHUTDOWN_CONFIRM_WAIT_MS),
-      ),
+      [...this.connections.values()].map((connection) => connection.closeGracefully('broker shutting down')),
     );
     this.replicaOps.stop();
     this.maintenance.stop();

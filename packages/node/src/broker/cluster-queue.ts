@@ -50,6 +50,13 @@ import { HAND_OFF_BEFORE_COMMIT } from '../test-support/test-breaks.ts';
 export const FORWARD_DEADLINE_MS = 15_000;
 /** How long one attempt at a command (forwarded, or proposed to the local replica) waits for its answer, ms. */
 export const CALL_TIMEOUT_MS = 5_000;
+/**
+ * The longest an enqueue through a handle takes to settle, ms: a first attempt (`CALL_TIMEOUT_MS`),
+ * then attempts again until `FORWARD_DEADLINE_MS` after that, the last of them started just before
+ * the deadline (`CALL_TIMEOUT_MS` more). Past it, every enqueue has been answered (ok, rejected, or
+ * failed: `QueueUnavailableError`). A graceful close waits this long for its publishes' outcomes.
+ */
+export const ENQUEUE_SETTLE_BOUND_MS = CALL_TIMEOUT_MS + FORWARD_DEADLINE_MS + CALL_TIMEOUT_MS;
 /** Pause between attempts while no leader is known, ms (doubling up to `MAX_RETRY_DELAY_MS`). */
 const FIRST_RETRY_DELAY_MS = 25;
 const MAX_RETRY_DELAY_MS = 500;

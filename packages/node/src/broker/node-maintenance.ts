@@ -24,6 +24,8 @@
  * Clients: every connection is closed with 320 CONNECTION_FORCED and a reason naming maintenance
  * mode, which the SDK's recovery treats as a lost node (not a refusal) and answers by reconnecting
  * to the next URL; a client connecting while the node is drained gets the same code at its hello.
+ * The close is graceful (`Connection.closeGracefully`): no new publish is taken, and the close waits
+ * for the outcome of every publish taken, so a publisher never re-sends one that may still commit.
  */
 import { Code, ConnectionError } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -56,7 +58,10 @@ export interface NodeMaintenanceHost {
   queueGroup(groupId: string): HandOverGroup | undefined;
   /** The metadata group's replica here (none on a node alone). */
   readonly metadataGroup: HandOverGroup | undefined;
-  /** Close every client connection with 320 CONNECTION_FORCED and `reason`; how many there were. */
+  /**
+   * Close every client connection with 320 CONNECTION_FORCED and `reason`, each once its publishes
+   * in flight are settled (in the background); how many there were.
+   */
   closeClients(reason: string): number;
 }
 

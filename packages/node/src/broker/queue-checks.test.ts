@@ -9,7 +9,7 @@ import type { QueueActor } from '../queue/queue-actor.ts';
 import { liveIdsDigest } from '../queue/replica-check.ts';
 import type { QueueApplyResult, QueueCommand, QueueCounts } from '../queue/types.ts';
 import type { QueueCheckRpc } from './queue-checks.ts';
-import { QUEUE_CHECK_RPC, QueueChecks } from './queue-checks.ts';
+import { ALIGN_ATTEMPTS, QUEUE_CHECK_RPC, QueueChecks } from './queue-checks.ts';
 
 const NODES = ['id-1', 'id-2', 'id-3'];
 
@@ -209,6 +209,51 @@ describe('QueueChecks', () => {
     const [report] = await first;
     expect(report?.ok).toBe(true);
     expect(report?.replicas.map((r) => (r.online ? r.appliedIndex : null))).toEqual([9, 9, 9]);
+  });
+
+  it('answers not compared, after a bounded number of attempts, when the replicas never line up', async () => {
+    const c = cluster();
+    c.hold('orders', [3, 4, 5], 9);
+    c.hold('idle', [1], 4);
+    // The leader applies a new entry before each time it is asked (a queue under steady
+    // publishing): its followers are never at its index.
+    let leaderApplied = 9;
+    Object.defineProperty(c.replica('id-1', 'orders'), 'applied', { get: () => ++leaderApplied });
+    const [report, idle] = await c.on('id-2').check([record('orders'), record('idle')]);
+    expect(report).toMatchObject({
+      name: 'orders',
+      status: 'not_compared',
+      ok: false,
+      problems: [],
+      attempts: ALIGN_ATTEMPTS,
+    });
+    const seen = report?.notCompared?.appliedIndexes.map((r) => [r.node, r.appliedIndex]);
+    expect(seen?.slice(1)).toEqual([
+      ['styx-2', 9],
+      ['styx-3', 9],
+    ]);
+    expect(seen?.[0]?.[1]).toBeGreaterThan(9);
+    expect(report?.notCompared?.reason).toMatch(
+      new RegExp(
+        `^the replicas were not at one applied index \\(styx-1 at \\d+, styx-2 at 9, styx-3 at 9\\): ` +
+          `styx-1 could not be compared with any other replica \\(asked ${ALIGN_ATTEMPTS} time\\(s\\)\\)$`,
+      ),
+    );
+    // The idle queue aligned at once: asked once, compared, ok.
+    expect(idle).toMatchObject({ name: 'idle', status: 'ok', ok: true, attempts: 1 });
+    // Bounded: each of the 3 nodes asked once per attempt (the idle queue rode along the first).
+    expect(c.calls()).toBe(2 * ALIGN_ATTEMPTS);
+  });
+
+  it('reports a mismatch as failed even where other replicas were not compared', async () => {
+    const c = cluster();
+    c.hold('orders', [3, 4, 5], 9);
+    c.replica('id-2', 'orders').ids = [3, 4];
+    c.replica('id-3', 'orders').applied = 8;
+    const [report] = await c.on('id-1').check([record('orders')]);
+    expect(report).toMatchObject({ status: 'failed', ok: false, attempts: ALIGN_ATTEMPTS });
+    expect(report?.notCompared).toBeUndefined();
+    expect(report?.problems[0]).toMatch(/^replicas at applied index 9 disagree on their messages/);
   });
 
   it('asks each node once for every queue checked', async () => {

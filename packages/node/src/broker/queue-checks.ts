@@ -9,8 +9,10 @@
  *
  * Followers apply a moment after their leader, so replicas of a queue in use are often at
  * different applied indexes and cannot be compared (queueVerdict compares only equal ones). When
- * the answers are not aligned, the nodes are asked again for those queues, a few times, so an idle
- * queue's replicas are compared once they settle.
+ * the answers are not aligned, the nodes are asked again for those queues, at most
+ * `ALIGN_ATTEMPTS` times in all, so an idle queue's replicas are compared once they settle. A queue
+ * whose replicas are still apart after the last attempt (one under steady publishing) is reported
+ * `not_compared` with the indexes seen and the number of attempts: not ok, and not a mismatch.
  */
 import type { RaftGroupLog } from '@styx/raft';
 import { RpcError } from '../cluster/cluster-rpc.ts';
@@ -20,8 +22,14 @@ import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { QueueRecord } from '../metadata/types.ts';
 import type { BodyStore } from '../queue/body-store.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
-import type { ReplicaCheck, ReplicaRaftPosition, ReplicaReport } from '../queue/replica-check.ts';
-import { queueVerdict, replicaReport } from '../queue/replica-check.ts';
+import type {
+  QueueCheckStatus,
+  ReplicaAppliedIndex,
+  ReplicaCheck,
+  ReplicaRaftPosition,
+  ReplicaReport,
+} from '../queue/replica-check.ts';
+import { aligned, queueVerdict, replicaReport } from '../queue/replica-check.ts';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
@@ -31,8 +39,11 @@ export const QUEUE_CHECK_RPC = 'queue-check';
 
 /** How long a node may take to report on its replicas, ms. */
 const REPORT_TIMEOUT_MS = 5_000;
-/** How many times in all replicas are asked while their applied indexes differ. */
-const ALIGN_ATTEMPTS = 3;
+/**
+ * How many times in all replicas are asked while their applied indexes differ: the bound on a check
+ * of a busy queue (each attempt waits `ALIGN_PAUSE_MS` after the one before, plus the answers).
+ */
+export const ALIGN_ATTEMPTS = 3;
 /** Pause before asking again, ms (a few heartbeats: followers learn the commit index from them). */
 const ALIGN_PAUSE_MS = 250;
 
@@ -43,8 +54,17 @@ export type NamedReplicaCheck = ReplicaCheck & { readonly node: string };
 export interface QueueCheckReport {
   readonly vhost: string;
   readonly name: string;
+  readonly status: QueueCheckStatus;
+  /** `status === 'ok'`. */
   readonly ok: boolean;
   readonly problems: readonly string[];
+  /** How many times the replicas were asked (1 when they answered aligned, up to `ALIGN_ATTEMPTS`). */
+  readonly attempts: number;
+  /** `not_compared`: why, and each replica's applied index at the last attempt (named). */
+  readonly notCompared?: {
+    readonly reason: string;
+    readonly appliedIndexes: readonly (ReplicaAppliedIndex & { readonly node: string })[];
+  };
   readonly replicas: readonly NamedReplicaCheck[];
 }
 
@@ -110,28 +130,47 @@ export class QueueChecks {
   async check(records: readonly QueueRecord[]): Promise<QueueCheckReport[]> {
     const queues = records.filter((record) => this.refusal(record) === undefined);
     const checks = new Map<string, ReplicaCheck[]>();
+    /** Per group: how many times its replicas were asked. */
+    const attempts = new Map<string, number>();
     let pending = queues;
     for (let attempt = 1; pending.length > 0; attempt++) {
-      for (const [groupId, replicas] of await this.#collect(pending)) checks.set(groupId, replicas);
-      if (attempt === ALIGN_ATTEMPTS) break;
+      for (const [groupId, replicas] of await this.#collect(pending)) {
+        checks.set(groupId, replicas);
+        attempts.set(groupId, attempt);
+      }
+      if (attempt >= ALIGN_ATTEMPTS) break;
       pending = pending.filter((record) => !aligned(checks.get(record.groupId) ?? []));
       if (pending.length > 0) await sleep(ALIGN_PAUSE_MS);
     }
     const nameOf = this.#nameOf();
-    return queues.map((record) => {
+    return queues.map((record): QueueCheckReport => {
       const replicas = checks.get(record.groupId) ?? [];
       const verdict = queueVerdict(replicas, nameOf);
-      if (!verdict.ok) {
-        this.#log.warn(
-          { queue: record.name, vhost: record.vhost, problems: verdict.problems },
-          'queue consistency check failed',
-        );
+      const asked = attempts.get(record.groupId) ?? 0;
+      const where = { queue: record.name, vhost: record.vhost, attempts: asked };
+      if (verdict.status === 'failed') {
+        this.#log.warn({ ...where, problems: verdict.problems }, 'queue consistency check failed');
+      } else if (verdict.notCompared !== undefined) {
+        this.#log.warn({ ...where, reason: verdict.notCompared.reason }, 'queue replicas not compared');
       }
       return {
         vhost: record.vhost,
         name: record.name,
+        status: verdict.status,
         ok: verdict.ok,
         problems: verdict.problems,
+        attempts: asked,
+        ...(verdict.notCompared === undefined
+          ? {}
+          : {
+              notCompared: {
+                reason: `${verdict.notCompared.reason} (asked ${asked} time(s))`,
+                appliedIndexes: verdict.notCompared.appliedIndexes.map((r) => ({
+                  ...r,
+                  node: nameOf(r.nodeId),
+                })),
+              },
+            }),
         replicas: replicas.map((replica) => ({ ...replica, node: nameOf(replica.nodeId) })),
       };
     });
@@ -224,13 +263,6 @@ export class QueueChecks {
     names.set(this.#host.selfId, names.get(this.#host.selfId) ?? this.#host.selfName);
     return (id) => names.get(id) ?? id;
   }
-}
-
-/** Whether the replicas that answered are all at one applied index (so all were compared). */
-function aligned(replicas: readonly ReplicaCheck[]): boolean {
-  const indexes = new Set(replicas.map((r) => (r.online ? r.appliedIndex : undefined)));
-  indexes.delete(undefined);
-  return indexes.size <= 1;
 }
 
 function asError(error: unknown): Error {

@@ -16,6 +16,7 @@
  * informational line, -s the header too.
  *
  * Exit codes: 0 done; 1 refused by the node (its reason is printed) or a check failed; 2 bad usage;
+ * 3 a check could not compare what it checks (check_queue[s]: replicas never at one applied index);
  * 69 the node is not reachable; 75 the node did not answer within --timeout.
  */
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
@@ -26,6 +27,7 @@ import {
   announce,
   arg,
   CheckFailedError,
+  CheckNotComparedError,
   COMMAND_OPTIONS,
   cell,
   field,
@@ -50,6 +52,8 @@ const DEFAULT_TIMEOUT_S = 60;
 
 const EXIT_REFUSED = 1;
 const EXIT_USAGE = 2;
+/** A check found nothing wrong but could not verify everything (as a monitoring plugin's UNKNOWN). */
+const EXIT_NOT_COMPARED = 3;
 /** sysexits' EX_UNAVAILABLE, as rabbitmqctl uses for an unreachable node. */
 const EXIT_UNREACHABLE = 69;
 /** sysexits' EX_TEMPFAIL, as rabbitmqctl uses for a timeout. */
@@ -521,8 +525,8 @@ ${Object.entries(COMMANDS)
 
 ${GLOBAL_OPTIONS}
 
-Exit codes: 0 done, 1 refused by the node or a check failed, 2 bad usage, 69 node not reachable,
-75 timed out.`;
+Exit codes: 0 done, 1 refused by the node or a check failed, 2 bad usage, 3 a check could not
+compare (check_queue[s]: replicas never at one applied index), 69 node not reachable, 75 timed out.`;
 
 /** How many arguments a command takes: '1 argument', '0 or more arguments', 'at most 1 argument'. */
 function arity(spec: CommandSpec): string {
@@ -704,6 +708,10 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
     if (err instanceof NodeUnreachableError) {
       io.stderr(`styx ctl: Error: ${err.message}\n`);
       return err.exitCode;
+    }
+    if (err instanceof CheckNotComparedError) {
+      io.stderr(`styx ctl: Error: ${err.message}\n`);
+      return EXIT_NOT_COMPARED;
     }
     if (err instanceof NodeRefusedError || err instanceof CheckFailedError) {
       io.stderr(`styx ctl: Error: ${err.message}\n`);

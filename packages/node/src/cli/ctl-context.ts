@@ -60,6 +60,18 @@ export class CheckFailedError extends Error {
   }
 }
 
+/**
+ * A check the node ran found nothing wrong but could not verify everything (exit 3, apart from a
+ * failure's 1): check_queue[s] on replicas that were never at one applied index while asked.
+ */
+export class CheckNotComparedError extends Error {
+  readonly code = 'CTL_CHECK_NOT_COMPARED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckNotComparedError';
+  }
+}
+
 export interface Context {
   /** `-p` or '/'. */
   readonly vhost: string;

@@ -96,7 +96,9 @@ describe('GET /api/checks/queues/{vhost}/{name}', () => {
         vhost: '/',
         name: 'orders',
         ok: true,
+        status: 'ok',
         problems: [],
+        attempts: 1,
         replicas: [
           {
             node: 'checks-test',
@@ -128,6 +130,7 @@ describe('GET /api/checks/queues/{vhost}/{name}', () => {
       status: 503,
       body: {
         ok: false,
+        status: 'failed',
         problems: [
           `checks-test holds 1 live message(s) whose body is missing from its body store (first ids: ${lost})`,
         ],
@@ -174,8 +177,9 @@ describe('GET /api/checks/queues', () => {
     expect(broken.status).toBe(503);
     expect(broken.body).toMatchObject({
       ok: false,
+      status: 'failed',
       queues: [
-        { vhost: '/', name: 'events', ok: false },
+        { vhost: '/', name: 'events', ok: false, status: 'failed' },
         { vhost: '/', name: 'orders', ok: true, problems: [] },
       ],
     });
@@ -188,7 +192,7 @@ describe('GET /api/checks/queues', () => {
     });
     expect(await api('GET', '/api/checks/queues?vhost=%2F')).toEqual({
       status: 200,
-      body: { ok: true, queues: [] },
+      body: { ok: true, status: 'ok', queues: [] },
     });
   });
 
@@ -237,7 +241,7 @@ describe('checks on a node keeping its queues in memory', () => {
         "queue 'orders' in vhost '/' is not replicated: this node keeps every queue in memory (it runs without a data dir)",
       );
       const all = await fetch(`${memoryServer.url}/api/checks/queues`, { headers: { Authorization: auth } });
-      expect([all.status, await all.json()]).toEqual([200, { ok: true, queues: [] }]);
+      expect([all.status, await all.json()]).toEqual([200, { ok: true, status: 'ok', queues: [] }]);
     } finally {
       await memoryServer.close();
       await memoryBroker.shutdown();

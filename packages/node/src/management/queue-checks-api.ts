@@ -2,18 +2,26 @@
  * The management API's queue consistency checks (broker/queue-checks.ts), after
  * rabbitmq-diagnostics' checks: the status says whether the check passed, the body says why.
  *
- *   GET /api/checks/queues[?vhost=V]       {ok, queues: [report...]}: every replicated queue (of V)
- *   GET /api/checks/queues/{vhost}/{name}  report: {vhost, name, ok, problems, replicas}
+ *   GET /api/checks/queues[?vhost=V]       {ok, status, queues: [report...]}: every replicated queue (of V)
+ *   GET /api/checks/queues/{vhost}/{name}  report: {vhost, name, ok, status, problems, attempts,
+ *                                          [reason, applied_indexes,] replicas}
  *
- * 200 when ok, 503 when not (same body): a replica missing bodies, replicas at one applied index
- * that disagree, or a replica that could not be checked. An unknown vhost or queue is 404; a queue
- * that is not replicated (non-durable, exclusive) is 400 on its own and left out of the list.
+ * A report's status: `ok`; `failed` (a replica missing bodies, replicas at one applied index that
+ * disagree, or a replica that could not be checked); or `not_compared`: nothing found wrong, but a
+ * replica was still at an applied index no other replica was at after `attempts` tries (a queue in
+ * use), with the `reason` and every replica's `applied_index` seen. The list's status is `failed`
+ * when any queue failed, else `not_compared` when any was not compared, else `ok`.
+ *
+ * 200 when ok, 503 when not (same body): a check that could not verify is not a pass, as RabbitMQ's
+ * health checks have it. An unknown vhost or queue is 404; a queue that is not replicated
+ * (non-durable, exclusive) is 400 on its own and left out of the list.
  *
  * Readers: tags `administrator` or `monitoring`, over every vhost (as RabbitMQ's health checks).
  */
 import type { NamedReplicaCheck, QueueCheckReport, QueueChecks } from '../broker/queue-checks.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { QueueRecord } from '../metadata/types.ts';
+import type { QueueCheckStatus } from '../queue/replica-check.ts';
 import { ADMINISTRATOR, MONITORING, requireTag } from './access.ts';
 import { fromQueueReplicaError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
@@ -55,13 +63,32 @@ function replicaJson(replica: NamedReplicaCheck): Json {
 
 /** One queue's check as JSON (the shape the chaos harness reads: keep it). */
 export function queueCheckJson(report: QueueCheckReport): Json {
+  const notCompared = report.notCompared;
   return {
     vhost: report.vhost,
     name: report.name,
     ok: report.ok,
+    status: report.status,
     problems: [...report.problems],
+    attempts: report.attempts,
+    ...(notCompared === undefined
+      ? {}
+      : {
+          reason: notCompared.reason,
+          applied_indexes: notCompared.appliedIndexes.map((r) => ({
+            node: r.node,
+            node_id: r.nodeId,
+            applied_index: r.appliedIndex,
+          })),
+        }),
     replicas: report.replicas.map(replicaJson),
   };
+}
+
+/** The status of a list of checks: the worst of its queues' (a mismatch before an uncompared one). */
+export function overallStatus(reports: readonly QueueCheckReport[]): QueueCheckStatus {
+  if (reports.some((r) => r.status === 'failed')) return 'failed';
+  return reports.some((r) => r.status === 'not_compared') ? 'not_compared' : 'ok';
 }
 
 export function queueCheckRoutes(deps: QueueCheckRouteDeps): Route[] {
@@ -89,8 +116,9 @@ export function queueCheckRoutes(deps: QueueCheckRouteDeps): Route[] {
         .sort(byName),
     );
     const reports = await ops.check(records);
-    const ok = reports.every((r) => r.ok);
-    return verdict(ok, { ok, queues: reports.map(queueCheckJson) });
+    const status = overallStatus(reports);
+    const ok = status === 'ok';
+    return verdict(ok, { ok, status, queues: reports.map(queueCheckJson) });
   };
 
   const checkOne = async (request: ApiRequest): Promise<ApiResponse> => {

@@ -63,15 +63,40 @@ describe('queueVerdict', () => {
   });
 
   it('is ok when every replica answered, holds its bodies and agrees with the others', () => {
+    const replicas = [healthy('id-1', { role: 'leader' }), healthy('id-2'), healthy('id-3')];
+    expect(queueVerdict(replicas, names)).toEqual({ status: 'ok', ok: true, problems: [] });
+  });
+
+  it('is not compared (not ok, no problem) when a replica is at an index no other replica is at', () => {
+    // The replica behind cannot be compared: a shorter log prefix may hold other messages.
     const lagging = replicaReport('id-3', { ...FOLLOWER, appliedIndex: 18 }, view([11], counts(1)));
     const replicas = [healthy('id-1', { role: 'leader' }), healthy('id-2'), lagging];
-    // The replica behind is not compared: a shorter log prefix may hold other messages.
-    expect(queueVerdict(replicas, names)).toEqual({ ok: true, problems: [] });
+    expect(queueVerdict(replicas, names)).toEqual({
+      status: 'not_compared',
+      ok: false,
+      problems: [],
+      notCompared: {
+        reason:
+          'the replicas were not at one applied index (styx-1 at 20, styx-2 at 20, styx-3 at 18): ' +
+          'styx-3 could not be compared with any other replica',
+        appliedIndexes: [
+          { nodeId: 'id-1', appliedIndex: 20 },
+          { nodeId: 'id-2', appliedIndex: 20 },
+          { nodeId: 'id-3', appliedIndex: 18 },
+        ],
+      },
+    });
+    // Every replica at an index of its own: none compared.
+    const apart = [healthy('id-1', { appliedIndex: 21 }), healthy('id-2'), lagging];
+    expect(queueVerdict(apart, names).notCompared?.reason).toMatch(/: styx-1, styx-2, styx-3 could not be/);
+    // One replica alone (a node alone's queue: index unknown) has nothing to be compared with.
+    expect(queueVerdict([healthy('id-1', { appliedIndex: null })], names).status).toBe('ok');
   });
 
   it('fails on a replica missing bodies, naming it and the first ids', () => {
     const missing = replicaReport('id-2', FOLLOWER, view([11, 12], counts(2), [12]));
     expect(queueVerdict([healthy('id-1'), missing], names)).toEqual({
+      status: 'failed',
       ok: false,
       problems: ['styx-2 holds 1 live message(s) whose body is missing from its body store (first ids: 12)'],
     });
@@ -93,6 +118,7 @@ describe('queueVerdict', () => {
   it('fails when a replica did not answer: the check could not verify it', () => {
     const unreachable: ReplicaCheck = { nodeId: 'id-3', online: false, error: 'no answer within 5000 ms' };
     expect(queueVerdict([healthy('id-1'), healthy('id-2'), unreachable], names)).toEqual({
+      status: 'failed',
       ok: false,
       problems: ['the replica on styx-3 could not be checked: no answer within 5000 ms'],
     });
@@ -106,6 +132,10 @@ describe('queueVerdict', () => {
   });
 
   it('fails with no replicas at all', () => {
-    expect(queueVerdict([], names)).toEqual({ ok: false, problems: ['the queue has no replicas to check'] });
+    expect(queueVerdict([], names)).toEqual({
+      status: 'failed',
+      ok: false,
+      problems: ['the queue has no replicas to check'],
+    });
   });
 });

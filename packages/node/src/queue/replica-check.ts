@@ -14,6 +14,12 @@
  *   indexes are not compared: one is simply behind);
  * - a replica could not be checked (its node did not answer, or runs no replica it should): as
  *   RabbitMQ's checks do, a check that cannot verify fails, and the problem says why.
+ *
+ * Without such a problem the verdict is still not ok when a replica was compared with no other: it
+ * answered at an applied index no other replica was at (a queue in use, whose followers apply a
+ * moment after their leader, may never line up while it is asked). Its status is then
+ * `not_compared`, apart from `failed`: nothing was found wrong, but nothing was verified either, and
+ * calling that ok hid a replica that had diverged for as long as its queue was busy.
  */
 import { createHash } from 'node:crypto';
 import type { QueueCounts } from './types.ts';
@@ -69,9 +75,30 @@ export interface UnreachableReplica {
 
 export type ReplicaCheck = ReplicaReport | UnreachableReplica;
 
+/**
+ * A check's outcome: `ok` (every replica compared and consistent), `failed` (a problem found, or a
+ * replica that could not be checked) or `not_compared` (no problem found, but some replica was at
+ * an applied index no other replica was at, so its messages were compared with nothing).
+ */
+export type QueueCheckStatus = 'ok' | 'failed' | 'not_compared';
+
+/** A replica that answered, at the applied index it answered at. */
+export interface ReplicaAppliedIndex {
+  readonly nodeId: string;
+  readonly appliedIndex: number;
+}
+
 export interface QueueVerdict {
+  readonly status: QueueCheckStatus;
+  /** `status === 'ok'`. */
   readonly ok: boolean;
+  /** What is wrong (`failed`); empty otherwise. */
   readonly problems: readonly string[];
+  /** `not_compared`: why, naming the replicas left uncompared and every replica's applied index. */
+  readonly notCompared?: {
+    readonly reason: string;
+    readonly appliedIndexes: readonly ReplicaAppliedIndex[];
+  };
 }
 
 /**
@@ -161,5 +188,28 @@ export function queueVerdict(
       .join('; ');
     problems.push(`replicas at applied index ${index} disagree on their messages: ${each}`);
   }
-  return { ok: problems.length === 0, problems };
+  if (problems.length > 0) return { status: 'failed', ok: false, problems };
+  const alone = [...byIndex.values()]
+    .filter((same) => same.length === 1)
+    .map((same) => same[0] as ReplicaReport);
+  if (byIndex.size <= 1 || alone.length === 0) return { status: 'ok', ok: true, problems };
+  const appliedIndexes = answered
+    .filter((r) => r.appliedIndex !== null)
+    .map((r) => ({ nodeId: r.nodeId, appliedIndex: r.appliedIndex as number }));
+  const at = (r: ReplicaAppliedIndex): string => `${nameOf(r.nodeId)} at ${r.appliedIndex}`;
+  const reason =
+    `the replicas were not at one applied index (${appliedIndexes.map(at).join(', ')}): ` +
+    `${alone.map((r) => nameOf(r.nodeId)).join(', ')} could not be compared with any other replica`;
+  return { status: 'not_compared', ok: false, problems, notCompared: { reason, appliedIndexes } };
+}
+
+/**
+ * Whether the replicas that answered are at one applied index, so a verdict on them compares every
+ * replica with every other (replicas that did not answer, or whose index is unknown, aside).
+ */
+export function aligned(replicas: readonly ReplicaCheck[]): boolean {
+  const indexes = new Set<number>();
+  for (const replica of replicas)
+    if (replica.online && replica.appliedIndex !== null) indexes.add(replica.appliedIndex);
+  return indexes.size <= 1;
 }

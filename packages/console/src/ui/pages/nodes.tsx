@@ -31,6 +31,8 @@ interface QueueCheck {
   readonly name: string;
   readonly ok: boolean;
   readonly problems: readonly string[];
+  /** Why its replicas were not compared (status `not_compared`: no problem found, none verified). */
+  readonly reason?: string;
   readonly replicas: readonly ReplicaCheck[];
 }
 
@@ -191,7 +193,11 @@ export function NodesPage() {
                 render: (q) => <a href={href('queue', q.vhost, q.name)}>{q.name}</a>,
               },
               { key: 'v', title: 'Vhost', render: (q) => q.vhost },
-              { key: 'p', title: 'Problems', render: (q) => q.problems.join('; ') },
+              {
+                key: 'p',
+                title: 'Problems',
+                render: (q) => q.problems.join('; ') || `not compared: ${q.reason ?? 'no reason given'}`,
+              },
             ]}
           />
         </Panel>

@@ -3,6 +3,7 @@ import type { Frame, Hello } from '@styx/client/wire';
 import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
+import { ENQUEUE_SETTLE_BOUND_MS } from '../../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { ChannelHost } from './channel.ts';
@@ -40,8 +41,15 @@ let connectionCounter = 0;
  * in order, once the connection is open). A client that sends more before hello-ok is refused.
  */
 const MAX_FRAMES_BEFORE_HELLO_OK = 1000;
-/** `closeGracefully`: longest wait for the confirms of publishes already taken, ms. */
-export const GRACEFUL_CLOSE_MAX_WAIT_MS = 5_000;
+/**
+ * `closeGracefully`: longest wait for the confirms of publishes already taken, ms. Longer than a
+ * queue handle takes to settle an enqueue (`ENQUEUE_SETTLE_BOUND_MS`, retries through a leader
+ * change included), so every publish taken has its outcome by then: a close at a shorter bound left
+ * publishes proposed but unanswered, which the client then sent again — a duplicate whenever the
+ * first one committed after the close (a queue whose commits stalled for a while). The margin
+ * covers the confirms' own turn (the flush) on a loaded node.
+ */
+export const GRACEFUL_CLOSE_MAX_WAIT_MS = ENQUEUE_SETTLE_BOUND_MS + 5_000;
 /** `closeGracefully`: how often it looks whether they are all confirmed, ms. */
 const GRACEFUL_CLOSE_POLL_MS = 10;
 
@@ -442,19 +450,34 @@ export class Connection implements ChannelHost {
   }
 
   /**
-   * Close with 320 CONNECTION_FORCED without leaving a publisher in doubt (maintenance mode): from
-   * now on publishes are not taken, and the close waits until every publish taken before has been
-   * confirmed or nacked to the client (at most `maxWaitMs`: a queue without a leader may hold one
-   * longer). A publisher then knows that what is still unconfirmed at the close never reached a
-   * queue, and sends it again elsewhere without duplicating anything. Resolves once closed.
+   * Close with 320 CONNECTION_FORCED without leaving a publisher in doubt (maintenance mode, node
+   * shutdown): from now on publishes are not taken (dropped unnumbered, so the client fails them at
+   * the close: none reached a queue), publishers are told with connection.blocked, and the close
+   * waits until every publish taken before has been confirmed or nacked to the client. A publish
+   * taken was handed to its queue(s) at once, so its outcome is awaited, never guessed: nacking it
+   * at the close would have the client send again what may still commit. The wait is bounded by
+   * `maxWaitMs`, longer than a queue handle takes to settle an enqueue (`GRACEFUL_CLOSE_MAX_WAIT_MS`),
+   * so it normally ends with every outcome known; past it the close goes ahead (a node must stop)
+   * and says, as an error, how many publishes were left in doubt. Unacked deliveries go back to
+   * their queues at the close, as in AMQP. Resolves once closed.
    */
   async closeGracefully(text: string, maxWaitMs = GRACEFUL_CLOSE_MAX_WAIT_MS): Promise<void> {
     if (this.state === 'closed') return;
     this.takingPublishes = false;
+    if (this.state === 'open' && this.publisher) {
+      this.send({ channel: 0, method: 'connectionBlocked', connectionBlocked: { reason: text } });
+    }
     const deadline = performance.now() + maxWaitMs;
     // (The state changes across the awaits: read it through a call, not a narrowed field.)
     while (!this.isClosed() && this.unconfirmedPublishes() > 0 && performance.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, GRACEFUL_CLOSE_POLL_MS));
+    }
+    const unconfirmed = this.isClosed() ? 0 : this.unconfirmedPublishes();
+    if (unconfirmed > 0) {
+      this.logger.error(
+        { unconfirmed, waitedMs: maxWaitMs },
+        'closing with publishes whose outcome is still unknown: the client may send them again',
+      );
     }
     this.forceClose(text);
   }
