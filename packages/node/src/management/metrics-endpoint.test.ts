@@ -53,7 +53,10 @@ async function setup(cacheMs: number, gated: boolean) {
     render: async () => {
       renders++;
       await gate;
-      return renderNodeMetrics(broker.metricsSource(), cluster, nodeNames(broker.metadataView));
+      // Per object, so a new queue shows by name (the aggregated view sums queues away).
+      return renderNodeMetrics(broker.metricsSource(), cluster, nodeNames(broker.metadataView), {
+        kind: 'per-object',
+      });
     },
   });
   const server = createServer((request, response) => {

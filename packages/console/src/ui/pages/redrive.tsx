@@ -137,6 +137,8 @@ export function RedrivePage(props: { vhost: string; name: string }) {
   const [rate, setRate] = useState('');
   const [maxMessages, setMaxMessages] = useState('');
   const [current, setCurrent] = useState<string | undefined>(undefined);
+  // A dry run is answered whole by the POST and kept nowhere else (not in the audit): shown from here.
+  const [dryRun, setDryRun] = useState<RedriveInfo | undefined>(undefined);
   const action = useAction();
   const headQuery = new URLSearchParams([...filterQuery(draft), ['limit', '200'], ['body_bytes', '0']]);
   const head = useApi<{ messages: BrowsedMessage[] }>(
@@ -163,10 +165,16 @@ export function RedrivePage(props: { vhost: string; name: string }) {
     void action.run(
       async () => {
         const started = await api<RedriveInfo>('POST', apiPath('queues', vhost, name, 'redrive'), body);
+        if (started.dry_run) {
+          setDryRun(started);
+          setCurrent(undefined);
+          return;
+        }
+        setDryRun(undefined);
         setCurrent(started.id);
         history.reload();
       },
-      dryRun ? 'Dry run started.' : 'Redrive started.',
+      dryRun ? 'Dry run done.' : 'Redrive started.',
     );
   };
   const mine = (history.data ?? []).filter((r) => r.vhost === vhost && r.queue === name);
@@ -225,7 +233,12 @@ export function RedrivePage(props: { vhost: string; name: string }) {
         </p>
         <ActionNote action={action} />
       </Panel>
-      {running.data === undefined ? null : (
+      {dryRun === undefined ? null : (
+        <Panel title="Dry run">
+          <Progress r={dryRun} onCancel={() => undefined} />
+        </Panel>
+      )}
+      {running.data === undefined || dryRun !== undefined ? null : (
         <Panel title={running.data.dry_run ? 'Dry run' : 'Progress'}>
           <Progress
             r={running.data}
@@ -266,7 +279,14 @@ export function RedrivePage(props: { vhost: string; name: string }) {
               key: 'open',
               title: '',
               render: (r) => (
-                <button type="button" class="linkish" onClick={() => setCurrent(r.id)}>
+                <button
+                  type="button"
+                  class="linkish"
+                  onClick={() => {
+                    setDryRun(undefined);
+                    setCurrent(r.id);
+                  }}
+                >
                   Show
                 </button>
               ),
