@@ -573,12 +573,12 @@ export class ManagementApi {
   }
 
   /** Every queue, or with `?page=` one page of them (pagination.ts: only that page is rendered). */
-  private listQueues(request: ApiRequest): ApiResponse {
+  private async listQueues(request: ApiRequest): Promise<ApiResponse> {
     const nameOf = nodeNames(this.metadata);
     const records = this.vhostsOf(request).flatMap((vhost) => this.metadata.queues(vhost).sort(byName));
     const json = (q: QueueRecord): Json => this.queueJson(q, nameOf);
     if (wantsPage(request.query))
-      return ok(pageOf(records, request.query, queueListPaging(this.broker, json)));
+      return ok(await pageOf(records, request.query, queueListPaging(this.broker, json)));
     return ok(records.map(json));
   }
 

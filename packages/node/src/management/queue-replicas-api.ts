@@ -22,6 +22,7 @@ import type { QueueSelector } from '../cluster/placement.ts';
 import { parseQueueKey } from '../cluster/placement.ts';
 import { isUnderReplicated } from '../cluster/quorum-critical.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import { NamePattern, NamePatternError } from '../metadata/name-pattern.ts';
 import type { ClusterNodeRecord, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, requireTag } from './access.ts';
 import { badRequest, fromQueueReplicaError, notFound } from './api-error.ts';
@@ -83,14 +84,19 @@ export function replicaNames(
   };
 }
 
-/** A regular expression from an optional body field; 400 naming the field when it does not compile. */
-function optionalPattern(body: BodyObject, key: string): RegExp | undefined {
+/**
+ * A name pattern from an optional body field, on the linear-time engine (it runs on every queue's
+ * name); 400 naming the field when it does not compile.
+ */
+function optionalPattern(body: BodyObject, key: string): NamePattern | undefined {
   const source = optionalString(body, key);
   if (source === undefined) return undefined;
   try {
-    return new RegExp(source);
+    return NamePattern.compile(source);
   } catch (err) {
-    throw badRequest(`'${key}' is not a valid regular expression: ${(err as Error).message}`);
+    if (err instanceof NamePatternError)
+      throw badRequest(`'${key}' is not a valid regular expression: ${err.reason}`);
+    throw err;
   }
 }
 
