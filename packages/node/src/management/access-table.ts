@@ -6,6 +6,7 @@
  * table in docs/operations.md is generated from this one (`accessTableMarkdown`).
  */
 import type { AccessRule, ManagementTag, Reach } from './access.ts';
+import type { Route } from './api-types.ts';
 
 type Tags = Readonly<Partial<Record<ManagementTag, Reach>>>;
 
@@ -114,6 +115,23 @@ export const ACCESS_TABLE: Readonly<Record<string, AccessRule>> = {
   'GET /health/checks/node-is-quorum-critical': { tags: NODE_READ },
   'GET /health/checks/quorum-plus-one-online': { tags: NODE_READ },
 };
+
+/**
+ * Refuse to serve routes whose access is not written down: every route's method needs its rule in
+ * ACCESS_TABLE, and every rule its route (a rule left behind by a removed route would mislead).
+ */
+export function checkAccessTable(routes: readonly Route[]): void {
+  const keys = new Set<string>();
+  for (const route of routes) {
+    for (const method of Object.keys(route.methods)) {
+      const key = accessKey(method, route.path);
+      if (ACCESS_TABLE[key] === undefined) throw new Error(`route ${key} has no rule in access-table.ts`);
+      keys.add(key);
+    }
+  }
+  const orphans = Object.keys(ACCESS_TABLE).filter((key) => !keys.has(key));
+  if (orphans.length > 0) throw new Error(`access-table.ts has rules for no route: ${orphans.join(', ')}`);
+}
 
 /** The key of a route's method in ACCESS_TABLE. */
 export function accessKey(method: string, path: readonly string[]): string {

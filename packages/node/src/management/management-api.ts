@@ -63,7 +63,7 @@ import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, checkAccess, MONITORING, seesVhost } from './access.ts';
-import { ACCESS_TABLE, accessKey } from './access-table.ts';
+import { ACCESS_TABLE, accessKey, checkAccessTable } from './access-table.ts';
 import { badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Handler, Method, Route, RoutedRequest } from './api-types.ts';
 import { clusterRoutes } from './cluster-api.ts';
@@ -609,23 +609,6 @@ export class ManagementApi {
     }
     return ok(out);
   }
-}
-
-/**
- * Refuse to serve routes whose access is not written down: every route's method needs its rule in
- * ACCESS_TABLE, and every rule its route (a rule left behind by a removed route would mislead).
- */
-function checkAccessTable(routes: readonly Route[]): void {
-  const keys = new Set<string>();
-  for (const route of routes) {
-    for (const method of Object.keys(route.methods)) {
-      const key = accessKey(method, route.path);
-      if (ACCESS_TABLE[key] === undefined) throw new Error(`route ${key} has no rule in access-table.ts`);
-      keys.add(key);
-    }
-  }
-  const orphans = Object.keys(ACCESS_TABLE).filter((key) => !keys.has(key));
-  if (orphans.length > 0) throw new Error(`access-table.ts has rules for no route: ${orphans.join(', ')}`);
 }
 
 /** The parameters of `segments` if they follow `path` (literals and ':param' placeholders). */
