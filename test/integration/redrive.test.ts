@@ -255,8 +255,9 @@ describe('redrive', () => {
       await api('PUT', `/api/permissions/%2F/${user}`, { configure: '', write, read: '.*' });
       return { user, password: 'pw' };
     };
+    // Monitoring includes management (RabbitMQ): with its permissions in the vhost it may redrive.
     const monitor = await makeUser(unique('mon'), ['monitoring'], '.*');
-    expect((await api('POST', path, { target: 'source' }, monitor)).status).toBe(403);
+    expect((await api('POST', path, { target: 'source', dry_run: true }, monitor)).status).toBe(200);
     expect((await api('GET', '/api/redrives', undefined, monitor)).status).toBe(200);
     const noWrite = await makeUser(unique('nw'), ['management'], '^amq\\.direct$');
     const refused = await api('POST', path, { target: 'source' }, noWrite);

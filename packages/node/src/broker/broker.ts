@@ -7,7 +7,7 @@ import type {
   QueueDeclare,
   QueueDeclareOk,
 } from '@styx/client/wire';
-import { isConnectionError } from '@styx/client/wire';
+import { isConnectionError, ReplyCode } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
 import { INITIAL_GROUP_SIZE_ARG, placeReplicas, QuorumGroupSizeError } from '../cluster/placement.ts';
@@ -24,6 +24,7 @@ import type {
   QueueRecord,
 } from '../metadata/metadata-machine.ts';
 import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
+import { commandPatternProblem } from '../metadata/name-pattern.ts';
 import { hashPassword, verifyLogin } from '../metadata/passwords.ts';
 import { canAccess, canUseVhost } from '../metadata/permissions.ts';
 import {
@@ -31,7 +32,7 @@ import {
   queueConfigFromArguments,
   validateExpiration,
 } from '../metadata/queue-arguments.ts';
-import { checkExclusiveAccess } from '../metadata/replies.ts';
+import { checkExclusiveAccess, error as metadataError } from '../metadata/replies.ts';
 import { BrokerCounters } from '../metrics/broker-counters.ts';
 import type { NodeMetricsSource } from '../metrics/metrics-source.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
@@ -1009,6 +1010,9 @@ export class Broker {
    * when this resolves). Error replies are returned, not thrown.
    */
   async manage(command: MetadataCommand): Promise<MetadataReply> {
+    // Patterns the linear-time engine cannot run are refused here, before the log (name-pattern.ts).
+    const patternProblem = commandPatternProblem(command);
+    if (patternProblem !== undefined) return metadataError(ReplyCode.PRECONDITION_FAILED, patternProblem);
     const reply = await this.proposeMeta(command);
     if (reply.type === 'error') return reply;
     switch (command.type) {

@@ -8,6 +8,7 @@
  * the queue's leader then changes its Raft group one step at a time (a new replica joins as a
  * learner and votes once it has caught up), which quorum_status shows.
  */
+import { namePatternProblem } from '../metadata/name-pattern.ts';
 import { UsageError } from './args.ts';
 import type { CommandOption, CommandSpec, Context, Row } from './ctl-context.ts';
 import { announce, arg, field, printList } from './ctl-context.ts';
@@ -35,10 +36,9 @@ const TRANSFER_COLUMNS = ['vhost', 'name', 'from', 'to'].map((name) => field(nam
 function patternOption(ctx: Context, option: CommandOption): string | undefined {
   const source = ctx.options[option];
   if (source === undefined) return undefined;
-  try {
-    new RegExp(source);
-  } catch (err) {
-    throw new UsageError(`--${option} is not a valid regular expression: ${(err as Error).message}`);
+  const problem = namePatternProblem(source);
+  if (problem !== undefined) {
+    throw new UsageError(`--${option} is not a valid regular expression: ${problem.reason}`);
   }
   return source;
 }

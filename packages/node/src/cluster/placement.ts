@@ -301,8 +301,16 @@ function findCostReducingPath(
   return undefined;
 }
 
-/** Which queues `growPlan` touches: every queue, a regex on the queue name, or regexes on name and vhost. */
-export type QueueSelector = 'all' | RegExp | { readonly name?: RegExp; readonly vhost?: RegExp };
+/** A name pattern: a stateless `test` (metadata/name-pattern.ts's NamePattern; a RegExp without `g`/`y`). */
+export interface NameMatcher {
+  test(name: string): boolean;
+}
+
+/** Which queues `growPlan` touches: every queue, a pattern on the queue name, or patterns on name and vhost. */
+export type QueueSelector =
+  | 'all'
+  | NameMatcher
+  | { readonly name?: NameMatcher; readonly vhost?: NameMatcher };
 
 /** `rabbitmq-queues grow` strategies: every matching queue, or only those with an even replica count. */
 export type GrowStrategy = 'all' | 'even';
@@ -325,8 +333,8 @@ export interface ReplicaChange {
 
 /**
  * `rabbitmq-queues grow <node> all|even`: a replica on `node` for every selected queue that lacks
- * one (with 'even', only queues whose replica count is even), sorted by queue key. Regexes are
- * matched with `String.prototype.search`, so a global or sticky regex's `lastIndex` plays no part.
+ * one (with 'even', only queues whose replica count is even), sorted by queue key. Patterns are
+ * matched with their stateless `test` (the API compiles them with the linear-time engine).
  */
 export function growPlan(input: GrowInput): ReplicaChange[] {
   const { node, strategy } = input;
@@ -344,12 +352,16 @@ export function growPlan(input: GrowInput): ReplicaChange[] {
   return changes;
 }
 
+function isNameMatcher(selector: QueueSelector): selector is NameMatcher {
+  return typeof selector === 'object' && typeof (selector as Partial<NameMatcher>).test === 'function';
+}
+
 function selects(selector: QueueSelector, queue: QueueRef): boolean {
   if (selector === 'all') return true;
-  if (selector instanceof RegExp) return queue.name.search(selector) !== -1;
+  if (isNameMatcher(selector)) return selector.test(queue.name);
   return (
-    (selector.name === undefined || queue.name.search(selector.name) !== -1) &&
-    (selector.vhost === undefined || queue.vhost.search(selector.vhost) !== -1)
+    (selector.name === undefined || selector.name.test(queue.name)) &&
+    (selector.vhost === undefined || selector.vhost.test(queue.vhost))
   );
 }
 

@@ -4,6 +4,7 @@
  * import the API that imports it.
  */
 import type { UserRecord } from '../metadata/types.ts';
+import type { RequestAccess } from './access.ts';
 import type { Json } from './views.ts';
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -28,7 +29,12 @@ export interface ApiResponse {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-export type Handler = (request: ApiRequest) => Promise<ApiResponse> | ApiResponse;
+/** A request that passed its route's access rule (access-table.ts), with what the rule allows. */
+export interface RoutedRequest extends ApiRequest {
+  readonly access: RequestAccess;
+}
+
+export type Handler = (request: RoutedRequest) => Promise<ApiResponse> | ApiResponse;
 
 /** An endpoint: its path and a handler per method. */
 export interface Route {

@@ -11,17 +11,16 @@
  *       message leaving the queue right now (dlx-explain.ts, which has the shape), from the
  *       metadata this node holds (every node holds the cluster's).
  *
- * Who may read messages: the same rule as the other queue reads (management-api.ts: administrators
- * everywhere, others in the vhosts they have a permission entry for; other vhosts are a 404), and,
- * since this shows message contents, a non-administrator also needs the `read` permission on the
- * queue, as basic.get does (403 otherwise). The explanation shows configuration and topology
- * only: the queue reads' rule alone.
+ * Who may read messages (access-table.ts): the same rule as the other queue reads (administrators
+ * and monitoring users everywhere, others in the vhosts they have a permission entry for; other
+ * vhosts are a 404), and, since this shows message contents, every user — administrators too, as
+ * in RabbitMQ, and as basic.get — needs the `read` permission on the queue (403 otherwise). The
+ * explanation shows configuration and topology only: the queue reads' rule alone.
  */
 import type { QueueBrowser } from '../broker/queue-browse.ts';
 import { QueueBrowseUnavailableError, QueueNotRunningError } from '../broker/queue-browse.ts';
 import { explainDeadLettering, metadataTopology } from '../dlx-explain.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
-import { canAccess } from '../metadata/permissions.ts';
 import type { QueueRecord, UserRecord } from '../metadata/types.ts';
 import type { BrowseRequest } from '../queue/message-browse.ts';
 import {
@@ -33,8 +32,7 @@ import {
 } from '../queue/message-browse.ts';
 import type { MessageFilter } from '../queue/message-filter.ts';
 import { FILTER_QUERY_KEYS, MessageFilterError, parseFilterQuery } from '../queue/message-filter.ts';
-import { ADMINISTRATOR } from './access.ts';
-import { badRequest, forbidden, notFound, serviceUnavailable } from './api-error.ts';
+import { badRequest, notFound, serviceUnavailable } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import { browsePageJson } from './message-views.ts';
 import type { Json } from './views.ts';
@@ -97,23 +95,9 @@ function nodeName(metadata: MetadataMachine, id: string): string {
 export function deadLetterRoutes(deps: DeadLetterRouteDeps): Route[] {
   const { browser, metadata } = deps;
 
-  /** The queue whose messages `request` asks for, if the user may read them. */
-  const readableQueue = (request: ApiRequest): QueueRecord => {
-    const record = deps.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
-    const user = request.user;
-    if (
-      !user.tags.includes(ADMINISTRATOR) &&
-      !canAccess(metadata, user.name, record.vhost, 'read', record.name)
-    ) {
-      throw forbidden(
-        `access to queue '${record.name}' in vhost '${record.vhost}' refused for user '${user.name}' (read permission needed)`,
-      );
-    }
-    return record;
-  };
-
   const messages = async (request: ApiRequest): Promise<ApiResponse> => {
-    const record = readableQueue(request);
+    // The router checked the read permission on the queue (access-table.ts), administrators too.
+    const record = deps.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
     const browse = browseRequestOf(request.query);
     try {
       const page = await browser.browse(record, browse);

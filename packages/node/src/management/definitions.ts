@@ -18,6 +18,7 @@
 import type { FieldTable } from '@styx/client/wire';
 import { jsToFieldTable } from '@styx/client/wire';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import { namePatternProblem } from '../metadata/name-pattern.ts';
 import { RESERVED_PREFIX } from '../metadata/names.ts';
 import { hashPassword, isScryptHash, scryptHashProblem } from '../metadata/passwords.ts';
 import { queueConfigFromArguments } from '../metadata/queue-arguments.ts';
@@ -115,6 +116,14 @@ class Item {
   string(key: string, fallback?: string): string {
     const v = this.value[key] ?? fallback;
     if (typeof v !== 'string') this.fail(`'${key}' must be a string`);
+    return v;
+  }
+
+  /** A regular expression the linear-time engine runs (metadata/name-pattern.ts). */
+  pattern(key: string): string {
+    const v = this.string(key);
+    const problem = namePatternProblem(v);
+    if (problem !== undefined) this.fail(`'${key}': ${problem.message}`);
     return v;
   }
 
@@ -231,9 +240,9 @@ export async function parseDefinitions(body: unknown, vhost?: string): Promise<I
   const permissions = items(file, 'permissions', PERMISSION_FIELDS).map((item: Item) => ({
     user: item.name('user'),
     vhost: item.name('vhost'),
-    configure: item.string('configure'),
-    write: item.string('write'),
-    read: item.string('read'),
+    configure: item.pattern('configure'),
+    write: item.pattern('write'),
+    read: item.pattern('read'),
   }));
   for (const item of items(file, 'topic_permissions', ['user', 'vhost', 'exchange', 'write', 'read'])) {
     item.fail('Styx has no topic permissions (only an empty topic_permissions list can be imported)');
@@ -254,7 +263,7 @@ export async function parseDefinitions(body: unknown, vhost?: string): Promise<I
     return {
       vhost: vhostOf(item),
       name: item.name('name'),
-      pattern: item.string('pattern'),
+      pattern: item.pattern('pattern'),
       applyTo: item.string('apply-to', 'all'),
       priority,
       definition: item.object('definition'),

@@ -7,8 +7,11 @@ import {
   flagsToEnable,
   standaloneFeatureFlags,
 } from '../cluster/feature-flags.ts';
+import { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { UserRecord } from '../metadata/types.ts';
-import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
+import { checkAccess } from './access.ts';
+import { ACCESS_TABLE, accessKey } from './access-table.ts';
+import type { ApiResponse, Route, RoutedRequest } from './api-types.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
 
 const user = (...tags: string[]): UserRecord => ({ name: 'u', passwordHash: '', tags });
@@ -20,14 +23,17 @@ function call(routes: Route[], method: 'GET' | 'PUT', path: string[], who: UserR
   const handler = route?.methods[method];
   if (route === undefined || handler === undefined) throw new Error(`no route ${method} ${path.join('/')}`);
   const params = path.filter((_, i) => route.path[i]?.startsWith(':'));
-  const request: ApiRequest = {
-    method,
-    params,
-    query: new URLSearchParams(),
-    user: who,
-    body: async () => undefined,
-  };
-  return Promise.resolve(handler(request));
+  const query = new URLSearchParams();
+  // As the router does: the route's access rule first (access-table.ts).
+  const rule = ACCESS_TABLE[accessKey(method, route.path)];
+  if (rule === undefined) throw new Error(`no access rule for ${method} ${path.join('/')}`);
+  try {
+    const access = checkAccess(new MetadataMachine(), rule, who, params, query);
+    const request: RoutedRequest = { method, params, query, user: who, body: async () => undefined, access };
+    return Promise.resolve(handler(request));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** A cluster of two where n2 runs the previous version: the newest flag is unavailable. */

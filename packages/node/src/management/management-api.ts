@@ -62,9 +62,10 @@ import { standaloneFeatureFlags } from '../cluster/feature-flags.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
-import { ADMINISTRATOR, MANAGEMENT_TAGS, MONITORING, POLICYMAKER, requireTag } from './access.ts';
-import { badRequest, forbidden, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Handler, Method, Route } from './api-types.ts';
+import { ADMINISTRATOR, checkAccess, MONITORING, seesVhost } from './access.ts';
+import { ACCESS_TABLE, accessKey, checkAccessTable } from './access-table.ts';
+import { badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
+import type { ApiRequest, ApiResponse, Handler, Method, Route, RoutedRequest } from './api-types.ts';
 import { clusterRoutes } from './cluster-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
@@ -93,7 +94,7 @@ import {
 } from './views.ts';
 
 // The shared shapes live in api-types.ts (route modules import them from there).
-export type { ApiRequest, ApiResponse, Handler, Method, Route } from './api-types.ts';
+export type { ApiRequest, ApiResponse, Handler, Method, Route, RoutedRequest } from './api-types.ts';
 
 const CREATED: ApiResponse = { status: 201 };
 const NO_CONTENT: ApiResponse = { status: 204 };
@@ -169,7 +170,7 @@ export class ManagementApi {
         },
       },
       { path: ['vhosts', ':vhost', 'permissions'], methods: { GET: (r) => this.vhostPermissions(r) } },
-      { path: ['users'], methods: { GET: (r) => this.listUsers(r) } },
+      { path: ['users'], methods: { GET: () => this.listUsers() } },
       {
         path: ['users', ':user'],
         methods: {
@@ -179,7 +180,7 @@ export class ManagementApi {
         },
       },
       { path: ['users', ':user', 'permissions'], methods: { GET: (r) => this.userPermissions(r) } },
-      { path: ['permissions'], methods: { GET: (r) => this.listPermissions(r) } },
+      { path: ['permissions'], methods: { GET: () => this.listPermissions() } },
       {
         path: ['permissions', ':vhost', ':user'],
         methods: {
@@ -207,6 +208,12 @@ export class ManagementApi {
       { path: ['bindings'], methods: { GET: (r) => this.listBindings(r) } },
       { path: ['bindings', ':vhost'], methods: { GET: (r) => this.listBindings(r) } },
     ];
+    checkAccessTable(this.routes);
+  }
+
+  /** Every endpoint and method, as `METHOD /path` (the keys of ACCESS_TABLE). */
+  endpoints(): string[] {
+    return this.routes.flatMap((route) => Object.keys(route.methods).map((m) => accessKey(m, route.path)));
   }
 
   /**
@@ -215,13 +222,18 @@ export class ManagementApi {
    * wins, so a literal path shadows a parameter only for its own methods: `POST /api/queues/grow`
    * grows queues while `GET /api/queues/grow` still lists the queues of a vhost named 'grow'.
    */
-  resolve(method: string, segments: readonly string[]): { handler: Handler; params: string[] } {
+  resolve(
+    method: string,
+    segments: readonly string[],
+  ): { handler: (request: ApiRequest) => Promise<ApiResponse> | ApiResponse; params: string[] } {
     const allowed = new Set<string>();
     for (const route of this.routes) {
       const params = matchPath(route.path, segments);
       if (params === undefined) continue;
       const handler = route.methods[method as Method];
-      if (handler !== undefined) return { handler: managementUsersOnly(handler), params };
+      if (handler !== undefined) {
+        return { handler: this.guarded(accessKey(method, route.path), handler), params };
+      }
       for (const other of Object.keys(route.methods)) allowed.add(other);
     }
     if (allowed.size > 0) throw methodNotAllowed(method, [...allowed]);
@@ -230,43 +242,45 @@ export class ManagementApi {
 
   // ------------------------------------------------------------------------------ access
 
+  /** `handler` behind its access rule (access-table.ts): checked before it runs, its reach handed on. */
+  private guarded(
+    key: string,
+    handler: Handler,
+  ): (request: ApiRequest) => Promise<ApiResponse> | ApiResponse {
+    const rule = ACCESS_TABLE[key];
+    // checkAccessTable made sure at construction that every route has its rule.
+    if (rule === undefined) throw new Error(`no access rule for ${key}`);
+    return (request) => {
+      const access = checkAccess(this.metadata, rule, request.user, request.params, request.query);
+      return handler({ ...request, access });
+    };
+  }
+
   private get metadata(): MetadataMachine {
     return this.broker.metadataView;
   }
 
-  private isAdmin(user: UserRecord): boolean {
-    return user.tags.includes(ADMINISTRATOR);
-  }
-
-  private requireAdmin(user: UserRecord): void {
-    if (!this.isAdmin(user)) throw forbidden('Not administrator user');
-  }
-
-  /** Whether `user` sees every vhost: administrators, and monitoring users (read only). */
   private seesAll(user: UserRecord): boolean {
-    return this.isAdmin(user) || user.tags.includes(MONITORING);
-  }
-
-  /** Whether `user` may see `vhost` (which must exist). */
-  private canSee(user: UserRecord, vhost: string): boolean {
-    if (this.metadata.vhost(vhost) === undefined) return false;
-    return this.seesAll(user) || this.metadata.permissions(user.name, vhost) !== undefined;
+    return user.tags.includes(ADMINISTRATOR) || user.tags.includes(MONITORING);
   }
 
   /** `vhost` if `user` may see it; the same 404 whether it is missing or hidden. */
   private requireVhost(user: UserRecord, vhost: string): string {
-    if (!this.canSee(user, vhost)) throw notFound(`no vhost '${vhost}'`);
+    if (!seesVhost(this.metadata, user, vhost)) throw notFound(`no vhost '${vhost}'`);
     return vhost;
   }
 
-  /** The vhost named by the first parameter, or every vhost the user may see (sorted). */
-  private vhostsOf(request: ApiRequest): string[] {
+  /**
+   * The vhost named by the first parameter (the router checked it), or every vhost the request's
+   * rule reaches (sorted): a policymaker lists the policies of its own vhosts only.
+   */
+  private vhostsOf(request: RoutedRequest): string[] {
     const named = request.params[0];
     if (named !== undefined) return [this.requireVhost(request.user, named)];
     return this.metadata
       .vhosts()
       .map((v) => v.name)
-      .filter((v) => this.canSee(request.user, v))
+      .filter((v) => request.access.reaches(v))
       .sort();
   }
 
@@ -282,7 +296,7 @@ export class ManagementApi {
 
   // ------------------------------------------------------------------------------ overview
 
-  private overview(request: ApiRequest): ApiResponse {
+  private overview(request: RoutedRequest): ApiResponse {
     let queues = 0;
     let exchanges = 0;
     let consumers = 0;
@@ -353,16 +367,15 @@ export class ManagementApi {
     };
   }
 
-  private listVhosts(request: ApiRequest): ApiResponse {
+  private listVhosts(request: RoutedRequest): ApiResponse {
     return ok(this.vhostsOf(request).map((v) => this.vhostJson(v)));
   }
 
-  private getVhost(request: ApiRequest): ApiResponse {
+  private getVhost(request: RoutedRequest): ApiResponse {
     return ok(this.vhostJson(this.requireVhost(request.user, request.params[0] as string)));
   }
 
-  private async putVhost(request: ApiRequest): Promise<ApiResponse> {
-    this.requireAdmin(request.user);
+  private async putVhost(request: RoutedRequest): Promise<ApiResponse> {
     const name = request.params[0] as string;
     if (name === '') throw badRequest('a vhost needs a name');
     await this.body(request, true);
@@ -370,21 +383,18 @@ export class ManagementApi {
     return reply.created ? CREATED : NO_CONTENT;
   }
 
-  private async deleteVhost(request: ApiRequest): Promise<ApiResponse> {
-    this.requireAdmin(request.user);
+  private async deleteVhost(request: RoutedRequest): Promise<ApiResponse> {
     await this.run({ type: 'deleteVhost', name: request.params[0] as string });
     return NO_CONTENT;
   }
 
   // ------------------------------------------------------------------------------ users
 
-  private listUsers(request: ApiRequest): ApiResponse {
-    this.requireAdmin(request.user);
+  private listUsers(): ApiResponse {
     return ok(this.metadata.users().sort(byName).map(userJson));
   }
 
-  private getUser(request: ApiRequest): ApiResponse {
-    this.requireAdmin(request.user);
+  private getUser(request: RoutedRequest): ApiResponse {
     const name = request.params[0] as string;
     const user = this.metadata.user(name);
     if (user === undefined) throw notFound(`no user '${name}'`);
@@ -395,8 +405,7 @@ export class ManagementApi {
    * Create or update a user. `password` is required for a new user; without it an existing
    * user keeps its password (a tags-only update). `tags` absent keeps the existing tags.
    */
-  private async putUser(request: ApiRequest): Promise<ApiResponse> {
-    this.requireAdmin(request.user);
+  private async putUser(request: RoutedRequest): Promise<ApiResponse> {
     const name = request.params[0] as string;
     if (name === '') throw badRequest('a user needs a name');
     const body = await this.body(request);
@@ -420,27 +429,23 @@ export class ManagementApi {
     return reply.created ? CREATED : NO_CONTENT;
   }
 
-  private async deleteUser(request: ApiRequest): Promise<ApiResponse> {
-    this.requireAdmin(request.user);
+  private async deleteUser(request: RoutedRequest): Promise<ApiResponse> {
     await this.run({ type: 'deleteUser', name: request.params[0] as string });
     return NO_CONTENT;
   }
 
   // ------------------------------------------------------------------------------ permissions
 
-  private listPermissions(request: ApiRequest): ApiResponse {
-    this.requireAdmin(request.user);
+  private listPermissions(): ApiResponse {
     return ok(this.sortedPermissions(() => true));
   }
 
-  private vhostPermissions(request: ApiRequest): ApiResponse {
-    this.requireAdmin(request.user);
+  private vhostPermissions(request: RoutedRequest): ApiResponse {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     return ok(this.sortedPermissions((p) => p.vhost === vhost));
   }
 
-  private userPermissions(request: ApiRequest): ApiResponse {
-    this.requireAdmin(request.user);
+  private userPermissions(request: RoutedRequest): ApiResponse {
     const user = request.params[0] as string;
     if (this.metadata.user(user) === undefined) throw notFound(`no user '${user}'`);
     return ok(this.sortedPermissions((p) => p.user === user));
@@ -454,16 +459,14 @@ export class ManagementApi {
       .map(permissionJson);
   }
 
-  private getPermission(request: ApiRequest): ApiResponse {
-    this.requireAdmin(request.user);
+  private getPermission(request: RoutedRequest): ApiResponse {
     const [vhost, user] = request.params as [string, string];
     const record = this.metadata.permissions(user, vhost);
     if (record === undefined) throw notFound(`no permissions for user '${user}' in vhost '${vhost}'`);
     return ok(permissionJson(record));
   }
 
-  private async putPermission(request: ApiRequest): Promise<ApiResponse> {
-    this.requireAdmin(request.user);
+  private async putPermission(request: RoutedRequest): Promise<ApiResponse> {
     const [vhost, user] = request.params as [string, string];
     const body = await this.body(request);
     const reply = await this.run({
@@ -477,8 +480,7 @@ export class ManagementApi {
     return reply.created ? CREATED : NO_CONTENT;
   }
 
-  private async deletePermission(request: ApiRequest): Promise<ApiResponse> {
-    this.requireAdmin(request.user);
+  private async deletePermission(request: RoutedRequest): Promise<ApiResponse> {
     const [vhost, user] = request.params as [string, string];
     const reply = await this.run({ type: 'clearPermissions', user, vhost });
     if (!reply.removed) throw notFound(`no permissions for user '${user}' in vhost '${vhost}'`);
@@ -487,8 +489,7 @@ export class ManagementApi {
 
   // ------------------------------------------------------------------------------ policies
 
-  private listPolicies(request: ApiRequest): ApiResponse {
-    this.requirePolicymaker(request.user);
+  private listPolicies(request: RoutedRequest): ApiResponse {
     const out: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
       for (const p of this.metadata.policies(vhost).sort(byName)) out.push(policyJson(p));
@@ -496,8 +497,7 @@ export class ManagementApi {
     return ok(out);
   }
 
-  private getPolicy(request: ApiRequest): ApiResponse {
-    this.requirePolicymaker(request.user);
+  private getPolicy(request: RoutedRequest): ApiResponse {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     const name = request.params[1] as string;
     const policy = this.metadata.policy(vhost, name);
@@ -505,14 +505,8 @@ export class ManagementApi {
     return ok(policyJson(policy));
   }
 
-  /** Policies, read or changed, are for policymakers and administrators (RabbitMQ's rule). */
-  private requirePolicymaker(user: UserRecord): void {
-    requireTag(user, [ADMINISTRATOR, POLICYMAKER]);
-  }
-
   /** `{pattern, definition, priority?, apply-to?}`; priority defaults to 0 and apply-to to 'all'. */
-  private async putPolicy(request: ApiRequest): Promise<ApiResponse> {
-    this.requirePolicymaker(request.user);
+  private async putPolicy(request: RoutedRequest): Promise<ApiResponse> {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     const body = await this.body(request);
     const definition = body.definition;
@@ -535,8 +529,7 @@ export class ManagementApi {
     return reply.created ? CREATED : NO_CONTENT;
   }
 
-  private async deletePolicy(request: ApiRequest): Promise<ApiResponse> {
-    this.requirePolicymaker(request.user);
+  private async deletePolicy(request: RoutedRequest): Promise<ApiResponse> {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     await this.run({ type: 'clearPolicy', vhost, name: request.params[1] as string });
     return NO_CONTENT;
@@ -573,23 +566,23 @@ export class ManagementApi {
   }
 
   /** Every queue, or with `?page=` one page of them (pagination.ts: only that page is rendered). */
-  private listQueues(request: ApiRequest): ApiResponse {
+  private async listQueues(request: RoutedRequest): Promise<ApiResponse> {
     const nameOf = nodeNames(this.metadata);
     const records = this.vhostsOf(request).flatMap((vhost) => this.metadata.queues(vhost).sort(byName));
     const json = (q: QueueRecord): Json => this.queueJson(q, nameOf);
     if (wantsPage(request.query))
-      return ok(pageOf(records, request.query, queueListPaging(this.broker, json)));
+      return ok(await pageOf(records, request.query, queueListPaging(this.broker, json)));
     return ok(records.map(json));
   }
 
-  private getQueue(request: ApiRequest): ApiResponse {
+  private getQueue(request: RoutedRequest): ApiResponse {
     const q = this.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
     return ok(this.queueJson(q, nodeNames(this.metadata)));
   }
 
   // ------------------------------------------------------------------------------ exchanges & bindings
 
-  private listExchanges(request: ApiRequest): ApiResponse {
+  private listExchanges(request: RoutedRequest): ApiResponse {
     const out: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
       for (const x of this.metadata.exchanges(vhost).sort(byName)) {
@@ -599,7 +592,7 @@ export class ManagementApi {
     return ok(out);
   }
 
-  private getExchange(request: ApiRequest): ApiResponse {
+  private getExchange(request: RoutedRequest): ApiResponse {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     const name = exchangeFromPath(request.params[1] as string);
     const x = this.metadata.exchange(vhost, name);
@@ -608,7 +601,7 @@ export class ManagementApi {
   }
 
   /** Per vhost: the default exchange's implicit binding of each queue, then the explicit ones. */
-  private listBindings(request: ApiRequest): ApiResponse {
+  private listBindings(request: RoutedRequest): ApiResponse {
     const out: Json[] = [];
     for (const vhost of this.vhostsOf(request)) {
       for (const q of this.metadata.queues(vhost).sort(byName)) out.push(defaultBindingJson(q));
@@ -616,17 +609,6 @@ export class ManagementApi {
     }
     return ok(out);
   }
-}
-
-/**
- * `handler`, refused (403) to users without a tag that lets them use the management API at all
- * (RabbitMQ's rule: a user with no tags, or only tags of its own, may use AMQP but not the API).
- */
-function managementUsersOnly(handler: Handler): Handler {
-  return (request) => {
-    requireTag(request.user, MANAGEMENT_TAGS);
-    return handler(request);
-  };
 }
 
 /** The parameters of `segments` if they follow `path` (literals and ':param' placeholders). */

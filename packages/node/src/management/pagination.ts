@@ -5,19 +5,23 @@
  *   page          1-based page number (required to page at all)
  *   page_size     items per page, 1..MAX_PAGE_SIZE (default 100, as RabbitMQ)
  *   name          keep items whose name contains this text (case-insensitive), or matches it as a
- *                 regular expression with use_regex=true
+ *                 regular expression with use_regex=true (case-insensitive too; RE2's syntax, run
+ *                 by the linear-time engine: metadata/name-pattern.ts)
  *   sort          the field to sort by (the list's sort keys); sort_reverse=true for descending
  *
  * and the reply `{filtered_count, item_count, items, page, page_count, page_size, total_count}`.
  * Filtering and sorting use cheap per-item keys; only the page's items are turned into JSON, so a
- * page of a 10,000-queue list costs 100 queue views, not 10,000.
+ * page of a 10,000-queue list costs 100 queue views, not 10,000. The name filter runs in slices
+ * that yield to the event loop (sliced-filter.ts), and a filter that runs past its budget is a 503.
  */
-import { badRequest } from './api-error.ts';
+import { NamePattern, NamePatternError } from '../metadata/name-pattern.ts';
+import { badRequest, serviceUnavailable } from './api-error.ts';
+import { FilterBudgetError, filterInSlices } from './sliced-filter.ts';
 import type { Json } from './views.ts';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
-/** Longest `name` filter, characters (a regular expression runs once per item). */
+/** Longest `name` filter, characters (its cost per item grows with its length). */
 export const MAX_NAME_FILTER_LENGTH = 256;
 
 /** A sortable value: numbers sort numerically, strings by code point, null first. */
@@ -59,11 +63,14 @@ function nameFilter(query: URLSearchParams): ((name: string) => boolean) | undef
     throw badRequest(`'name' is at most ${MAX_NAME_FILTER_LENGTH} characters`);
   }
   if (flag(query, 'use_regex')) {
-    let pattern: RegExp;
+    let pattern: NamePattern;
     try {
-      pattern = new RegExp(text, 'i');
+      pattern = NamePattern.compile(text, true);
     } catch (err) {
-      throw badRequest(`'name' is not a valid regular expression: ${(err as Error).message}`);
+      if (err instanceof NamePatternError) {
+        throw badRequest(`'name' is not a valid regular expression: ${err.reason}`);
+      }
+      throw err;
     }
     return (name) => pattern.test(name);
   }
@@ -81,14 +88,32 @@ function compare(a: SortValue, b: SortValue): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/** The items whose name `keep` keeps, filtered in slices; 503 past the filter's budget. */
+async function filtered<T>(
+  items: readonly T[],
+  keep: (name: string) => boolean,
+  list: PageableList<T>,
+): Promise<T[]> {
+  try {
+    return await filterInSlices(items, (item) => keep(list.name(item)));
+  } catch (err) {
+    if (err instanceof FilterBudgetError) throw serviceUnavailable(err.message);
+    throw err;
+  }
+}
+
 /** One page of `items` (in their given order unless `sort` is asked for), as RabbitMQ shapes it. */
-export function pageOf<T>(items: readonly T[], query: URLSearchParams, list: PageableList<T>): Json {
+export async function pageOf<T>(
+  items: readonly T[],
+  query: URLSearchParams,
+  list: PageableList<T>,
+): Promise<Json> {
   const page = positiveInt(query, 'page', 1, 1e9);
   const pageSize = positiveInt(query, 'page_size', DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
   const keep = nameFilter(query);
   const reverse = flag(query, 'sort_reverse');
   const sort = query.get('sort');
-  let selected = keep === undefined ? [...items] : items.filter((item) => keep(list.name(item)));
+  let selected = keep === undefined ? [...items] : await filtered(items, keep, list);
   if (sort !== null && sort !== '') {
     const key = list.sortKeys[sort];
     if (key === undefined) {

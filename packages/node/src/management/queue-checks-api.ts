@@ -22,7 +22,6 @@ import type { NamedReplicaCheck, QueueCheckReport, QueueChecks } from '../broker
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { QueueRecord } from '../metadata/types.ts';
 import type { QueueCheckStatus } from '../queue/replica-check.ts';
-import { ADMINISTRATOR, MONITORING, requireTag } from './access.ts';
 import { fromQueueReplicaError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
 import type { Json } from './views.ts';
@@ -34,8 +33,6 @@ export interface QueueCheckRouteDeps {
   readonly ops: QueueCheckOps;
   readonly metadata: MetadataMachine;
 }
-
-const READERS = [ADMINISTRATOR, MONITORING];
 
 function byName(a: QueueRecord, b: QueueRecord): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
@@ -100,7 +97,6 @@ export function queueCheckRoutes(deps: QueueCheckRouteDeps): Route[] {
   const verdict = (ok: boolean, body: Json): ApiResponse => ({ status: ok ? 200 : 503, body });
 
   const checkAll = async (request: ApiRequest): Promise<ApiResponse> => {
-    requireTag(request.user, READERS);
     const named = request.query.get('vhost');
     const vhosts =
       named === null
@@ -122,7 +118,6 @@ export function queueCheckRoutes(deps: QueueCheckRouteDeps): Route[] {
   };
 
   const checkOne = async (request: ApiRequest): Promise<ApiResponse> => {
-    requireTag(request.user, READERS);
     const name = request.params[1] as string;
     const record = metadata.queue(vhost(request.params[0] as string), name);
     if (record === undefined) throw notFound(`no queue '${name}' in vhost '${request.params[0]}'`);

@@ -4,30 +4,32 @@
  * entry's regular expression for that kind matches the resource name. The match is unanchored (as
  * Erlang's `re:run`): 'foo' allows 'a-foo-b'; write '^foo' to anchor. The empty regex allows nothing.
  *
+ * The regexes run on the linear-time engine (name-pattern.ts), as every pattern users give the node.
  * Checks run on every publish (write), so each permission record's three regexes are compiled once
  * and cached by record identity; records are immutable and replaced on change, so the cache never
  * serves a stale regex and entries die with their records (WeakMap).
  */
 import type { MetadataMachine } from './metadata-machine.ts';
+import { NamePattern } from './name-pattern.ts';
 import type { PermissionKind, PermissionRecord } from './types.ts';
 
 interface CompiledPermissions {
-  readonly configure: RegExp | null;
-  readonly write: RegExp | null;
-  readonly read: RegExp | null;
+  readonly configure: NamePattern | null;
+  readonly write: NamePattern | null;
+  readonly read: NamePattern | null;
 }
 
 const compiled = new WeakMap<PermissionRecord, CompiledPermissions>();
 
 /**
- * A permission regex, or null for one that allows nothing ('' or, defensively, one that does not
- * compile — setPermissions refuses those). No flags: a regex without `g`/`y` keeps no state
- * between `test` calls.
+ * A permission regex, or null for one that allows nothing: '' or one the linear-time engine cannot
+ * compile (new ones are checked before they are proposed, in Broker.manage and the definitions
+ * import; only one set before that check can be such a record — it fails closed).
  */
-export function compilePermission(source: string): RegExp | null {
+export function compilePermission(source: string): NamePattern | null {
   if (source === '') return null;
   try {
-    return new RegExp(source);
+    return NamePattern.compile(source);
   } catch {
     return null;
   }

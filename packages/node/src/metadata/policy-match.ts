@@ -8,22 +8,26 @@
  * whose name sorts first (UTF-16 code unit order), so every replica and every restart agree.
  * Example: 'a-dlx' and 'b-ttl' both priority 0 and both matching 'orders' → 'a-dlx' applies.
  *
- * Patterns are compiled once per record and cached by record identity (records are immutable
- * and replaced on change, so a cached regex is never stale; entries die with their records).
+ * Patterns run on the linear-time engine (name-pattern.ts): a policymaker's pattern such as
+ * `(a+)+$` would otherwise freeze the node on every declare. They are compiled once per record and
+ * cached by record identity (records are immutable and replaced on change, so a cached pattern is
+ * never stale; entries die with their records).
  */
+import { NamePattern } from './name-pattern.ts';
 import type { PolicyRecord } from './types.ts';
 
-const compiled = new WeakMap<PolicyRecord, RegExp | null>();
+const compiled = new WeakMap<PolicyRecord, NamePattern | null>();
 
 /**
- * A policy's regex; null for one that does not compile (setPolicy refuses those; defensive). No
- * flags: a regex without `g`/`y` keeps no state between `test` calls.
+ * A policy's pattern; null for one the linear-time engine cannot compile, which then matches
+ * nothing. New policies are checked before they are proposed (Broker.manage, the definitions
+ * import); only one set before that check (a lookahead, a backreference) can be such a record.
  */
-function patternOf(policy: PolicyRecord): RegExp | null {
+function patternOf(policy: PolicyRecord): NamePattern | null {
   let regex = compiled.get(policy);
   if (regex === undefined) {
     try {
-      regex = new RegExp(policy.pattern);
+      regex = NamePattern.compile(policy.pattern);
     } catch {
       regex = null;
     }
