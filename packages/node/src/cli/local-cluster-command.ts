@@ -110,13 +110,11 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     let stopping = false;
     let failed = false;
     const running = (): NodeSlot[] => slots.filter((slot) => slot.child !== undefined);
-    const stopAll = (signal: NodeJS.Signals): void => {
-      if (stopping) return;
-      stopping = true;
+    /** Signal every node that has not said it is shutting down. */
+    const signalRemaining = (signal: NodeJS.Signals): void => {
       for (const { child } of running()) {
         if (child !== undefined && !stoppingOnTheirOwn.has(child)) child.kill(signal);
       }
-      if (running().length === 0) done(failed ? 1 : 0);
     };
     const launch = (slot: NodeSlot): void => {
       const child = start(slot.node, slot.args, (c) => stoppingOnTheirOwn.add(c));
@@ -131,10 +129,11 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
         // One node gone on its own (crashed, killed): the others keep serving, as a real cluster's
         // would, so its failover can be watched; the operator restarts it when they choose.
         const others = running().map((s) => s.node.name);
-        const how = signal !== null ? `killed by ${signal}` : `exited with code ${code}`;
+        const how =
+          signal !== null ? `killed by ${signal}` : code === 0 ? 'stopped' : `exited with code ${code}`;
         if (others.length === 0) {
           process.stdout.write(`[local-cluster] ${slot.node.name} ${how}; no node is left running\n`);
-          done(1);
+          done(code === 0 ? 0 : 1);
           return;
         }
         process.stdout.write(
@@ -157,7 +156,9 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     // A signal sent to this process alone (kill PID) is passed on after that moment.
     const relay = (): void => {
       if (stopping) return;
-      setTimeout(() => stopAll('SIGTERM'), SIGNAL_RELAY_DELAY_MS).unref();
+      stopping = true;
+      if (running().length === 0) done(failed ? 1 : 0);
+      setTimeout(() => signalRemaining('SIGTERM'), SIGNAL_RELAY_DELAY_MS).unref();
     };
     process.on('SIGINT', relay);
     process.on('SIGTERM', relay);
