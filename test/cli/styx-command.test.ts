@@ -53,6 +53,8 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'styx-command-'));
   prefix = join(root, 'global');
   // The README's line, with --prefix so the test installs into its own directory.
+  const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
+  expect(readme).toContain('```sh\nnpm install -g .\n```');
   execFileSync('npm', ['install', '-g', '.', '--prefix', prefix, '--no-audit', '--no-fund'], {
     cwd: REPO_ROOT,
     stdio: 'pipe',
