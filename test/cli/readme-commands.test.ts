@@ -7,13 +7,23 @@
 // is not run (it would rewrite the shared node_modules under the other tests), nor the test command
 // (it is the run this test is part of): their text is checked, and the step the test command runs
 // before vitest is run, and its branches checked against a fake machine.
+//
+// "Use it from TypeScript": its example, taken from the README, runs against a real broker with the
+// README's command (the install's Node 24 from inside the repository), then the README's inspector,
+// explain and redrive commands run on the queues it made; and the application path: the SDK packed
+// with the README's command, installed with npm into a scratch project outside the repository, and
+// the same example run there as example.mjs by the machine's own Node (v20 here, not node_modules'),
+// with a CommonJS script reading x-death. The only change to any command or example is the
+// broker's address (and a temporary directory for /tmp): the test's broker runs on free ports.
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as amqp from '@styx/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO_ROOT } from '../support/broker-process.ts';
+import type { BrokerProcess } from '../support/broker-process.ts';
+import { freePort, REPO_ROOT, startBroker } from '../support/broker-process.ts';
 import type { System } from '../support/ensure-test-deps.ts';
 import { CHROMIUM, ensureChromium, INSTALL_CHROMIUM, MISSING_CHROMIUM } from '../support/ensure-test-deps.ts';
 import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
@@ -225,3 +235,153 @@ describe('the test command brings what the tests need beyond npm', () => {
     );
   });
 });
+
+/** The README's TypeScript example (the first ```ts block of "Use it from TypeScript"). */
+const example = /^```ts\n([\s\S]*?)^```$/m.exec(section('Use it from TypeScript'))?.[1] ?? '';
+const [runExample = '', packCommand = '', installCommand = '', runApp = ''] = shellCommands(
+  section('Use it from TypeScript'),
+);
+
+/** `text` talking to `url` where the README says the default port. */
+function atBroker(text: string, url: string): string {
+  expect(text).toContain("'ws://127.0.0.1:5680'");
+  return text.replaceAll("'ws://127.0.0.1:5680'", `'${url}'`);
+}
+
+/** The machine's own `node`: the first on the PATH outside any node_modules. */
+function machineNodeDirs(): string[] {
+  return (process.env.PATH ?? '').split(':').filter((dir) => dir !== '' && !dir.includes('node_modules'));
+}
+
+describe('README "Use it from TypeScript"', () => {
+  let broker: BrokerProcess;
+  const EXPECTED_OUTPUT = 'order 1\ndead-lettered not an order rejected in orders.new\n';
+
+  afterAll(async () => {
+    await broker?.stop();
+    await broker?.cleanup();
+  });
+
+  it(
+    'the example runs as printed with the README command, dead-lettering into orders.dlq; the inspector, explain and redrive commands then work on it',
+    { timeout: START_WAIT_MS + 60_000 },
+    async () => {
+      broker = await startBroker({ management: true });
+      expect(runExample).toBe(`${PNPM} exec node example.ts`);
+      // Inside the repository (its node_modules has @styx/client), in a directory of the test's own.
+      const dir = await mkdtemp(join(REPO_ROOT, '.readme-example-'));
+      tempDirs.push(dir);
+      await writeFile(join(dir, 'example.ts'), atBroker(example, broker.url));
+      const [program = '', ...words] = runExample.split(' ');
+      const exit = await spawnCommand(program, words, { cwd: dir, env: shellEnv() }).exited(START_WAIT_MS);
+      expect(exit.stdout, exit.stderr).toBe(EXPECTED_OUTPUT);
+      expect(exit.code).toBe(0);
+
+      // The queues the example made are the ones the later sections name.
+      const lines = [
+        ...shellCommands(
+          readme.slice(readme.indexOf('### Dead-letter inspector'), readme.indexOf('## The web console')),
+        ),
+      ].filter((line) => !/\bID\b/.test(line)); // cancel_redrive ID: a placeholder
+      expect(lines.length).toBeGreaterThanOrEqual(6);
+      const management = broker.managementUrl as string;
+      // The redrive example's `--exchange retry` names an exchange of the reader's own.
+      const conn = await amqp.connect(broker.url);
+      await (await conn.createChannel()).assertExchange('retry', 'direct', { durable: true });
+      await conn.close();
+      for (const line of lines) {
+        const command = line.replaceAll('http://127.0.0.1:15680', management);
+        const run = await shell(command, { STYX_NODE: management });
+        expect({ line, code: run.code }, run.stdout + run.stderr).toEqual({ line, code: 0 });
+        if (line.startsWith('curl')) expect(JSON.parse(run.stdout)).toMatchObject({ queue: 'orders.dlq' });
+      }
+    },
+  );
+
+  it(
+    "an application installs the packed SDK with npm and runs the example on the machine's Node, ESM and CommonJS",
+    { timeout: 240_000 },
+    async () => {
+      broker ??= await startBroker({ management: true });
+      expect(packCommand).toBe(`${PNPM} --filter @styx/client pack --pack-destination /tmp`);
+      expect(installCommand).toBe('npm install /tmp/styx-client-0.1.0.tgz');
+      expect(runApp).toBe('node example.mjs');
+      const packs = await mkdtemp(join(tmpdir(), 'styx-pack-'));
+      const app = await mkdtemp(join(tmpdir(), 'styx-app-'));
+      tempDirs.push(packs, app);
+      const env = { ...shellEnv(), PATH: machineNodeDirs().join(':') };
+      const run = async (line: string, cwd: string) => {
+        const [program = '', ...words] = line.replaceAll('/tmp', packs).split(' ');
+        const exit = await spawnCommand(program, words, { cwd, env }).exited(180_000);
+        expect(exit.code, `${line}\n${exit.stdout}${exit.stderr}`).toBe(0);
+        return exit;
+      };
+      await run(packCommand, REPO_ROOT);
+      expect(existsSync(join(packs, 'styx-client-0.1.0.tgz'))).toBe(true);
+
+      await writeFile(join(app, 'package.json'), '{ "name": "my-app", "private": true }\n');
+      await run(installCommand, app);
+      await writeFile(join(app, 'example.mjs'), atBroker(example, broker.url));
+      const machineNode = execFileSync('sh', ['-c', 'command -v node'], { env, encoding: 'utf8' }).trim();
+      expect(machineNode).not.toContain('node_modules');
+      const machineVersion = execFileSync(machineNode, ['-v'], { encoding: 'utf8' }).trim();
+      const ran = await run(runApp, app);
+      expect(ran.stdout).toBe(EXPECTED_OUTPUT);
+
+      await writeFile(
+        join(app, 'x-death.cjs'),
+        `const amqp = require('@styx/client');
+(async () => {
+  const conn = await amqp.connect('${broker.url}');
+  const ch = await conn.createConfirmChannel();
+  await ch.assertExchange('app.dlx', 'fanout', { durable: true });
+  await ch.assertQueue('app.dlq', { durable: true });
+  await ch.bindQueue('app.dlq', 'app.dlx', '');
+  await ch.assertQueue('app.work', { durable: true, arguments: { 'x-dead-letter-exchange': 'app.dlx' } });
+  ch.sendToQueue('app.work', Buffer.from('bad'), { persistent: true });
+  await ch.waitForConfirms();
+  ch.reject(await ch.get('app.work'), false);
+  let dead = false;
+  for (let i = 0; i < 200 && dead === false; i++) {
+    dead = await ch.get('app.dlq', { noAck: true });
+    if (dead === false) await new Promise((r) => setTimeout(r, 50));
+  }
+  const [death] = dead.properties.headers['x-death'];
+  console.log(JSON.stringify({ node: process.version, body: dead.content.toString(), reason: death.reason, queue: death.queue, count: death.count }));
+  await conn.close();
+})();
+`,
+      );
+      const cjs = await run('node x-death.cjs', app);
+      expect(JSON.parse(cjs.stdout)).toEqual({
+        node: machineVersion,
+        body: 'bad',
+        reason: 'rejected',
+        queue: 'app.work',
+        count: 1,
+      });
+    },
+  );
+});
+
+/** Runs `line` in /bin/sh from the repository root with its bin/ (the styx launcher) on the PATH. */
+function shell(
+  line: string,
+  extraEnv: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      '/bin/sh',
+      ['-c', line],
+      {
+        cwd: REPO_ROOT,
+        timeout: 60_000,
+        env: { ...shellEnv(), PATH: `${join(REPO_ROOT, 'bin')}:${process.env.PATH ?? ''}`, ...extraEnv },
+      },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== 'number') reject(error);
+        else resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr });
+      },
+    );
+  });
+}

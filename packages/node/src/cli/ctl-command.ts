@@ -39,13 +39,12 @@ import {
 import { EXPLAIN_COMMANDS } from './ctl-explain-commands.ts';
 import { FEATURE_FLAG_COMMANDS } from './ctl-feature-flag-commands.ts';
 import { MAINTENANCE_COMMANDS } from './ctl-maintenance-commands.ts';
+import { chooseNode, DEFAULT_NODE, NodeNotFoundError } from './ctl-node-discovery.ts';
 import { QUEUE_REPLICA_COMMANDS } from './ctl-queue-commands.ts';
 import { REDRIVE_COMMANDS } from './ctl-redrive-commands.ts';
+import { ConfigFileError } from './server-config.ts';
 
 export type { CtlIo } from './ctl-context.ts';
-
-/** The management API's default address (styx server --management-port, --management-host). */
-const DEFAULT_NODE = 'http://127.0.0.1:15680';
 
 /** How long to wait for the node by default, seconds (rabbitmqctl's default). */
 const DEFAULT_TIMEOUT_S = 60;
@@ -61,7 +60,11 @@ const EXIT_TIMEOUT = 75;
 
 const GLOBAL_OPTIONS = `Options:
   -p, --vhost VHOST       the virtual host (default: /)
-  --node URL              the node's management API (default: $STYX_NODE or ${DEFAULT_NODE})
+  --node URL              the node's management API (default: $STYX_NODE, else the node running in
+                          --data-dir, else in --config's data_dir, else in ./styx-data, else in
+                          ./styx-cluster/node-N, else ${DEFAULT_NODE}; said on stderr when unsure)
+  --data-dir DIR          talk to the node running in DIR (it writes its address there on start)
+  --config FILE           talk to the node of this styx server --config file (its data_dir)
   --username USER         (default: $STYX_USERNAME or guest)
   --password PASSWORD     (default: $STYX_PASSWORD or guest)
   --formatter FORMAT      table (default) or json
@@ -606,6 +609,8 @@ function makeRequest(
 const OPTIONS = {
   vhost: { type: 'string', short: 'p' },
   node: { type: 'string' },
+  'data-dir': { type: 'string' },
+  config: { type: 'string' },
   username: { type: 'string' },
   password: { type: 'string' },
   formatter: { type: 'string' },
@@ -679,7 +684,15 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
     if (!/^\d+$/.test(timeoutText) || Number(timeoutText) === 0) {
       throw new UsageError(`--timeout must be a whole number of seconds above 0, got '${timeoutText}'`);
     }
-    const node = parseNode(values.node ?? io.env.STYX_NODE ?? DEFAULT_NODE);
+    const choice = await chooseNode({
+      node: values.node,
+      env: io.env,
+      dataDir: values['data-dir'],
+      config: values.config,
+      cwd: io.cwd ?? process.cwd(),
+    });
+    const node = parseNode(choice.url);
+    if (choice.notice !== undefined) io.stderr(`styx ctl: ${choice.notice}\n`);
     const credentials = {
       user: values.username ?? io.env.STYX_USERNAME ?? 'guest',
       password: values.password ?? io.env.STYX_PASSWORD ?? 'guest',
@@ -704,6 +717,14 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       const usage = spec === undefined || name === undefined ? CTL_USAGE : commandUsage(name, spec);
       io.stderr(`styx ctl: ${err.message}\n\n${usage}\n`);
       return EXIT_USAGE;
+    }
+    if (err instanceof ConfigFileError) {
+      io.stderr(`styx ctl: ${err.message}\n`);
+      return EXIT_USAGE;
+    }
+    if (err instanceof NodeNotFoundError) {
+      io.stderr(`styx ctl: Error: ${err.message}\n`);
+      return EXIT_UNREACHABLE;
     }
     if (err instanceof NodeUnreachableError) {
       io.stderr(`styx ctl: Error: ${err.message}\n`);

@@ -11,6 +11,8 @@ export interface CtlIo {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** Where relative paths (--data-dir, --config, ./styx-data) start; default: process.cwd(). */
+  readonly cwd?: string;
 }
 
 /** One object of the management API's JSON. */

@@ -12,7 +12,9 @@ export const LOCAL_CLUSTER_USAGE = `Usage: styx local-cluster [options]
 Run a cluster of Styx nodes on this machine, on loopback, for development and benchmarks: each node
 is a 'styx server' process with its own data dir, clients port, management port and cluster port.
 The first node forms the cluster, the others join it. Ctrl-C stops them all; run the command again
-and they come back with their data. 'npx -y pnpm@10 start:cluster' runs it with the defaults.
+and they come back with their data. A node that dies (a crash, kill -9) leaves the others running,
+so a failover can be watched; 'kill -HUP PID' (this command's pid, printed at start), or Enter on a
+terminal, restarts the nodes that are down. 'npx -y pnpm@10 start:cluster' runs it with the defaults.
 
 Options:
   --nodes N          how many nodes (default: 3, at most 9)
@@ -69,7 +71,7 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
   const first = nodes[0] as LocalNode;
   /** Nodes that said they are shutting down (they got the terminal's Ctrl-C themselves). */
   const stoppingOnTheirOwn = new Set<ChildProcess>();
-  const children = nodes.map((node) => {
+  const slots: NodeSlot[] = nodes.map((node) => {
     const args = [
       MAIN,
       'server',
@@ -93,7 +95,7 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     // Every node but the first joins through the first; restarted with its data, a node is a member
     // already and the flag only tells it where to announce itself.
     if (node !== first) args.push('--join', first.cluster);
-    return start(node, args, (child) => stoppingOnTheirOwn.add(child));
+    return { node, args, child: undefined };
   });
 
   process.stdout.write(
@@ -101,49 +103,95 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
       nodes
         .map((n) => `  ${n.name}  clients ${n.url}  management ${n.managementUrl}  cluster ${n.cluster}`)
         .join('\n') +
-      `\nCtrl-C stops them all.\n`,
+      `\nCtrl-C stops them all. A node that dies leaves the others running; ${restartHint()} restarts it.\n`,
   );
 
   return new Promise<number>((done) => {
     let stopping = false;
-    let alive = children.length;
     let failed = false;
-    const stopAll = (signal: NodeJS.Signals): void => {
-      if (stopping) return;
-      stopping = true;
-      for (const child of children) {
-        if (child.exitCode === null && child.signalCode === null && !stoppingOnTheirOwn.has(child)) {
-          child.kill(signal);
-        }
+    const running = (): NodeSlot[] => slots.filter((slot) => slot.child !== undefined);
+    /** Signal every node that has not said it is shutting down. */
+    const signalRemaining = (signal: NodeJS.Signals): void => {
+      for (const { child } of running()) {
+        if (child !== undefined && !stoppingOnTheirOwn.has(child)) child.kill(signal);
       }
     };
-    for (const child of children) {
-      child.on('exit', (code) => {
-        if (code !== 0 && code !== null) failed = true;
-        alive--;
-        // One node gone on its own (crashed, bad flags): stop the others rather than half a cluster.
-        if (!stopping) stopAll('SIGTERM');
-        if (alive === 0) done(failed ? 1 : 0);
+    const launch = (slot: NodeSlot): void => {
+      const child = start(slot.node, slot.args, (c) => stoppingOnTheirOwn.add(c));
+      slot.child = child;
+      child.on('exit', (code, signal) => {
+        slot.child = undefined;
+        if (stopping) {
+          if (code !== 0 && code !== null) failed = true;
+          if (running().length === 0) done(failed ? 1 : 0);
+          return;
+        }
+        // One node gone on its own (crashed, killed): the others keep serving, as a real cluster's
+        // would, so its failover can be watched; the operator restarts it when they choose.
+        const others = running().map((s) => s.node.name);
+        const how =
+          signal !== null ? `killed by ${signal}` : code === 0 ? 'stopped' : `exited with code ${code}`;
+        if (others.length === 0) {
+          process.stdout.write(`[local-cluster] ${slot.node.name} ${how}; no node is left running\n`);
+          done(code === 0 ? 0 : 1);
+          return;
+        }
+        process.stdout.write(
+          `[local-cluster] ${slot.node.name} ${how}; ${others.join(', ')} keep running. ` +
+            `${restartHint()} restarts it.\n`,
+        );
       });
-    }
+    };
+    const restartDead = (): void => {
+      if (stopping) return;
+      for (const slot of slots) {
+        if (slot.child !== undefined) continue;
+        process.stdout.write(`[local-cluster] restarting ${slot.node.name}\n`);
+        launch(slot);
+      }
+    };
+    for (const slot of slots) launch(slot);
     // Ctrl-C on a terminal reaches the nodes too (one process group): give them a moment to stop
     // on their own before passing the signal on, so no node hears it twice (which means "exit now").
     // A signal sent to this process alone (kill PID) is passed on after that moment.
     const relay = (): void => {
       if (stopping) return;
-      setTimeout(() => stopAll('SIGTERM'), SIGNAL_RELAY_DELAY_MS).unref();
+      stopping = true;
+      if (running().length === 0) done(failed ? 1 : 0);
+      setTimeout(() => signalRemaining('SIGTERM'), SIGNAL_RELAY_DELAY_MS).unref();
     };
     process.on('SIGINT', relay);
     process.on('SIGTERM', relay);
+    process.on('SIGHUP', restartDead);
+    // On a terminal, Enter restarts the dead nodes too.
+    if (process.stdin.isTTY) {
+      createInterface({ input: process.stdin }).on('line', restartDead);
+    }
   });
+}
+
+/** A node of the local cluster: its place and flags, and its process while it runs. */
+interface NodeSlot {
+  readonly node: LocalNode;
+  readonly args: readonly string[];
+  child: ChildProcess | undefined;
+}
+
+/** How the operator asks for dead nodes to be restarted. */
+function restartHint(): string {
+  return `'kill -HUP ${process.pid}'${process.stdin.isTTY ? ' or Enter' : ''}`;
 }
 
 /**
  * Start one node, its log lines prefixed with its name (message only; the JSON has the rest).
  * `onShuttingDown` hears when the node says it is shutting down.
  */
-function start(node: LocalNode, args: string[], onShuttingDown: (child: ChildProcess) => void): ChildProcess {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+function start(
+  node: LocalNode,
+  args: readonly string[],
+  onShuttingDown: (child: ChildProcess) => void,
+): ChildProcess {
+  const child = spawn(process.execPath, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const prefix = `[${node.name}] `;
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {

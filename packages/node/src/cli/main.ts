@@ -31,9 +31,14 @@ async function main(argv: string[]): Promise<number> {
     case 'server': {
       // Loaded on demand: `styx ctl` should not pay for loading the whole broker.
       const { SERVER_USAGE, serverCommand } = await import('./server-command.ts');
+      const { ConfigFileError } = await import('./server-config.ts');
       try {
         return await serverCommand(rest);
       } catch (err) {
+        if (err instanceof ConfigFileError) {
+          process.stderr.write(`styx server: ${err.message}\n`);
+          return 2;
+        }
         if (err instanceof UsageError) {
           process.stderr.write(`styx server: ${err.message}\n\n${SERVER_USAGE}\n`);
           return 2;

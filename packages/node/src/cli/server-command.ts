@@ -19,9 +19,12 @@ import { openNodeStorage } from '../storage/node-storage.ts';
 import { PRETEND_OLDER_ENV } from '../test-support/pretend-older.ts';
 import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
-import { parse, parseIntegerFlag, UsageError } from './args.ts';
+import { parse, parseIntegerFlag, UsageError, withoutLeadingSeparator } from './args.ts';
 import type { ClusterOptions } from './cluster-flags.ts';
 import { CLUSTER_FLAGS_USAGE, clusterSecretSource, parseClusterFlags } from './cluster-flags.ts';
+import { removeRunningNode, writeRunningNode } from './running-node-file.ts';
+import type { ConfigEntry } from './server-config.ts';
+import { ConfigFileError, readServerConfig } from './server-config.ts';
 
 export const SERVER_USAGE = `Usage: styx server [options]
 
@@ -29,6 +32,8 @@ Run a Styx broker node, on its own or as a member of a cluster. Clients connect 
 to ws://HOST:PORT.
 
 Options:
+  --config FILE         read these options from FILE, RabbitMQ's key = value lines (styx.conf; see
+                        README "Config file"); flags given here override it
   --data-dir DIR        where the node keeps its data (default: ./styx-data)
   --host HOST           address to listen on (default: 127.0.0.1, loopback only)
   --port PORT           WebSocket port for clients (default: 5680)
@@ -85,31 +90,37 @@ export interface ServerOptions {
   readonly cluster: ClusterOptions | undefined;
 }
 
+/** `styx server`'s flags, for parseArgs; each but --help and --config has a key in CONFIG_KEYS. */
+export const SERVER_FLAGS = {
+  config: { type: 'string' },
+  'data-dir': { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'management-port': { type: 'string' },
+  'management-host': { type: 'string' },
+  'management-hostname': { type: 'string', multiple: true },
+  'metrics-auth': { type: 'boolean' },
+  'metrics-cache-seconds': { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
+  'memory-budget': { type: 'string' },
+  'frame-max': { type: 'string' },
+  heartbeat: { type: 'string' },
+  'cluster-listen': { type: 'string' },
+  join: { type: 'string', multiple: true },
+  'node-name': { type: 'string' },
+  'cluster-secret-file': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ServerFlag = keyof typeof SERVER_FLAGS;
+
 /** `styx server`'s flags as ServerOptions, or 'help' for --help. Throws UsageError. */
 export function parseServerOptions(
   argv: readonly string[],
   totalMemoryBytes = totalmem(),
 ): ServerOptions | 'help' {
-  const { values } = parse(argv, {
-    'data-dir': { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
-    'management-port': { type: 'string' },
-    'management-host': { type: 'string' },
-    'management-hostname': { type: 'string', multiple: true },
-    'metrics-auth': { type: 'boolean' },
-    'metrics-cache-seconds': { type: 'string' },
-    'log-level': { type: 'string' },
-    'log-format': { type: 'string' },
-    'memory-budget': { type: 'string' },
-    'frame-max': { type: 'string' },
-    heartbeat: { type: 'string' },
-    'cluster-listen': { type: 'string' },
-    join: { type: 'string', multiple: true },
-    'node-name': { type: 'string' },
-    'cluster-secret-file': { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values } = parse(argv, SERVER_FLAGS);
   if (values.help) return 'help';
   const level = (values['log-level'] ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(level))
@@ -170,8 +181,59 @@ export function parseServerOptions(
   };
 }
 
+/**
+ * `styx server`'s flags with `--config FILE`'s keys under them: each key becomes its flag, placed
+ * before the command line's, so a flag given there wins (a repeatable flag given there replaces all
+ * of the file's values). The whole is checked by parseServerOptions; a refusal about a flag that
+ * came from the file is reported as the file's: the file, the line, the key, the value and its form.
+ * Throws UsageError or ConfigFileError.
+ */
+export async function serverOptionsWithConfig(
+  argv: readonly string[],
+  totalMemoryBytes = totalmem(),
+): Promise<ServerOptions | 'help'> {
+  const { values } = parse(argv, SERVER_FLAGS);
+  if (values.help === true || values.config === undefined) return parseServerOptions(argv, totalMemoryBytes);
+  const repeatable = new Set(
+    Object.entries(SERVER_FLAGS)
+      .filter(([, spec]) => 'multiple' in spec && spec.multiple)
+      .map(([flag]) => flag),
+  );
+  const config = await readServerConfig(resolve(values.config), repeatable);
+  const fromFile: string[] = [];
+  const origin = new Map<string, ConfigEntry[]>();
+  for (const entry of config.entries) {
+    const flag = entry.flag as ServerFlag;
+    if (values[flag] !== undefined) continue;
+    if (SERVER_FLAGS[flag].type === 'boolean') {
+      if (entry.value !== 'true' && entry.value !== 'false') {
+        throw new ConfigFileError(
+          `${config.file}:${entry.line}: ${entry.key} = ${entry.value}: expected true or false`,
+        );
+      }
+      if (entry.value === 'true') fromFile.push(`--${flag}`);
+    } else {
+      fromFile.push(`--${flag}`, entry.value);
+    }
+    origin.set(flag, [...(origin.get(flag) ?? []), entry]);
+  }
+  try {
+    return parseServerOptions([...fromFile, ...withoutLeadingSeparator(argv)], totalMemoryBytes);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    // The flag parsers' messages start with the flag: `--port must be ...`, `--join: ...`.
+    const said = /^--([a-z0-9-]+):? ([\s\S]*)$/.exec(err.message);
+    const entries = said === null ? undefined : origin.get(said[1] as string);
+    if (said === null || entries === undefined) throw err;
+    const entry = entries.find((e) => err.message.includes(`'${e.value}'`)) ?? (entries[0] as ConfigEntry);
+    throw new ConfigFileError(
+      `${config.file}:${entry.line}: ${entry.key} = ${entry.value}: ${said[2]} (expected ${entry.form})`,
+    );
+  }
+}
+
 export async function serverCommand(argv: string[]): Promise<number> {
-  const options = parseServerOptions(argv);
+  const options = await serverOptionsWithConfig(argv);
   if (options === 'help') {
     process.stdout.write(`${SERVER_USAGE}\n`);
     return 0;
@@ -299,6 +361,14 @@ export async function serverCommand(argv: string[]): Promise<number> {
     logger.info({ managementUrl }, `management API listening on ${managementUrl}`);
   }
   const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+  // For `styx ctl` on this machine: which management API serves this data dir (removed on a clean stop).
+  await writeRunningNode(dataDir, {
+    pid: process.pid,
+    node: nodeName,
+    url,
+    management_url: management?.url ?? null,
+    cluster_address: cluster?.address ?? null,
+  });
 
   return new Promise<number>((done) => {
     let stopping = false;
@@ -310,6 +380,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
       stopping = true;
       logger.info({ signal }, 'shutting down');
       (async () => {
+        await removeRunningNode(dataDir);
         await management?.close();
         await broker.shutdown();
         await server.close();

@@ -1,0 +1,146 @@
+/**
+ * `styx.conf`: `styx server`'s flags in a file, in RabbitMQ's `rabbitmq.conf` format (sysctl-like
+ * `key = value` lines, `#` comments), because that is where a RabbitMQ operator looks and what their
+ * configuration management already writes. One table (`CONFIG_KEYS`) maps every key to its flag, so
+ * a new flag gets its key with one line; the values are checked by the flag's own parser (see
+ * `serverArgsWithConfig` in server-command.ts), so a key and its flag accept exactly the same
+ * values. Flags on the command line override the file.
+ */
+import { readFile } from 'node:fs/promises';
+
+/** A config file that cannot be used: names the file, the line and the key. Exit code 2. */
+export class ConfigFileError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ConfigFileError';
+  }
+}
+
+/** A key of styx.conf: the `styx server` flag it sets (without `--`) and the form of its value. */
+export type ConfigKey = readonly [key: string, flag: string, form: string];
+
+/** Every `styx server` flag's key (a test checks none is missing). Add a row with a new flag. */
+export const CONFIG_KEYS: readonly ConfigKey[] = [
+  ['data_dir', 'data-dir', 'a directory path'],
+  ['listeners.host', 'host', 'an address to listen on for clients, e.g. 127.0.0.1 or 0.0.0.0'],
+  ['listeners.port', 'port', 'a port number, 0-65535'],
+  ['management.host', 'management-host', 'an address for the management API, e.g. 127.0.0.1'],
+  ['management.port', 'management-port', 'a port number, 0-65535 (0: no management API)'],
+  [
+    'management.hostname',
+    'management-hostname',
+    'a name the management API is reached by (repeat the key for several)',
+  ],
+  [
+    'metrics.auth',
+    'metrics-auth',
+    'true or false (basic auth of a monitoring or administrator user on /metrics)',
+  ],
+  [
+    'metrics.cache_seconds',
+    'metrics-cache-seconds',
+    'a whole number of seconds, 0-300 (0: render each scrape)',
+  ],
+  ['log.level', 'log-level', 'fatal, error, warn, info, debug, trace or silent'],
+  ['log.format', 'log-format', 'pretty or json'],
+  ['limits.memory_budget_mib', 'memory-budget', 'a whole number of MiB (0: no limit)'],
+  ['limits.frame_max', 'frame-max', 'a whole number of bytes, 4096-268435456'],
+  ['limits.heartbeat', 'heartbeat', 'a whole number of seconds, 0-3600 (0: off)'],
+  ['cluster.listen', 'cluster-listen', 'HOST:PORT'],
+  ['cluster.join', 'join', 'HOST:PORT (repeat the key for several members)'],
+  ['cluster.node_name', 'node-name', 'a name of 1 to 255 bytes'],
+  ['cluster.secret_file', 'cluster-secret-file', 'a file path'],
+];
+
+/** Keys kept for features to come, refused with a word rather than as unknown. */
+export const RESERVED_KEYS: Readonly<Record<string, string>> = {
+  'listeners.tls.port': 'TLS',
+  'management.tls.port': 'TLS',
+  'tls.cert_file': 'TLS',
+  'tls.key_file': 'TLS',
+  'tls.ca_file': 'TLS',
+  'tls.verify_peer': 'TLS',
+};
+
+/** One `key = value` line of a config file. */
+export interface ConfigEntry {
+  readonly key: string;
+  readonly flag: string;
+  readonly form: string;
+  readonly value: string;
+  /** 1-based. */
+  readonly line: number;
+}
+
+/** A parsed config file: its path (for messages) and its entries in file order. */
+export interface ServerConfig {
+  readonly file: string;
+  readonly entries: readonly ConfigEntry[];
+}
+
+/** The row of `key`, or undefined. */
+export function configKey(key: string): ConfigKey | undefined {
+  return CONFIG_KEYS.find(([k]) => k === key);
+}
+
+/**
+ * Parse the text of a config file. Throws ConfigFileError on a line that is not `key = value`, an
+ * unknown or reserved key, an empty value, or a key given twice (except keys of repeatable flags,
+ * listed in `repeatable`).
+ */
+export function parseServerConfig(text: string, file: string, repeatable: ReadonlySet<string>): ServerConfig {
+  const entries: ConfigEntry[] = [];
+  const seen = new Map<string, number>();
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const line = i + 1;
+    const raw = (lines[i] as string).trim();
+    if (raw === '' || raw.startsWith('#')) continue;
+    const equals = raw.indexOf('=');
+    if (equals < 0) throw new ConfigFileError(`${file}:${line}: expected 'key = value', got '${raw}'`);
+    const key = raw.slice(0, equals).trim();
+    const value = raw.slice(equals + 1).trim();
+    const row = configKey(key);
+    if (row === undefined) {
+      const reserved = RESERVED_KEYS[key];
+      if (reserved !== undefined) {
+        throw new ConfigFileError(
+          `${file}:${line}: ${key} is reserved for ${reserved}, which Styx does not support yet`,
+        );
+      }
+      throw new ConfigFileError(
+        `${file}:${line}: unknown key '${key}' (known keys: ${CONFIG_KEYS.map(([k]) => k).join(', ')})`,
+      );
+    }
+    const [, flag, form] = row;
+    if (value === '') throw new ConfigFileError(`${file}:${line}: ${key} needs a value: ${form}`);
+    const earlier = seen.get(key);
+    if (earlier !== undefined && !repeatable.has(flag)) {
+      throw new ConfigFileError(
+        `${file}:${line}: ${key} is set again (first on line ${earlier}); set it once`,
+      );
+    }
+    seen.set(key, earlier ?? line);
+    entries.push({ key, flag, form, value, line });
+  }
+  return { file, entries };
+}
+
+/** Read and parse the config file at `file` (see parseServerConfig). */
+export async function readServerConfig(file: string, repeatable: ReadonlySet<string>): Promise<ServerConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new ConfigFileError(`cannot read the config file ${file}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  return parseServerConfig(text, file, repeatable);
+}
+
+/** The value the file gives `key` (the last one), or undefined. */
+export function configValue(config: ServerConfig | undefined, key: string): string | undefined {
+  return config?.entries.findLast((e) => e.key === key)?.value;
+}
