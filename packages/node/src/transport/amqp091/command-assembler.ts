@@ -1,0 +1,214 @@
+import type { BasicProperties } from '@styx/client/wire';
+import { AmqpReader } from './amqp-reader.ts';
+import { frameError, unexpectedFrame } from './codec-error.ts';
+import type { RawFrame } from './frame-parser.ts';
+import { FrameType } from './frame-parser.ts';
+import { readBasicAck, readBasicPublish } from './hot-path.ts';
+import type { AmqpMethod } from './spec.gen.ts';
+import { decodeBasicProperties, decodeMethodFields, METHOD_DEFS } from './spec.gen.ts';
+
+/**
+ * The largest message body accepted by default, in bytes: RabbitMQ's default max_message_size
+ * (128 MiB). A content header that declares more is refused (501) before any body is buffered.
+ */
+export const DEFAULT_MAX_BODY_SIZE = 128 * 1024 * 1024;
+
+/** A complete AMQP command: a method, with its content when it carries one. */
+export type AmqpCommand =
+  | { kind: 'method'; channel: number; method: AmqpMethod }
+  | {
+      kind: 'content';
+      channel: number;
+      method: AmqpMethod;
+      properties: BasicProperties;
+      /** The header's property bytes (flags and values) as received, to pass on without re-encoding. */
+      propertiesBytes: Buffer;
+      body: Buffer;
+    }
+  | { kind: 'heartbeat' };
+
+/** Options of a CommandAssembler. */
+export interface CommandAssemblerOptions {
+  /** Largest body accepted, in bytes (default DEFAULT_MAX_BODY_SIZE); more is a 501 FRAME_ERROR. */
+  maxBodySize?: number;
+}
+
+interface PendingContent {
+  method: AmqpMethod;
+  classId: number;
+  methodId: number;
+  /** -1 until the content header has come. */
+  bodySize: number;
+  received: number;
+  fragments: Buffer[];
+  properties: BasicProperties;
+  propertiesBytes: Buffer;
+}
+
+const CONTENT_METHODS: ReadonlySet<number> = new Set(
+  METHOD_DEFS.filter((d) => d.content).map((d) => d.classId * 65536 + d.methodId),
+);
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Turns frames into commands, as RabbitMQ's rabbit_command_assembler does: a method frame is a
+ * command by itself unless its method carries content, in which case a content header and then
+ * body frames up to the header's body size must follow on the same channel (other channels'
+ * frames may interleave). Out-of-order frames are 505 UNEXPECTED_FRAME; undecodable fields, a
+ * body frame beyond the declared size and a declared size over maxBodySize are 501 FRAME_ERROR —
+ * RabbitMQ's codes for each. Errors carry the class and method that failed.
+ */
+export class CommandAssembler {
+  private readonly maxBodySize: number;
+  private readonly pending = new Map<number, PendingContent>();
+  private readonly reader = new AmqpReader();
+
+  constructor(options: CommandAssemblerOptions = {}) {
+    this.maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE;
+  }
+
+  /** Channels with a content-carrying method still waiting for its header or body. */
+  get channelsMidContent(): number {
+    return this.pending.size;
+  }
+
+  /** Forgets a channel's half-received content (when the channel closes). */
+  dropChannel(channel: number): void {
+    this.pending.delete(channel);
+  }
+
+  /** Takes one frame; returns the command it completes, if any. */
+  push(frame: RawFrame): AmqpCommand | undefined {
+    switch (frame.type) {
+      case FrameType.METHOD:
+        return this.method(frame.channel, frame.payload);
+      case FrameType.HEADER:
+        return this.header(frame.channel, frame.payload);
+      case FrameType.BODY:
+        return this.body(frame.channel, frame.payload);
+      case FrameType.HEARTBEAT:
+        return { kind: 'heartbeat' };
+      default:
+        throw frameError(`unknown frame type ${frame.type}`);
+    }
+  }
+
+  private method(channel: number, payload: Buffer): AmqpCommand | undefined {
+    const waiting = this.pending.get(channel);
+    if (waiting !== undefined) {
+      const what = waiting.bodySize < 0 ? 'content header' : 'content body';
+      throw unexpectedFrame(
+        `expected ${what} for ${waiting.method.name} on channel ${channel}, got a method frame`,
+        waiting.classId,
+        waiting.methodId,
+      );
+    }
+    if (payload.length < 4) throw frameError(`method frame of ${payload.length} bytes has no method id`);
+    const classId = payload.readUInt16BE(0);
+    const methodId = payload.readUInt16BE(2);
+    const id = classId * 65536 + methodId;
+    let method: AmqpMethod;
+    if (id === 60 * 65536 + 40) method = { name: 'basic.publish', args: readBasicPublish(payload) };
+    else if (id === 60 * 65536 + 80) method = { name: 'basic.ack', args: readBasicAck(payload) };
+    else {
+      const r = this.reader.reset(payload, 4, payload.length, classId, methodId);
+      method = decodeMethodFields(r, classId, methodId);
+      if (r.remaining !== 0) {
+        throw frameError(`${method.name} has ${r.remaining} bytes after its fields`, classId, methodId);
+      }
+    }
+    if (!CONTENT_METHODS.has(id)) return { kind: 'method', channel, method };
+    this.pending.set(channel, {
+      method,
+      classId,
+      methodId,
+      bodySize: -1,
+      received: 0,
+      fragments: [],
+      properties: {},
+      propertiesBytes: EMPTY,
+    });
+    return undefined;
+  }
+
+  private header(channel: number, payload: Buffer): AmqpCommand | undefined {
+    const p = this.pending.get(channel);
+    if (p === undefined || p.bodySize >= 0) {
+      throw unexpectedFrame(
+        p === undefined
+          ? `content header on channel ${channel} with no content method before it`
+          : `expected content body for ${p.method.name} on channel ${channel}, got a content header`,
+        p?.classId ?? 0,
+        p?.methodId ?? 0,
+      );
+    }
+    const r = this.reader.reset(payload, 0, payload.length, p.classId, p.methodId);
+    const classId = r.short();
+    const weight = r.short();
+    if (classId !== p.classId || weight !== 0) {
+      throw unexpectedFrame(
+        `expected content header for class ${p.classId} (weight 0), got class ${classId} weight ${weight}`,
+        p.classId,
+        p.methodId,
+      );
+    }
+    r.need(8, 'body size');
+    // Check the high word first: a declared size beyond 2^53 is refused, never rounded.
+    const high = payload.readUInt32BE(r.pos);
+    const bodySize = high * 0x1_0000_0000 + payload.readUInt32BE(r.pos + 4);
+    r.pos += 8;
+    if (high > 0x1f_ffff || bodySize > this.maxBodySize) {
+      throw frameError(
+        `content body size ${high > 0x1f_ffff ? '> 2^53' : bodySize} exceeds maximum allowed size ${this.maxBodySize}`,
+        p.classId,
+        p.methodId,
+      );
+    }
+    const start = r.pos;
+    p.properties = decodeBasicProperties(r);
+    if (r.remaining !== 0) {
+      throw frameError(`content header has ${r.remaining} bytes after its properties`, p.classId, p.methodId);
+    }
+    p.propertiesBytes = payload.subarray(start);
+    p.bodySize = bodySize;
+    return bodySize === 0 ? this.complete(channel, p) : undefined;
+  }
+
+  private body(channel: number, payload: Buffer): AmqpCommand | undefined {
+    const p = this.pending.get(channel);
+    if (p === undefined || p.bodySize < 0) {
+      throw unexpectedFrame(
+        p === undefined
+          ? `content body on channel ${channel} with no content method before it`
+          : `expected content header for ${p.method.name} on channel ${channel}, got a content body`,
+        p?.classId ?? 0,
+        p?.methodId ?? 0,
+      );
+    }
+    if (payload.length > p.bodySize - p.received) {
+      throw frameError('content body frame exceeds remaining content size', p.classId, p.methodId);
+    }
+    p.fragments.push(payload);
+    p.received += payload.length;
+    return p.received === p.bodySize ? this.complete(channel, p) : undefined;
+  }
+
+  private complete(channel: number, p: PendingContent): AmqpCommand {
+    this.pending.delete(channel);
+    const body =
+      p.fragments.length === 0
+        ? EMPTY
+        : p.fragments.length === 1
+          ? (p.fragments[0] as Buffer)
+          : Buffer.concat(p.fragments, p.bodySize);
+    return {
+      kind: 'content',
+      channel,
+      method: p.method,
+      properties: p.properties,
+      propertiesBytes: p.propertiesBytes,
+      body,
+    };
+  }
+}
