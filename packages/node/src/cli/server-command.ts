@@ -6,6 +6,7 @@ import { acquireDataDir } from '../broker/data-dir.ts';
 import { Cluster } from '../cluster/cluster.ts';
 import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
+import { DnsDiscovery } from '../cluster/dns-discovery.ts';
 import { ClusterError } from '../cluster/errors.ts';
 import { loadNodeIdentity } from '../cluster/node-identity.ts';
 import type { LogLevel } from '../logging/logger.ts';
@@ -108,6 +109,9 @@ export const SERVER_FLAGS = {
   heartbeat: { type: 'string' },
   'cluster-listen': { type: 'string' },
   join: { type: 'string', multiple: true },
+  'discover-dns': { type: 'string' },
+  'discover-dns-port': { type: 'string' },
+  'discover-dns-server': { type: 'string', multiple: true },
   'node-name': { type: 'string' },
   'cluster-secret-file': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -287,6 +291,9 @@ export async function serverCommand(argv: string[]): Promise<number> {
         swarmKey: await loadClusterSecret(secret),
         listen: options.cluster.listen,
         join: options.cluster.join,
+        ...(options.cluster.discovery !== undefined
+          ? { discovery: new DnsDiscovery(options.cluster.discovery) }
+          : {}),
         nodeName,
         logger,
       });
