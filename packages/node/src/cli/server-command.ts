@@ -119,6 +119,15 @@ export const SERVER_FLAGS = {
 
 type ServerFlag = keyof typeof SERVER_FLAGS;
 
+/** The flags that may be given several times (their config keys may repeat). */
+export function repeatableServerFlags(): ReadonlySet<string> {
+  return new Set(
+    Object.entries(SERVER_FLAGS)
+      .filter(([, spec]) => 'multiple' in spec && spec.multiple)
+      .map(([flag]) => flag),
+  );
+}
+
 /** `styx server`'s flags as ServerOptions, or 'help' for --help. Throws UsageError. */
 export function parseServerOptions(
   argv: readonly string[],
@@ -198,12 +207,7 @@ export async function serverOptionsWithConfig(
 ): Promise<ServerOptions | 'help'> {
   const { values } = parse(argv, SERVER_FLAGS);
   if (values.help === true || values.config === undefined) return parseServerOptions(argv, totalMemoryBytes);
-  const repeatable = new Set(
-    Object.entries(SERVER_FLAGS)
-      .filter(([, spec]) => 'multiple' in spec && spec.multiple)
-      .map(([flag]) => flag),
-  );
-  const config = await readServerConfig(resolve(values.config), repeatable);
+  const config = await readServerConfig(resolve(values.config), repeatableServerFlags());
   const fromFile: string[] = [];
   const origin = new Map<string, ConfigEntry[]>();
   for (const entry of config.entries) {
