@@ -97,6 +97,16 @@ describe('CONFIG_KEYS', () => {
 });
 
 describe('styx server --config FILE', () => {
+  it('accepts deploy/styx.conf, the example for the systemd unit (docs/operations.md)', async () => {
+    const example = join(import.meta.dirname, '..', '..', '..', '..', 'deploy', 'styx.conf');
+    expect(await withConfig(example)).toMatchObject({
+      dataDir: '/var/lib/styx',
+      host: '0.0.0.0',
+      managementHostnames: ['styx.example.com'],
+      cluster: { listen: '0.0.0.0:25680', discovery: { name: 'styx.example.com', port: 25680, servers: [] } },
+    });
+  });
+
   it('reads comments, blank lines and spaces around =, and every key at once', async () => {
     const file = await conf(
       '# a styx.conf',
