@@ -25,7 +25,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
 import { freePort, REPO_ROOT, startBroker } from '../support/broker-process.ts';
 import type { System } from '../support/ensure-test-deps.ts';
-import { CHROMIUM, ensureChromium, INSTALL_CHROMIUM, MISSING_CHROMIUM } from '../support/ensure-test-deps.ts';
+import {
+  CHROMIUM,
+  DNSMASQ,
+  ensureChromium,
+  ensureDnsmasq,
+  INSTALL_CHROMIUM,
+  INSTALL_DNSMASQ,
+  MISSING_CHROMIUM,
+  MISSING_DNSMASQ,
+} from '../support/ensure-test-deps.ts';
 import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
 
 /** How the README runs pnpm, on a machine with only Node and npm. */
@@ -174,21 +183,22 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(rootScripts.test).toBe(`node ${relative(REPO_ROOT, DEPS_SCRIPT)} && vitest run`);
   });
 
-  it('that step, with Chromium installed, does nothing and exits 0', async () => {
-    // `npx -y pnpm@10 test` ran the step before vitest, so Chromium is there; vitest run on its own
-    // fails here without it (installing a browser is not this test's job).
+  it('that step, with Chromium and dnsmasq installed, does nothing and exits 0', async () => {
+    // `npx -y pnpm@10 test` ran the step before vitest, so both are there; vitest run on its own
+    // fails here without them (installing packages is not this test's job).
     expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
+    expect(existsSync(DNSMASQ), MISSING_DNSMASQ).toBe(true);
     const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
     expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
   });
 
   /** A machine where Chromium is `present` (or appears once apt-get installs it). */
-  function fakeMachine(options: { present: boolean; isRoot: boolean; aptWorks?: boolean }) {
+  function fakeMachine(options: { present: boolean; isRoot: boolean; aptWorks?: boolean; path?: string }) {
     let installed = options.present;
     const ran: string[] = [];
     const said: string[] = [];
     const system: System = {
-      exists: (path) => path === CHROMIUM && installed,
+      exists: (path) => path === (options.path ?? CHROMIUM) && installed,
       isRoot: options.isRoot,
       run(command, args, env) {
         ran.push(`${env.DEBIAN_FRONTEND}: ${command} ${args.join(' ')}`);
@@ -224,6 +234,20 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(m.ran).toEqual([]);
     expect(m.said.join('\n')).toContain(`\n  ${INSTALL_CHROMIUM}\n`);
     expect(INSTALL_CHROMIUM).toBe('sudo apt-get install chromium');
+  });
+
+  it("installs Debian's dnsmasq the same way, or says what to install", () => {
+    const root = fakeMachine({ present: false, isRoot: true, path: DNSMASQ });
+    expect(ensureDnsmasq(root.system)).toBe(0);
+    expect(root.ran).toEqual([
+      'noninteractive: apt-get update -qq',
+      'noninteractive: apt-get install -y -qq dnsmasq',
+    ]);
+    const user = fakeMachine({ present: false, isRoot: false, path: DNSMASQ });
+    expect(ensureDnsmasq(user.system)).toBe(1);
+    expect(user.said.join('\n')).toContain(`\n  ${INSTALL_DNSMASQ}\n`);
+    const there = fakeMachine({ present: true, isRoot: false, path: DNSMASQ });
+    expect(ensureDnsmasq(there.system)).toBe(0);
   });
 
   it('fails, saying so, when apt-get does not install it', () => {

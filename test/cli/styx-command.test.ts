@@ -157,7 +157,7 @@ describe('styx on the PATH', () => {
     expect(refused).toEqual({
       code: 2,
       stdout: '',
-      stderr: `styx server: ${bad}:2: unknown key 'listeners.prot' (known keys: ${'data_dir, listeners.host, listeners.port, management.host, management.port, log.level, log.format, limits.memory_budget_mib, limits.frame_max, limits.heartbeat, cluster.listen, cluster.join, cluster.node_name, cluster.secret_file'})\n`,
+      stderr: `styx server: ${bad}:2: unknown key 'listeners.prot' (known keys: ${'data_dir, listeners.host, listeners.port, management.host, management.port, management.hostname, metrics.auth, metrics.cache_seconds, log.level, log.format, limits.memory_budget_mib, limits.frame_max, limits.heartbeat, cluster.listen, cluster.join, cluster.discovery.dns, cluster.discovery.dns_port, cluster.discovery.dns_server, cluster.node_name, cluster.secret_file'})\n`,
     });
     expect((await node.stop('SIGTERM', 30_000)).code).toBe(0);
   }, 180_000);

@@ -41,6 +41,13 @@ export interface StartOptions {
   readonly management?: boolean;
   /** Environment variables for the node on top of this process's (e.g. STYX_TEST_COMPACT_EVERY). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Where the node's log lines go (default: a new array): a test that watches a node before it
+   * listens (one waiting for its peers) reads them here while `startBroker` waits.
+   */
+  readonly logs?: string[];
+  /** Called with the process as soon as it is spawned: a test can stop a node that never listens. */
+  readonly onSpawn?: (child: ChildProcess) => void;
 }
 
 /** A loopback port free right now (the OS picks it; it is released before the node binds it). */
@@ -87,7 +94,8 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
   });
-  const logs: string[] = [];
+  options.onSpawn?.(child);
+  const logs: string[] = options.logs ?? [];
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const stderr: string[] = [];
   let managementUrl: string | undefined;

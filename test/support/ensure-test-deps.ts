@@ -1,8 +1,9 @@
 // What the test suite needs beyond npm, brought by the README's test command itself: the root
-// "test" script runs `node test/support/ensure-test-deps.ts` before vitest. Today that is Debian's
-// Chromium for the browser SDK test (test/browser/browser-sdk.test.ts). When it is there this does
-// nothing; when it is missing, root installs it with apt-get, anyone else is told the one command to
-// run and the tests do not start (exit 1): a test that cannot run fails loudly, it never skips.
+// "test" script runs `node test/support/ensure-test-deps.ts` before vitest. Today those are Debian's
+// Chromium for the browser tests (test/browser/) and Debian's dnsmasq, the DNS server of the peer
+// discovery test (test/cluster/dns-discovery.test.ts). When they are there this does nothing; when
+// one is missing, root installs it with apt-get, anyone else is told the one command to run and the
+// tests do not start (exit 1): a test that cannot run fails loudly, it never skips.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
@@ -29,19 +30,58 @@ export interface System {
 
 /** Makes sure Chromium is installed; returns the exit code (0: the tests may run). */
 export function ensureChromium(system: System): number {
-  if (system.exists(CHROMIUM)) return 0;
+  return ensurePackage(system, {
+    path: CHROMIUM,
+    name: 'chromium',
+    why: 'the browser test',
+    missing: MISSING_CHROMIUM,
+  });
+}
+
+/** Where Debian's `dnsmasq` package puts the DNS server; the discovery test runs exactly this. */
+export const DNSMASQ = '/usr/sbin/dnsmasq';
+
+/** What to install when dnsmasq is missing (for whoever is not root). */
+export const INSTALL_DNSMASQ = 'sudo apt-get install dnsmasq';
+
+/** The tell-tale line for a missing dnsmasq that could not be installed here. */
+export const MISSING_DNSMASQ =
+  `The DNS peer discovery test (test/cluster/dns-discovery.test.ts) needs Debian's dnsmasq at ${DNSMASQ}, ` +
+  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_DNSMASQ}\n`;
+
+/** Makes sure dnsmasq is installed; returns the exit code (0: the tests may run). */
+export function ensureDnsmasq(system: System): number {
+  return ensurePackage(system, {
+    path: DNSMASQ,
+    name: 'dnsmasq',
+    why: 'the DNS discovery test',
+    missing: MISSING_DNSMASQ,
+  });
+}
+
+/** A Debian package a test needs: the file it provides, why, and the text for whoever is not root. */
+interface NeededPackage {
+  readonly path: string;
+  readonly name: string;
+  readonly why: string;
+  readonly missing: string;
+}
+
+/** Installs `wanted` with apt-get as root when its file is missing; returns the exit code. */
+function ensurePackage(system: System, wanted: NeededPackage): number {
+  if (system.exists(wanted.path)) return 0;
   if (!system.isRoot) {
-    system.say(MISSING_CHROMIUM);
+    system.say(wanted.missing);
     return 1;
   }
-  system.say(`${CHROMIUM} is missing: installing Debian's chromium package for the browser test`);
+  system.say(`${wanted.path} is missing: installing Debian's ${wanted.name} package for ${wanted.why}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const installed =
     system.run('apt-get', ['update', '-qq'], env) === 0 &&
-    system.run('apt-get', ['install', '-y', '-qq', 'chromium'], env) === 0 &&
-    system.exists(CHROMIUM);
+    system.run('apt-get', ['install', '-y', '-qq', wanted.name], env) === 0 &&
+    system.exists(wanted.path);
   if (installed) return 0;
-  system.say(`apt-get could not install chromium.\n${MISSING_CHROMIUM}`);
+  system.say(`apt-get could not install ${wanted.name}.\n${wanted.missing}`);
   return 1;
 }
 
@@ -58,4 +98,4 @@ const thisMachine: System = {
   },
 };
 
-if (import.meta.main) process.exitCode = ensureChromium(thisMachine);
+if (import.meta.main) process.exitCode = ensureChromium(thisMachine) || ensureDnsmasq(thisMachine);

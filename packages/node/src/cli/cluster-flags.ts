@@ -1,18 +1,21 @@
 /**
  * `styx server`'s clustering flags: `--cluster-listen HOST:PORT` turns clustering on; `--join
- * HOST:PORT` (repeatable), `--node-name NAME` and `--cluster-secret-file PATH` need it. Parsed and
+ * HOST:PORT` (repeatable), `--discover-dns NAME` (with `--discover-dns-port` and
+ * `--discover-dns-server`), `--node-name NAME` and `--cluster-secret-file PATH` need it. Parsed and
  * checked here into `ClusterOptions`; the cluster secret's source is settled at start
  * (`clusterSecretSource`), once the data dir is known.
  */
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { ClusterSecretSource } from '../cluster/cluster-secret.ts';
 import { CLUSTER_SECRET_ENV } from '../cluster/cluster-secret.ts';
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
+import type { DnsDiscoveryOptions } from '../cluster/dns-discovery.ts';
 import type { Logger } from '../logging/logger.ts';
 import { fitsShortString } from '../metadata/names.ts';
-import { UsageError } from './args.ts';
+import { parseIntegerFlag, UsageError } from './args.ts';
 
 /** The secret file a clustered node creates in its data dir when given no secret. */
 export const CLUSTER_SECRET_FILE = 'cluster-secret';
@@ -26,6 +29,8 @@ export interface ClusterOptions {
   readonly listen: string;
   /** `--join`: members to join through (a fresh data dir) or to announce to (a restart); may be empty. */
   readonly join: readonly string[];
+  /** `--discover-dns` and its companions: the nodes listed in DNS; undefined: no DNS discovery. */
+  readonly discovery: DnsDiscoveryOptions | undefined;
   /** `--node-name`: the node's name in the cluster; undefined: the name kept in the data dir. */
   readonly nodeName: string | undefined;
   /**
@@ -39,6 +44,9 @@ export interface ClusterOptions {
 export interface ClusterFlagValues {
   readonly 'cluster-listen'?: string | undefined;
   readonly join?: readonly string[] | undefined;
+  readonly 'discover-dns'?: string | undefined;
+  readonly 'discover-dns-port'?: string | undefined;
+  readonly 'discover-dns-server'?: readonly string[] | undefined;
   readonly 'node-name'?: string | undefined;
   readonly 'cluster-secret-file'?: string | undefined;
 }
@@ -49,6 +57,14 @@ export const CLUSTER_FLAGS_USAGE = `Clustering (off unless --cluster-listen is g
                         turns clustering on
   --join HOST:PORT      a member's --cluster-listen address: a node with an empty data dir joins
                         that member's cluster, a member announces itself to it; may be repeated
+  --discover-dns NAME   find the cluster's nodes in DNS: NAME's SRV records (host and port of each
+                        node), or with --discover-dns-port its A/AAAA records. A node with an empty
+                        data dir joins the listed nodes' cluster, or forms it when every listed node
+                        is fresh and its own address sorts first; looked up again until then (see
+                        docs/operations.md, "Peer discovery by DNS")
+  --discover-dns-port PORT  the listed nodes' cluster port: read NAME's A/AAAA records, not SRV
+  --discover-dns-server IP[:PORT]  a DNS server to ask instead of the system's; repeatable or
+                        comma separated
   --node-name NAME      the node's name in the cluster, unique there (default: the name kept in the
                         data dir, styx@<host>-<random>)
   --cluster-secret-file PATH  the cluster's shared secret, the same on every node (default:
@@ -59,7 +75,15 @@ export const CLUSTER_FLAGS_USAGE = `Clustering (off unless --cluster-listen is g
 export function parseClusterFlags(values: ClusterFlagValues): ClusterOptions | undefined {
   const listen = values['cluster-listen'];
   if (listen === undefined) {
-    for (const flag of ['join', 'node-name', 'cluster-secret-file'] as const) {
+    const needListen = [
+      'join',
+      'discover-dns',
+      'discover-dns-port',
+      'discover-dns-server',
+      'node-name',
+      'cluster-secret-file',
+    ] as const;
+    for (const flag of needListen) {
       if (values[flag] !== undefined) {
         throw new UsageError(`--${flag} needs --cluster-listen HOST:PORT (clustering is off without it)`);
       }
@@ -79,7 +103,52 @@ export function parseClusterFlags(values: ClusterFlagValues): ClusterOptions | u
   }
   const secretFile = values['cluster-secret-file'];
   if (secretFile === '') throw new UsageError('--cluster-secret-file must name a file');
-  return { listen, join: [...new Set(joins)], nodeName, secretFile };
+  const discovery = parseDiscoveryFlags(values);
+  return { listen, join: [...new Set(joins)], discovery, nodeName, secretFile };
+}
+
+/** A DNS name: dot-separated labels of letters, digits, `-` and `_` (SRV's `_service._tcp`). */
+const DNS_NAME =
+  /^(?=.{1,253}\.?$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+
+/** `--discover-dns` and its companions; undefined without `--discover-dns`. Throws UsageError. */
+function parseDiscoveryFlags(values: ClusterFlagValues): DnsDiscoveryOptions | undefined {
+  const name = values['discover-dns'];
+  if (name === undefined) {
+    for (const flag of ['discover-dns-port', 'discover-dns-server'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} needs --discover-dns NAME`);
+    }
+    return undefined;
+  }
+  if (!DNS_NAME.test(name)) {
+    throw new UsageError(
+      `--discover-dns takes a DNS name (e.g. _styx-cluster._tcp.example.com), got '${name}'`,
+    );
+  }
+  const rawPort = values['discover-dns-port'];
+  const port =
+    rawPort === undefined ? undefined : parseIntegerFlag('discover-dns-port', rawPort, 0, 1, 65535);
+  const servers = (values['discover-dns-server'] ?? [])
+    .flatMap((list) => list.split(','))
+    .map((s) => s.trim());
+  for (const server of servers) {
+    if (!isDnsServer(server)) {
+      throw new UsageError(
+        `--discover-dns-server takes an IP address with an optional port (IP:PORT, [IPv6]:PORT), got '${server}'`,
+      );
+    }
+  }
+  return { name, port, servers };
+}
+
+/** `IP`, `IPv4:PORT` or `[IPv6]:PORT`: what node's resolver accepts as a server. */
+function isDnsServer(server: string): boolean {
+  if (isIP(server) !== 0) return true;
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(server);
+  if (match === null) return false;
+  const host = match[1] ?? (match[2] as string);
+  const port = Number(match[3]);
+  return (match[1] !== undefined ? isIP(host) === 6 : isIP(host) === 4) && port >= 1 && port <= 65535;
 }
 
 /**

@@ -8,6 +8,7 @@ Commands:
   server         run a broker node (styx server --help)
   ctl            manage a node, with rabbitmqctl's commands (styx ctl --help)
   local-cluster  run a cluster of nodes on this machine, on loopback (styx local-cluster --help)
+  backup         copy a node's data dir consistently, running or stopped (styx backup --help)
 
 Options:
   -h, --help     show this help
@@ -53,6 +54,23 @@ async function main(argv: string[]): Promise<number> {
       } catch (err) {
         if (err instanceof UsageError) {
           process.stderr.write(`styx local-cluster: ${err.message}\n\n${LOCAL_CLUSTER_USAGE}\n`);
+          return 2;
+        }
+        throw err;
+      }
+    }
+    case 'backup': {
+      const { BACKUP_USAGE, backupCommand } = await import('./backup-command.ts');
+      const { ConfigFileError } = await import('./server-config.ts');
+      try {
+        return await backupCommand(rest);
+      } catch (err) {
+        if (err instanceof ConfigFileError) {
+          process.stderr.write(`styx backup: ${err.message}\n`);
+          return 2;
+        }
+        if (err instanceof UsageError) {
+          process.stderr.write(`styx backup: ${err.message}\n\n${BACKUP_USAGE}\n`);
           return 2;
         }
         throw err;

@@ -85,12 +85,14 @@ describe('parseServerOptions', () => {
     ).toEqual({
       listen: '0.0.0.0:25680',
       join: ['node-a:25680', '[fd00::2]:25680'],
+      discovery: undefined,
       nodeName: 'styx-3',
       secretFile: '/etc/styx/secret',
     });
     expect(parsed('--cluster-listen', '127.0.0.1:0').cluster).toEqual({
       listen: '127.0.0.1:0',
       join: [],
+      discovery: undefined,
       nodeName: undefined,
       secretFile: undefined,
     });
@@ -119,12 +121,65 @@ describe('parseServerOptions', () => {
     expect(usageError('--cluster-listen')).toMatch(/--cluster-listen/);
   });
 
+  it('reads DNS discovery: SRV by default, A/AAAA with a port, servers repeated or comma separated', () => {
+    const listen = ['--cluster-listen', '0.0.0.0:25680'];
+    expect(parsed(...listen, '--discover-dns', '_styx-cluster._tcp.example.com').cluster?.discovery).toEqual({
+      name: '_styx-cluster._tcp.example.com',
+      port: undefined,
+      servers: [],
+    });
+    expect(
+      parsed(
+        ...listen,
+        '--discover-dns',
+        'styx.example.com.',
+        '--discover-dns-port',
+        '25680',
+        '--discover-dns-server',
+        '127.0.0.1:5353,10.0.0.53',
+        '--discover-dns-server',
+        '[fd00::53]:53',
+      ).cluster?.discovery,
+    ).toEqual({
+      name: 'styx.example.com.',
+      port: 25680,
+      servers: ['127.0.0.1:5353', '10.0.0.53', '[fd00::53]:53'],
+    });
+  });
+
+  it('refuses bad DNS discovery flags', () => {
+    const listen = ['--cluster-listen', 'a:1'];
+    expect(usageError('--discover-dns', 'styx.example.com')).toBe(
+      '--discover-dns needs --cluster-listen HOST:PORT (clustering is off without it)',
+    );
+    expect(usageError(...listen, '--discover-dns-port', '25680')).toBe(
+      '--discover-dns-port needs --discover-dns NAME',
+    );
+    expect(usageError(...listen, '--discover-dns-server', '127.0.0.1')).toBe(
+      '--discover-dns-server needs --discover-dns NAME',
+    );
+    expect(usageError(...listen, '--discover-dns', 'styx example')).toBe(
+      "--discover-dns takes a DNS name (e.g. _styx-cluster._tcp.example.com), got 'styx example'",
+    );
+    expect(usageError(...listen, '--discover-dns', 'a.b', '--discover-dns-port', '0')).toBe(
+      '--discover-dns-port must be between 1 and 65535, got 0',
+    );
+    for (const server of ['dns.example.com', '127.0.0.1:99999', '[10.0.0.1]:53']) {
+      expect(usageError(...listen, '--discover-dns', 'a.b', '--discover-dns-server', server)).toBe(
+        `--discover-dns-server takes an IP address with an optional port (IP:PORT, [IPv6]:PORT), got '${server}'`,
+      );
+    }
+  });
+
   it('describes every clustering flag in --help', () => {
     for (const flag of [
       '--cluster-listen HOST:PORT',
       '--join HOST:PORT',
       '--node-name NAME',
       '--cluster-secret-file PATH',
+      '--discover-dns NAME',
+      '--discover-dns-port PORT',
+      '--discover-dns-server IP[:PORT]',
     ]) {
       expect(SERVER_USAGE).toContain(flag);
     }
@@ -138,6 +193,7 @@ describe('clusterSecretSource', () => {
   const cluster: ClusterOptions = {
     listen: '127.0.0.1:0',
     join: [],
+    discovery: undefined,
     nodeName: undefined,
     secretFile: undefined,
   };

@@ -6,6 +6,7 @@ import { acquireDataDir } from '../broker/data-dir.ts';
 import { Cluster } from '../cluster/cluster.ts';
 import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
+import { DnsDiscovery } from '../cluster/dns-discovery.ts';
 import { ClusterError } from '../cluster/errors.ts';
 import { loadNodeIdentity } from '../cluster/node-identity.ts';
 import type { LogLevel } from '../logging/logger.ts';
@@ -108,12 +109,24 @@ export const SERVER_FLAGS = {
   heartbeat: { type: 'string' },
   'cluster-listen': { type: 'string' },
   join: { type: 'string', multiple: true },
+  'discover-dns': { type: 'string' },
+  'discover-dns-port': { type: 'string' },
+  'discover-dns-server': { type: 'string', multiple: true },
   'node-name': { type: 'string' },
   'cluster-secret-file': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 type ServerFlag = keyof typeof SERVER_FLAGS;
+
+/** The flags that may be given several times (their config keys may repeat). */
+export function repeatableServerFlags(): ReadonlySet<string> {
+  return new Set(
+    Object.entries(SERVER_FLAGS)
+      .filter(([, spec]) => 'multiple' in spec && spec.multiple)
+      .map(([flag]) => flag),
+  );
+}
 
 /** `styx server`'s flags as ServerOptions, or 'help' for --help. Throws UsageError. */
 export function parseServerOptions(
@@ -194,12 +207,7 @@ export async function serverOptionsWithConfig(
 ): Promise<ServerOptions | 'help'> {
   const { values } = parse(argv, SERVER_FLAGS);
   if (values.help === true || values.config === undefined) return parseServerOptions(argv, totalMemoryBytes);
-  const repeatable = new Set(
-    Object.entries(SERVER_FLAGS)
-      .filter(([, spec]) => 'multiple' in spec && spec.multiple)
-      .map(([flag]) => flag),
-  );
-  const config = await readServerConfig(resolve(values.config), repeatable);
+  const config = await readServerConfig(resolve(values.config), repeatableServerFlags());
   const fromFile: string[] = [];
   const origin = new Map<string, ConfigEntry[]>();
   for (const entry of config.entries) {
@@ -287,6 +295,9 @@ export async function serverCommand(argv: string[]): Promise<number> {
         swarmKey: await loadClusterSecret(secret),
         listen: options.cluster.listen,
         join: options.cluster.join,
+        ...(options.cluster.discovery !== undefined
+          ? { discovery: new DnsDiscovery(options.cluster.discovery) }
+          : {}),
         nodeName,
         logger,
       });

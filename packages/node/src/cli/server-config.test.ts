@@ -60,6 +60,9 @@ const EXAMPLES: Readonly<Record<string, string>> = {
   'limits.heartbeat': '30',
   'cluster.listen': '127.0.0.1:25690',
   'cluster.join': '127.0.0.1:25691',
+  'cluster.discovery.dns': '_styx-cluster._tcp.example.internal',
+  'cluster.discovery.dns_port': '25680',
+  'cluster.discovery.dns_server': '127.0.0.1:5353',
   'cluster.node_name': 'styx-a',
   'cluster.secret_file': '/etc/styx/cluster-secret',
 };
@@ -76,10 +79,12 @@ describe('CONFIG_KEYS', () => {
       const value = EXAMPLES[key] as string;
       // Cluster flags other than --cluster-listen need it; both sides get the same one.
       const companion =
-        flag.startsWith('cluster-') || flag === 'join' || flag === 'node-name'
+        flag.startsWith('cluster-') || flag.startsWith('discover-') || flag === 'join' || flag === 'node-name'
           ? ['--cluster-listen', '127.0.0.1:25699']
           : [];
-      const extra = flag === 'cluster-listen' ? [] : companion;
+      // --discover-dns-port and --discover-dns-server need --discover-dns as well.
+      const discovery = flag.startsWith('discover-dns-') ? ['--discover-dns', 'styx.example.internal'] : [];
+      const extra = flag === 'cluster-listen' ? [] : [...companion, ...discovery];
       // A boolean flag takes no value: `key = true` is the bare flag.
       const isBoolean = SERVER_FLAGS[flag as keyof typeof SERVER_FLAGS].type === 'boolean';
       const asFlags = isBoolean ? [`--${flag}`] : [`--${flag}`, value];
@@ -92,6 +97,16 @@ describe('CONFIG_KEYS', () => {
 });
 
 describe('styx server --config FILE', () => {
+  it('accepts deploy/styx.conf, the example for the systemd unit (docs/operations.md)', async () => {
+    const example = join(import.meta.dirname, '..', '..', '..', '..', 'deploy', 'styx.conf');
+    expect(await withConfig(example)).toMatchObject({
+      dataDir: '/var/lib/styx',
+      host: '0.0.0.0',
+      managementHostnames: ['styx.example.com'],
+      cluster: { listen: '0.0.0.0:25680', discovery: { name: 'styx.example.com', port: 25680, servers: [] } },
+    });
+  });
+
   it('reads comments, blank lines and spaces around =, and every key at once', async () => {
     const file = await conf(
       '# a styx.conf',

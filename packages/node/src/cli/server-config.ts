@@ -49,6 +49,13 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
   ['limits.heartbeat', 'heartbeat', 'a whole number of seconds, 0-3600 (0: off)'],
   ['cluster.listen', 'cluster-listen', 'HOST:PORT'],
   ['cluster.join', 'join', 'HOST:PORT (repeat the key for several members)'],
+  ['cluster.discovery.dns', 'discover-dns', 'a DNS name listing the nodes (SRV, or A/AAAA with dns_port)'],
+  ['cluster.discovery.dns_port', 'discover-dns-port', 'a port number, 1-65535 (read A/AAAA records)'],
+  [
+    'cluster.discovery.dns_server',
+    'discover-dns-server',
+    'a DNS server, IP or IP:PORT (repeat the key for several)',
+  ],
   ['cluster.node_name', 'node-name', 'a name of 1 to 255 bytes'],
   ['cluster.secret_file', 'cluster-secret-file', 'a file path'],
 ];

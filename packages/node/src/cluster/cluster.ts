@@ -22,6 +22,7 @@ import {
   ClusterUnavailableError,
 } from './cluster-view.ts';
 import { ClusterGater } from './connection-gater.ts';
+import type { DnsDiscovery } from './dns-discovery.ts';
 import { ClusterError } from './errors.ts';
 import type { DetectorEvent } from './failure-detector.ts';
 import { FailureDetector } from './failure-detector.ts';
@@ -36,6 +37,8 @@ import { PeerHello } from './peer-hello.ts';
 import { CLUSTER_PROTOCOL_VERSION, receivedUnknown, UnknownMessageLog } from './protocol-version.ts';
 import { QueueLink } from './queue-link.ts';
 import { QueueOp } from './queue-rpc-codec.ts';
+import type { SeedAnswer } from './seed-formation.ts';
+import { decideSeeds, isOwnAddress, localInterfaceAddresses } from './seed-formation.ts';
 
 /** This node could not join the cluster: refused (forgotten, its name taken) or no member answered. */
 export class ClusterJoinError extends ClusterError {
@@ -88,6 +91,15 @@ const KEEP_CONNECTED_MS = 1_000;
 const KEEP_CONNECTED_DIAL_MS = 2_000;
 /** A barrier's wait for the leader's confirmation while catching up after a join, ms. */
 const CATCH_UP_BARRIER_MS = 5_000;
+/**
+ * DNS discovery's pause between two lookups while undecided, ms: doubling from the first to the
+ * last after each lookup that failed or left the node waiting, back to the first when the listed
+ * nodes change (a DNS server that is down is not hammered; a record added is seen within 10 s).
+ */
+const DISCOVERY_RETRY_MIN_MS = 1_000;
+const DISCOVERY_RETRY_MAX_MS = 10_000;
+/** How long a listed node may take to answer discovery's probe, ms. */
+const PROBE_TIMEOUT_MS = 3_000;
 
 export interface ClusterStartOptions {
   readonly storage: NodeStorage;
@@ -98,6 +110,11 @@ export interface ClusterStartOptions {
   readonly listen: string;
   /** Addresses of members to join through (a fresh data dir) or to announce to (a restart). */
   readonly join: readonly string[];
+  /**
+   * Where the cluster's nodes are listed (DNS discovery, dns-discovery.ts): with an empty data dir,
+   * the node looks them up until it joins a cluster or forms one (seed-formation.ts).
+   */
+  readonly discovery?: Pick<DnsDiscovery, 'description' | 'lookup'>;
   /** This process's incarnation id (default: a fresh random one, as every start should have). */
   readonly incarnation?: string;
   /** The node's readable name, unique in the cluster. */
@@ -122,6 +139,17 @@ interface JoinRequest {
   /** The joiner's cluster protocol version and feature flags (absent from builds before them). */
   readonly version?: number;
   readonly flags?: readonly string[];
+  /**
+   * Discovery's question (seed-formation.ts): is the node asked a cluster member already? Answered
+   * with a `ProbeResponse`, nothing recorded. (A build from before discovery takes it for a join,
+   * which the real join that follows repeats.)
+   */
+  readonly probe?: boolean;
+}
+
+/** The answer to a probe. */
+interface ProbeResponse {
+  readonly clustered: boolean;
 }
 
 /** The answer to a join: the cluster's members, so the joiner can reach them at once. */
@@ -159,7 +187,10 @@ export class Cluster implements BrokerCluster {
   readonly nodeName: string;
   /** Where other nodes reach this one, `host:port`. */
   readonly address: string;
-  readonly joining: boolean;
+  /** The metadata replica opens as a joiner (a fresh data dir joining a cluster): see `joining`. */
+  #joining: boolean;
+  /** Where a joining node asks to join: `--join`'s addresses, or the members discovery found. */
+  #joinSeeds: readonly string[];
   readonly #options: ClusterStartOptions;
   readonly #log: Logger;
   readonly #node: ClusterLibp2p;
@@ -221,8 +252,14 @@ export class Cluster implements BrokerCluster {
     this.address = listenAddress(parts.node);
     // A data dir that holds no metadata group yet joins the cluster it is pointed at; one that
     // holds it is a member already (restarted) or the node that formed the cluster.
-    this.joining =
+    this.#joining =
       options.join.length > 0 && options.storage.logStore.hardState(METADATA_GROUP) === undefined;
+    this.#joinSeeds = options.join;
+  }
+
+  /** Whether this node joins a cluster (a fresh data dir with members to join through). */
+  get joining(): boolean {
+    return this.#joining;
   }
 
   /**
@@ -289,6 +326,10 @@ export class Cluster implements BrokerCluster {
       const cluster = new Cluster(options, { node, gater, transport, rpc, queueLink, gossip, hello });
       node.addEventListener('peer:disconnect', (event) => cluster.#disconnected(event.detail.toString()));
       node.addEventListener('peer:connect', (event) => cluster.#connected(event.detail.toString()));
+      // Answered from now on: discovery's probes come before the metadata group exists.
+      rpc.handle(RPC_JOIN, (payload, from) => cluster.#onJoin(payload, from));
+      const fresh = storage.logStore.hardState(METADATA_GROUP) === undefined;
+      if (options.discovery !== undefined && fresh) await cluster.#discoverSeeds(options.discovery);
       return cluster;
     } catch (error) {
       await node.stop();
@@ -309,7 +350,6 @@ export class Cluster implements BrokerCluster {
       if (membership) this.#syncPeers();
     });
     this.#syncPeers();
-    this.#rpc.handle(RPC_JOIN, (payload, from) => this.#onJoin(payload, from));
     this.#rpc.handle(RPC_METADATA, (payload) => this.#onMetadata(payload));
     this.#rpc.handle(RPC_FORGET, (payload) => this.#onForget(payload));
     const incarnation = encoder.encode(this.incarnation);
@@ -704,7 +744,7 @@ export class Cluster implements BrokerCluster {
     let attempt = 0;
     let lastError: unknown;
     for (;;) {
-      for (const address of this.#options.join) {
+      for (const address of this.#joinSeeds) {
         attempt++;
         try {
           const { peerId, response } = await this.#rpc.callAddress(address, RPC_JOIN, request);
@@ -730,10 +770,99 @@ export class Cluster implements BrokerCluster {
       }
       if (Date.now() - started > JOIN_DEADLINE_MS) {
         throw new ClusterJoinError(
-          `could not join through ${this.#options.join.join(', ')} within ${JOIN_DEADLINE_MS / 1000} s: ${String(lastError)}`,
+          `could not join through ${this.#joinSeeds.join(', ')} within ${JOIN_DEADLINE_MS / 1000} s: ${String(lastError)}`,
         );
       }
       await sleep(JOIN_RETRY_MS);
+    }
+  }
+
+  /**
+   * DNS discovery with an empty data dir: look the nodes up and probe them until seed-formation.ts's
+   * rule says join (through the members found) or form. A failed lookup, a node that does not
+   * answer, a rule that says wait: logged and retried after a pause (DISCOVERY_RETRY_MIN_MS doubling
+   * to DISCOVERY_RETRY_MAX_MS), never fatal: the node waits as long as DNS and its peers need.
+   * `--join`'s addresses, if any, count as listed too.
+   */
+  async #discoverSeeds(discovery: NonNullable<ClusterStartOptions['discovery']>): Promise<void> {
+    const ownPort = Number(/:(\d+)$/.exec(this.address)?.[1]);
+    const ownHosts = new Set([...localInterfaceAddresses(), this.address.replace(/^\[?(.*?)\]?:\d+$/, '$1')]);
+    let delay = DISCOVERY_RETRY_MIN_MS;
+    let previous = '';
+    let said = '';
+    for (;;) {
+      let listed: string[] | undefined;
+      try {
+        const found = await discovery.lookup();
+        listed = [...new Set([...found.addresses, ...this.#options.join])].sort();
+        if (found.problems.length > 0) {
+          this.#log.warn(
+            { dns: discovery.description, problems: found.problems },
+            'DNS discovery: some hosts did not resolve',
+          );
+        }
+      } catch (error) {
+        const text = error instanceof Error ? error.message : String(error);
+        this.#log.warn(
+          { dns: discovery.description, retryInMs: delay },
+          `DNS discovery failed: ${text}; retrying`,
+        );
+      }
+      if (listed !== undefined) {
+        if (listed.join() !== previous) delay = DISCOVERY_RETRY_MIN_MS;
+        previous = listed.join();
+        const self = listed.find((address) => isOwnAddress(address, ownPort, ownHosts));
+        const others = listed.filter((address) => address !== self);
+        const answers = new Map(
+          await Promise.all(
+            others.map(async (address) => [address, await this.#probeSeed(address)] as const),
+          ),
+        );
+        const decision = decideSeeds(listed, self, answers);
+        const fields = {
+          dns: discovery.description,
+          listed,
+          self: self ?? null,
+          answers: Object.fromEntries(answers),
+        };
+        if (decision.action === 'join') {
+          this.#joining = true;
+          this.#joinSeeds = [...decision.through, ...others.filter((a) => !decision.through.includes(a))];
+          this.#log.info(fields, `DNS discovery: joining the cluster through ${decision.through.join(', ')}`);
+          return;
+        }
+        if (decision.action === 'form') {
+          this.#joining = false;
+          this.#log.info(
+            fields,
+            'DNS discovery: every listed node is fresh and this one sorts first: forming the cluster',
+          );
+          return;
+        }
+        // The same reason again is logged at debug: a node may wait long for its peers.
+        if (decision.reason !== said)
+          this.#log.info({ ...fields, retryInMs: delay }, `DNS discovery: waiting: ${decision.reason}`);
+        else this.#log.debug({ ...fields, retryInMs: delay }, `DNS discovery: waiting: ${decision.reason}`);
+        said = decision.reason;
+      }
+      await sleep(delay);
+      delay = Math.min(delay * 2, DISCOVERY_RETRY_MAX_MS);
+    }
+  }
+
+  /** Discovery's question to a listed node: is it a cluster member already? */
+  async #probeSeed(address: string): Promise<SeedAnswer> {
+    const request = encodeJson({ ...this.#selfRecord(), probe: true } satisfies JoinRequest);
+    try {
+      const { response } = await this.#rpc.callAddress(address, RPC_JOIN, request, PROBE_TIMEOUT_MS);
+      const answer = decodeJson<Partial<ProbeResponse & JoinResponse>>(response);
+      // A build from before discovery answers with a join's response: it is a member.
+      return answer.clustered === false ? 'not-clustered' : 'clustered';
+    } catch (error) {
+      // A refusal other than "not yet" comes from a member: the join reports it.
+      if (error instanceof RpcRemoteError && error.code !== 'UNAVAILABLE') return 'clustered';
+      this.#log.debug({ address, err: error }, 'DNS discovery: no answer to the probe');
+      return 'no-answer';
     }
   }
 
@@ -832,7 +961,13 @@ export class Cluster implements BrokerCluster {
     if ((request.peerId !== from || request.id !== from) && !this.#gater.isMember(from)) {
       throw new RpcError('FORBIDDEN', 'a node may only ask to join as itself');
     }
-    const group = this.#group as MetadataGroup;
+    const group = this.#group;
+    if (request.probe === true) {
+      const clustered = group?.state.clusterNode(this.nodeId) !== undefined;
+      return encodeJson({ clustered } satisfies ProbeResponse);
+    }
+    // Still discovering, or its broker still starting: the joiner retries.
+    if (group === undefined) throw new RpcError('UNAVAILABLE', 'this node is not in a cluster yet');
     if (group.log.leader !== this.nodeId) {
       return this.#callLeaderRaw(RPC_JOIN, payload, () => this.#onJoin(payload, from));
     }
