@@ -222,6 +222,8 @@ describe('the web console in headless Chromium', () => {
       expect(await p.locator('nav a').allTextContents()).toEqual([
         'Overview',
         'Nodes',
+        'Connections',
+        'Channels',
         'Queues',
         'Exchanges',
       ]);

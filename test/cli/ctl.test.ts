@@ -159,3 +159,90 @@ describe('styx ctl against a running node', () => {
     }
   });
 });
+
+describe('styx ctl and the clients of a running node', () => {
+  it('list_connections, list_channels and list_consumers show an SDK client, with columns', async () => {
+    const conn = await amqp.connect(broker.url);
+    try {
+      const ch = await conn.createChannel();
+      await ch.prefetch(3);
+      await ch.assertQueue('ctl-consumed', { durable: false });
+      const { consumerTag } = await ch.consume('ctl-consumed', () => {});
+
+      const connections = await sh('styx ctl list_connections');
+      expect(connections.code).toBe(0);
+      expect(connections.stdout).toMatch(
+        /^Listing connections \.\.\.\nuser\tpeer_host\tpeer_port\tstate\nguest\t127\.0\.0\.1\t\d+\trunning\n/,
+      );
+      const named = await sh('styx ctl list_connections -s name user vhost channels --formatter json');
+      const [row] = JSON.parse(named.stdout) as { name: string; channels: number }[];
+      expect(row).toMatchObject({ user: 'guest', vhost: '/', channels: 1 });
+      expect(row?.name).toMatch(/^127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+$/);
+
+      const channels = await sh('styx ctl list_channels -q name consumer_count prefetch_count');
+      expect(channels.stdout).toBe(`name\tconsumer_count\tprefetch_count\n${row?.name} (1)\t1\t3\n`);
+      const consumers = await sh('styx ctl list_consumers -s queue_name consumer_tag ack_required');
+      expect(consumers.stdout).toBe(`ctl-consumed\t${consumerTag}\ttrue\n`);
+
+      const badColumn = await sh('styx ctl list_connections nonsense');
+      expect(badColumn.code).toBe(2);
+      expect(badColumn.stderr).toContain("invalid column 'nonsense'");
+    } finally {
+      await conn.close();
+    }
+  });
+
+  it('close_connection closes a client with the reason given; an unknown name is a clear 404', async () => {
+    const conn = await amqp.connect(broker.url);
+    const closed = new Promise<Error | undefined>((resolve) => conn.once('close', resolve));
+    conn.on('error', () => {});
+    const listed = await sh('styx ctl list_connections -s name');
+    const name = listed.stdout.trim().split('\n')[0] as string;
+    const r = await sh(`styx ctl close_connection '${name}' 'go away now'`);
+    expect(r).toMatchObject({ code: 0, stdout: `Closing connection ${name}, reason: go away now...\n` });
+    const error = (await closed) as Error & { code?: number };
+    expect(error.code).toBe(320);
+    expect(error.message).toContain('go away now');
+
+    const unknown = await sh(`styx ctl close_connection '${name}' again`);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe(`styx ctl: Error: no connection '${name}'\n`);
+    const usage = await sh('styx ctl close_connection only-a-name');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('close_connection takes 2 arguments, got 1');
+  });
+
+  it("status prints the node's version, listeners, memory and connection count", async () => {
+    const r = await sh('styx ctl status');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Status of node .+ \.\.\.\nRuntime\n/);
+    expect(r.stdout).toMatch(/Styx version: \d+\.\d+\.\d+/);
+    expect(r.stdout).toContain(`Interface: 127.0.0.1, port: ${broker.port}, protocol: styx-ws`);
+    expect(r.stdout).toMatch(/Memory\n\nUsed: [\d.]+ MiB/);
+    expect(r.stdout).toMatch(/Alarms\n\n\(none\)/);
+    expect(r.stdout).toMatch(/Connection count: \d+/);
+  });
+
+  it('purge_queue and delete_queue, with --if-empty refused while messages are there', async () => {
+    const conn = await amqp.connect(broker.url);
+    try {
+      const ch = await conn.createConfirmChannel();
+      await ch.assertQueue('ctl-doomed', { durable: false });
+      ch.sendToQueue('ctl-doomed', Buffer.from('x'));
+      await ch.waitForConfirms();
+      const refused = await sh('styx ctl delete_queue ctl-doomed --if-empty');
+      expect(refused.code).toBe(1);
+      expect((await sh('styx ctl purge_queue ctl-doomed')).stdout).toBe(
+        "Purging queue 'ctl-doomed' in vhost '/' ...\n",
+      );
+      expect((await sh('styx ctl list_queues -s name messages')).stdout).toContain('ctl-doomed\t0\n');
+      expect((await sh('styx ctl delete_queue ctl-doomed --if-empty')).code).toBe(0);
+      expect((await sh('styx ctl list_queues -s name')).stdout).not.toContain('ctl-doomed');
+      const missing = await sh('styx ctl purge_queue ctl-doomed');
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain("no queue 'ctl-doomed'");
+    } finally {
+      await conn.close();
+    }
+  });
+});

@@ -49,8 +49,13 @@ export function withQuery(
   return text === '' ? path : `${path}?${text}`;
 }
 
-async function call(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { 'X-Requested-With': 'styx-console' };
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  extra?: Readonly<Record<string, string>>,
+): Promise<Response> {
+  const headers: Record<string, string> = { ...extra, 'X-Requested-With': 'styx-console' };
   if (method !== 'GET' && csrfToken !== undefined) headers['X-CSRF-Token'] = csrfToken;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   return fetch(path, {
@@ -74,9 +79,17 @@ async function refusal(response: Response): Promise<HttpError> {
   return new HttpError(response.status, code, reason);
 }
 
-/** Call the API; the JSON reply (undefined for 201/204), or an HttpError. */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await call(method, path, body);
+/**
+ * Call the API; the JSON reply (undefined for 201/204), or an HttpError. `headers` are extra request
+ * headers (a connection close's `X-Reason`).
+ */
+export async function api<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Readonly<Record<string, string>>,
+): Promise<T> {
+  const response = await call(method, path, body, headers);
   if (!response.ok) {
     const error = await refusal(response);
     if (response.status === 401 && path.startsWith('/api/')) onSessionLost?.();

@@ -4,6 +4,7 @@ import type { SessionInfo } from './api.ts';
 import { currentSession, logOut, whenSessionLost } from './api.ts';
 import { CapsContext, capsOf } from './caps.ts';
 import { AdminPage } from './pages/admin.tsx';
+import { ChannelsPage, ConnectionPage, ConnectionsPage } from './pages/connections.tsx';
 import { ExchangesPage } from './pages/exchanges.tsx';
 import { InspectorPage } from './pages/inspector.tsx';
 import { LoginPage } from './pages/login.tsx';
@@ -19,6 +20,8 @@ import { ErrorNote, Loading } from './widgets.tsx';
 const NAV: readonly (readonly [string, string])[] = [
   ['overview', 'Overview'],
   ['nodes', 'Nodes'],
+  ['connections', 'Connections'],
+  ['channels', 'Channels'],
   ['queues', 'Queues'],
   ['exchanges', 'Exchanges'],
   ['policies', 'Policies'],
@@ -38,6 +41,12 @@ function View(props: { route: readonly string[] }) {
       return a !== undefined && b !== undefined ? <InspectorPage vhost={a} name={b} /> : <QueuesPage />;
     case 'redrive':
       return a !== undefined && b !== undefined ? <RedrivePage vhost={a} name={b} /> : <QueuesPage />;
+    case 'connections':
+      return <ConnectionsPage />;
+    case 'connection':
+      return a !== undefined ? <ConnectionPage name={a} /> : <ConnectionsPage />;
+    case 'channels':
+      return <ChannelsPage />;
     case 'exchanges':
       return <ExchangesPage />;
     case 'policies':
@@ -68,7 +77,12 @@ export function App() {
   if (session === undefined) return <LoginPage onLogin={setSession} />;
   const caps = capsOf(session.user, session.tags);
   const current = route[0] ?? 'overview';
-  const section = current === 'queue' || current === 'inspect' || current === 'redrive' ? 'queues' : current;
+  const section =
+    current === 'queue' || current === 'inspect' || current === 'redrive'
+      ? 'queues'
+      : current === 'connection'
+        ? 'connections'
+        : current;
   return (
     <CapsContext.Provider value={caps}>
       <header class="top">

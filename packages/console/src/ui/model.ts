@@ -136,3 +136,46 @@ export function reasonTotal(t: ReasonTotals | undefined): number {
   if (t === undefined) return 0;
   return t.rejected + t.expired + t.maxlen + t.delivery_limit;
 }
+
+/** A client connection, as GET /api/connections answers (RabbitMQ's fields). */
+export interface ConnectionInfo {
+  readonly name: string;
+  readonly node: string;
+  readonly user: string;
+  readonly vhost: string;
+  readonly protocol: string;
+  readonly peer_host: string;
+  readonly peer_port: number;
+  readonly host: string;
+  readonly port: number;
+  readonly state: string;
+  readonly connected_at: number;
+  readonly channels: number;
+  readonly timeout: number;
+  readonly frame_max: number;
+  readonly channel_max: number;
+  readonly recv_oct: number;
+  readonly send_oct: number;
+  readonly client_properties: Readonly<Record<string, unknown>>;
+  readonly user_provided_name?: string;
+}
+
+/** A channel, as GET /api/channels answers. */
+export interface ChannelInfo {
+  readonly name: string;
+  readonly node: string;
+  readonly number: number;
+  readonly user: string;
+  readonly vhost: string;
+  readonly connection_details: {
+    readonly name: string;
+    readonly peer_host: string;
+    readonly peer_port: number;
+  };
+  readonly state: string;
+  readonly consumer_count: number;
+  readonly messages_unacknowledged: number;
+  readonly messages_unconfirmed: number;
+  readonly prefetch_count: number;
+  readonly confirm: boolean;
+}

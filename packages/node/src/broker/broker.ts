@@ -47,8 +47,10 @@ import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
 import type { Connection } from '../transport/ws/connection.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
+import type { ClientConnection } from './client-connection.ts';
 import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
+import { ConnectionDirectory } from './connection-directory.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
@@ -75,6 +77,14 @@ export interface Session {
 }
 
 export type Permission = 'configure' | 'write' | 'read';
+
+/** An address the node accepts connections on (RabbitMQ's `listeners` of `/api/overview`). */
+export interface Listener {
+  /** e.g. 'styx-ws' (clients), 'http' (management). */
+  readonly protocol: string;
+  readonly ipAddress: string;
+  readonly port: number;
+}
 
 export interface BrokerOptions {
   /** Unique name of this node, used in connection ids and generated names. */
@@ -148,6 +158,10 @@ export class Broker {
   readonly replicaOps: QueueReplicaOperations;
   /** Maintenance mode here (`styx ctl drain` / `revive`): leaderships handed over, clients refused. */
   readonly maintenance: NodeMaintenance;
+  /** Every member's client connections, listed and closed by operators (connection-directory.ts). */
+  readonly connectionDirectory: ConnectionDirectory;
+  /** The addresses this node listens on, as their servers registered them (`addListener`). */
+  private readonly listenerList: Listener[] = [];
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string;
   private readonly storage: NodeStorage | undefined;
@@ -244,6 +258,18 @@ export class Broker {
       replica: (groupId) => this.actors.replicaOf(groupId),
       membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
       leaderHint: (record) => this.clusterQueues?.handle(record).leader,
+      cluster: this.cluster,
+    });
+    this.connectionDirectory = new ConnectionDirectory({
+      selfId: this.nodeId(),
+      selfName: this.nodeName,
+      logger: this.logger,
+      local: () => this.clientConnections(),
+      members: () => {
+        const nodes = this.cluster === undefined ? [] : this.metadata.clusterNodes();
+        if (nodes.length === 0) return [{ id: this.nodeId(), name: this.nodeName }];
+        return nodes.map((n) => ({ id: n.id, name: n.name }));
+      },
       cluster: this.cluster,
     });
     this.maintenance = new NodeMaintenance({
@@ -355,6 +381,35 @@ export class Broker {
       .catch((err: unknown) => this.logger.warn({ err }, 'failed to delete exclusive queues'));
   }
 
+  /** This node's open client connections, as the broker shows them to operators. */
+  clientConnections(): ClientConnection[] {
+    return [...this.connections.values()];
+  }
+
+  /**
+   * Close this node's connections that `match` with 320 CONNECTION_FORCED and `reason`: those of
+   * a user or vhost just deleted, which may no longer act (RabbitMQ closes them too). After the
+   * current apply, as a close releases the connection's exclusive queues through the metadata.
+   */
+  private closeConnectionsWhere(match: (connection: ClientConnection) => boolean, reason: string): void {
+    const doomed = this.clientConnections().filter(match);
+    if (doomed.length === 0) return;
+    this.logger.info({ count: doomed.length, reason }, 'closing connections');
+    queueMicrotask(() => {
+      for (const connection of doomed) connection.close(Code.CONNECTION_FORCED, reason);
+    });
+  }
+
+  /** Register an address this node listens on (its servers call this once bound). */
+  addListener(listener: Listener): void {
+    this.listenerList.push(listener);
+  }
+
+  /** The addresses this node listens on. */
+  listeners(): readonly Listener[] {
+    return this.listenerList;
+  }
+
   private resolveOwner(owner: string): OwnerSink | undefined {
     return this.clusterQueues !== undefined
       ? this.clusterQueues.resolveOwner(owner)
@@ -443,6 +498,15 @@ export class Broker {
       case 'clearPermissions':
       case 'deleteVhost':
         this.permissionEpoch++;
+        // Every node applies this, so each closes its own: the closes are cluster-wide.
+        if (command.type === 'deleteUser') {
+          const name = command.name;
+          this.closeConnectionsWhere((c) => c.session.user === name, `user '${name}' deleted`);
+        }
+        if (command.type === 'deleteVhost') {
+          const name = command.name;
+          this.closeConnectionsWhere((c) => c.session.vhost === name, `vhost '${name}' deleted`);
+        }
         break;
       case 'setPolicy':
       case 'clearPolicy':

@@ -7,7 +7,9 @@
  * rabbitmq-queues' verbs for queue replicas (add_member, grow, quorum_status, ...) are here too, in
  * ctl-queue-commands.ts, the queue consistency checks (check_queue, check_queues) in
  * ctl-check-commands.ts, maintenance mode and the rolling-restart checks (drain, revive,
- * check_if_node_is_quorum_critical, await_online_quorum_plus_one) in ctl-maintenance-commands.ts;
+ * check_if_node_is_quorum_critical, await_online_quorum_plus_one) in ctl-maintenance-commands.ts,
+ * clients and the node's facts (list_connections, close_connection, status, purge_queue, ...) in
+ * ctl-connection-commands.ts;
  * what every command is made of is in ctl-context.ts.
  *
  * Options may come before or after the positional arguments (as rabbitmqctl's). Output is
@@ -22,6 +24,7 @@
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
 import { QUEUE_CHECK_COMMANDS } from './ctl-check-commands.ts';
+import { CONNECTION_COMMANDS } from './ctl-connection-commands.ts';
 import type { Column, CommandOption, CommandSpec, Context, CtlIo, Row } from './ctl-context.ts';
 import {
   announce,
@@ -509,6 +512,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       await ctx.request('DELETE', ['cluster', 'nodes', arg(args, 0)]);
     },
   },
+  ...CONNECTION_COMMANDS,
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
@@ -569,6 +573,7 @@ function makeRequest(
         headers: {
           Authorization: authorization,
           ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+          ...options?.headers,
         },
         body: body === undefined ? null : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
@@ -595,7 +600,10 @@ function makeRequest(
         `the node at ${node} answered with something that is not JSON`,
       );
     }
-    if (response.ok || options?.accept?.includes(response.status)) return parsed;
+    if (response.ok || options?.accept?.includes(response.status)) {
+      options?.onHeaders?.(response.headers);
+      return parsed;
+    }
     const reason = (parsed as { reason?: unknown } | undefined)?.reason;
     let message = typeof reason === 'string' ? reason : `HTTP ${response.status}`;
     if (response.status === 401)
@@ -633,6 +641,8 @@ const OPTIONS = {
   'older-than-ms': { type: 'string' },
   header: { type: 'string' },
   'no-wait': { type: 'boolean' },
+  'if-empty': { type: 'boolean' },
+  'if-unused': { type: 'boolean' },
 } as const;
 
 function parseNode(value: string): string {

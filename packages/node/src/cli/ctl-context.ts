@@ -38,6 +38,9 @@ export const COMMAND_OPTIONS = {
   'older-than-ms': '  --older-than-ms MS      only messages in the queue for at least MS milliseconds',
   header: '  --header NAME:VALUE     only messages whose header NAME reads VALUE',
   'no-wait': '  --no-wait               print the redrive id and return instead of following it',
+  // delete_queue (ctl-connection-commands.ts)
+  'if-empty': '  --if-empty              delete the queue only if it has no messages',
+  'if-unused': '  --if-unused             delete the queue only if it has no consumers',
 } as const;
 
 export type CommandOption = keyof typeof COMMAND_OPTIONS;
@@ -51,6 +54,10 @@ export interface RequestOptions {
    * its report when it fails.
    */
   readonly accept?: readonly number[];
+  /** Extra request headers (close_connection's `X-Reason`). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Called with the response's headers of an answer (the members that did not answer a list). */
+  readonly onHeaders?: (headers: Headers) => void;
 }
 
 /** A check the node ran did not pass (exit 1, as a refusal); the output said why. */

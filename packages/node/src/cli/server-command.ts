@@ -367,8 +367,15 @@ export async function serverCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  broker.addListener({ protocol: 'styx-ws', ipAddress: address.address, port: address.port });
   if (management !== undefined) {
     const managementUrl = management.url;
+    const bound = new URL(managementUrl as string);
+    broker.addListener({
+      protocol: 'http',
+      ipAddress: bound.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(bound.port),
+    });
     logger.info({ managementUrl }, `management API listening on ${managementUrl}`);
   }
   const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;

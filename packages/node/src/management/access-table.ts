@@ -114,6 +114,18 @@ export const ACCESS_TABLE: Readonly<Record<string, AccessRule>> = {
   'GET /nodes/:node/maintenance': { tags: NODE_READ },
   'GET /health/checks/node-is-quorum-critical': { tags: NODE_READ },
   'GET /health/checks/quorum-plus-one-online': { tags: NODE_READ },
+  // Connections, channels and consumers: administrator and monitoring see everyone's, the others
+  // only their own (connections-api.ts narrows the list; closing another's needs administrator).
+  'GET /connections': read(),
+  'GET /connections/:name': read(),
+  'DELETE /connections/:name': { tags: READ },
+  'GET /connections/:name/channels': read(),
+  'GET /vhosts/:vhost/connections': read(0),
+  'GET /channels': read(),
+  'GET /channels/:name': read(),
+  'GET /vhosts/:vhost/channels': read(0),
+  'GET /consumers': read(),
+  'GET /consumers/:vhost': read(0),
 };
 
 /**

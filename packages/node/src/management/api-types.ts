@@ -19,6 +19,8 @@ export interface ApiRequest {
   readonly user: UserRecord;
   /** The JSON body (read on demand: only handlers that take one read it). */
   readonly body: () => Promise<unknown>;
+  /** A request header by lower-case name (RabbitMQ's `X-Reason` of a connection close). */
+  readonly header?: (name: string) => string | undefined;
 }
 
 export interface ApiResponse {

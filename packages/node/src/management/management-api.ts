@@ -36,6 +36,9 @@
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages, /api/queues/{vhost}/{name}/dead-lettering
  *                       (the dead-letter inspector and explain: dead-letter-api.ts)
+ *   GET                 /api/connections, /api/channels, /api/consumers (and per vhost, per name)
+ *   DELETE              /api/connections/{name} (X-Reason: the client's close text)
+ *                       (the cluster's client connections: connections-api.ts)
  *
  * Authorization (the user is already authenticated), RabbitMQ's rules:
  * - a user without one of the tags `administrator`, `monitoring`, `policymaker`, `management`
@@ -67,6 +70,7 @@ import { ACCESS_TABLE, accessKey, checkAccessTable } from './access-table.ts';
 import { badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Handler, Method, Route, RoutedRequest } from './api-types.ts';
 import { clusterRoutes } from './cluster-api.ts';
+import { connectionRoutes } from './connections-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
@@ -158,6 +162,7 @@ export class ManagementApi {
         requireQueue: (user, vhost, name) => this.requireQueue(user, vhost, name),
       }),
       ...definitionsRoutes(broker),
+      ...connectionRoutes(broker),
       { path: ['overview'], methods: { GET: (r) => this.overview(r) } },
       { path: ['whoami'], methods: { GET: (r) => ok({ name: r.user.name, tags: [...r.user.tags] }) } },
       { path: ['vhosts'], methods: { GET: (r) => this.listVhosts(r) } },
@@ -344,6 +349,12 @@ export class ManagementApi {
       queue_totals: { messages: ready + unacked, messages_ready: ready, messages_unacknowledged: unacked },
       message_stats: stats,
       alarms,
+      listeners: this.broker.listeners().map((l) => ({
+        node: this.broker.nodeName,
+        protocol: l.protocol,
+        ip_address: l.ipAddress,
+        port: l.port,
+      })),
     });
   }
 

@@ -207,6 +207,10 @@ export class ManagementServer {
         query,
         user: record,
         body: () => readJsonBody(request),
+        header: (name) => {
+          const value = request.headers[name];
+          return Array.isArray(value) ? value.join(', ') : value;
+        },
       });
       status = result.status;
       send(response, status, result.body, { ...result.headers });

@@ -7,6 +7,7 @@ import {
   encodePropertiesOnce,
 } from '@styx/client/wire';
 import type { Broker, Session } from '../../broker/broker.ts';
+import type { ChannelFacts } from '../../broker/client-connection.ts';
 import { extractSenderRouting } from '../../broker/sender-routing.ts';
 import {
   accessRefused,
@@ -150,6 +151,27 @@ export class Channel implements OwnerSink {
   /** Publishes taken in confirm mode and not yet confirmed (acked or nacked) to the client. */
   get unconfirmedPublishes(): number {
     return this.state === 'open' ? (this.confirms?.outstanding ?? 0) : 0;
+  }
+
+  /** What an operator sees of this channel (`GET /api/channels`, broker/client-connection.ts). */
+  facts(): ChannelFacts {
+    return {
+      number: this.number,
+      state: this.state === 'open' ? 'running' : 'closing',
+      prefetchCount: this.prefetch,
+      confirm: this.confirms !== undefined,
+      messagesUnacknowledged: this.unacked.size,
+      messagesUnconfirmed: this.unconfirmedPublishes,
+      consumers: [...this.consumers.values()].map((c) => ({
+        consumerTag: c.tag,
+        queue: { vhost: c.queue.vhost, name: c.queue.name },
+        ackRequired: !c.noAck,
+        prefetchCount: c.prefetch,
+        exclusive: c.exclusive,
+        // basic.consume's arguments are not kept (no consumer argument changes anything yet).
+        arguments: {},
+      })),
+    };
   }
 
   /** Handle one frame from the client, in order. Connection-level faults go to `host.closeWithError`. */

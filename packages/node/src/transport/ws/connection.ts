@@ -1,11 +1,13 @@
 import type { Socket } from 'node:net';
-import type { Frame, Hello } from '@styx/client/wire';
+import type { FieldTable, Frame, Hello } from '@styx/client/wire';
 import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
+import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
+import { argumentsJson } from '../../management/views.ts';
 import type { ChannelHost } from './channel.ts';
 import { Channel } from './channel.ts';
 
@@ -69,7 +71,7 @@ const MAX_FRAMES_PER_MESSAGE = 128;
  * Faults follow AMQP's scopes: a channel error closes the channel, a connection error closes the
  * connection with a ConnectionClose frame that says why. Nothing a client sends can crash the node.
  */
-export class Connection implements ChannelHost {
+export class Connection implements ChannelHost, ClientConnection {
   readonly id: string;
   readonly logger: Logger;
   private readonly ws: WebSocket;
@@ -96,6 +98,12 @@ export class Connection implements ChannelHost {
   private pipelined: Frame[] | undefined;
   /** Cleared by `closeGracefully`: publishes from then on are not taken. */
   private takingPublishes = true;
+  /** When the socket opened, ms since the epoch (`info`). */
+  private readonly connectedAt = Date.now();
+  /** The socket's two ends, read once: the socket is gone after the close (`info`). */
+  private readonly ends: { peerPort: number; host: string; port: number };
+  /** What the client said of itself in its hello (`info`). */
+  private clientProperties: FieldTable | null | undefined;
 
   constructor(
     ws: WebSocket,
@@ -112,6 +120,12 @@ export class Connection implements ChannelHost {
     this.frameMax = limits.frameMax;
     this.remoteAddress = remoteAddress;
     this.logger = logger.child({ conn: this.id, peer: remoteAddress });
+    const socket = this.socket;
+    this.ends = {
+      peerPort: socket?.remotePort ?? 0,
+      host: socket?.localAddress ?? '',
+      port: socket?.localPort ?? 0,
+    };
     ws.binaryType = 'nodebuffer';
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.on('close', () => this.onSocketClosed());
@@ -160,6 +174,36 @@ export class Connection implements ChannelHost {
   channelFor(number: number): Channel | undefined {
     const channel = this.channels.get(number);
     return channel?.isOpen ? channel : undefined;
+  }
+
+  /** What an operator sees of this connection (`GET /api/connections`, broker/client-connection.ts). */
+  info(): ConnectionFacts {
+    const socket = this.socket;
+    return {
+      name: `${this.remoteAddress}:${this.ends.peerPort} -> ${this.ends.host}:${this.ends.port}`,
+      id: this.id,
+      user: this.sessionValue?.user ?? '',
+      vhost: this.sessionValue?.vhost ?? '',
+      protocol: `Styx WebSocket ${PROTOCOL_VERSION}`,
+      peerHost: this.remoteAddress,
+      peerPort: this.ends.peerPort,
+      host: this.ends.host,
+      port: this.ends.port,
+      state: this.state === 'open' ? (this.pausedForMemory ? 'blocked' : 'running') : 'closing',
+      connectedAt: this.connectedAt,
+      heartbeatMs: this.heartbeatMs,
+      frameMax: this.frameMax,
+      channelMax: this.limits.channelMax,
+      clientProperties: argumentsJson(this.clientProperties ?? { entries: [] }),
+      recvOct: socket?.bytesRead ?? 0,
+      sendOct: socket?.bytesWritten ?? 0,
+      channels: [...this.openChannels()].map((channel) => channel.facts()),
+    };
+  }
+
+  /** An operator's close (or the user's or vhost's deletion): `code` and `reason` to the client. */
+  close(code: number, reason: string): void {
+    this.closeWithError(new ConnectionError(code, reason));
   }
 
   // ---------------------------------------------------------------------------------- inbound
@@ -285,6 +329,7 @@ export class Connection implements ChannelHost {
     );
     if (this.state === 'closed') return;
     this.sessionValue = session;
+    this.clientProperties = hello.clientProperties;
     if (hello.frameMax > 0) this.frameMax = Math.min(this.frameMax, Math.max(hello.frameMax, 4096));
     const requested = hello.heartbeatMs;
     this.heartbeatMs =
