@@ -33,6 +33,9 @@
  *                       (moving dead letters back, and the redrive audit: redrive-api.ts)
  *   POST                /api/nodes/{node}/drain, /api/nodes/{node}/revive; GET /api/nodes/{node}/maintenance
  *   GET                 /api/health/checks/node-is-quorum-critical, /api/health/checks/quorum-plus-one-online
+ *   GET                 /api/health/checks/{alarms, local-alarms, port-listener/{port},
+ *                       protocol-listener/{protocol}, virtual-hosts, is-in-service,
+ *                       ready-to-serve-clients} (health-checks-api.ts)
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages, /api/queues/{vhost}/{name}/dead-lettering
  *                       (the dead-letter inspector and explain: dead-letter-api.ts)
@@ -70,6 +73,7 @@ import { clusterRoutes } from './cluster-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
+import { healthCheckRoutes } from './health-checks-api.ts';
 import { maintenanceRoutes } from './maintenance-api.ts';
 import { nodeStats } from './node-stats.ts';
 import { pageOf, wantsPage } from './pagination.ts';
@@ -147,6 +151,7 @@ export class ManagementApi {
       ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...redriveRoutes(broker, cluster),
       ...maintenanceRoutes({ broker, cluster, replicas }),
+      ...healthCheckRoutes({ broker }),
       ...deadLetterRoutes({
         browser: broker.queueBrowser,
         metadata: broker.metadataView,
