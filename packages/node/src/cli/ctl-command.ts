@@ -21,6 +21,7 @@
  */
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
+import { ALARM_COMMANDS } from './ctl-alarm-commands.ts';
 import { QUEUE_CHECK_COMMANDS } from './ctl-check-commands.ts';
 import type { Column, CommandOption, CommandSpec, Context, CtlIo, Row } from './ctl-context.ts';
 import {
@@ -511,6 +512,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   },
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
+  ...ALARM_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
   ...MAINTENANCE_COMMANDS,
   ...EXPLAIN_COMMANDS,
