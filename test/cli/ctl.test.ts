@@ -217,7 +217,7 @@ describe('styx ctl and the clients of a running node', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Status of node .+ \.\.\.\nRuntime\n/);
     expect(r.stdout).toMatch(/Styx version: \d+\.\d+\.\d+/);
-    expect(r.stdout).toContain(`Interface: 127.0.0.1, port: ${broker.port}, protocol: styx-ws`);
+    expect(r.stdout).toContain(`Interface: 127.0.0.1, port: ${broker.port}, protocol: styx`);
     expect(r.stdout).toMatch(/Memory\n\nUsed: [\d.]+ MiB/);
     expect(r.stdout).toMatch(/Alarms\n\n\(none\)/);
     expect(r.stdout).toMatch(/Connection count: \d+/);

@@ -54,6 +54,8 @@ export class TestCluster {
   readonly root: string;
   readonly #secretFile: string;
   readonly #env: Readonly<Record<string, string>> | undefined;
+  /** Extra `styx server` flags of single nodes, by name, restarts included. */
+  readonly #nodeArgs: Readonly<Record<string, readonly string[]>>;
   /** Extra environment variables of single nodes, by name (over `#env`), restarts included. */
   readonly #nodeEnv = new Map<string, Readonly<Record<string, string>>>();
   /** Log lines of every earlier incarnation of a node (a restart replaces `broker` and its logs). */
@@ -61,25 +63,34 @@ export class TestCluster {
   /** Client connections made by `connect`, closed by `stop`. */
   readonly #connections: Awaited<ReturnType<typeof amqp.connect>>[] = [];
 
-  private constructor(root: string, env: Readonly<Record<string, string>> | undefined) {
+  private constructor(
+    root: string,
+    env: Readonly<Record<string, string>> | undefined,
+    nodeArgs: Readonly<Record<string, readonly string[]>>,
+  ) {
     this.root = root;
     this.#env = env;
+    this.#nodeArgs = nodeArgs;
     this.#secretFile = join(root, 'secret');
   }
 
   /**
    * Start `size` nodes named n1..nN; resolves once every node sees every member online. `env`: extra
    * environment variables for every node process, restarts included; `nodeEnv`: more for single
-   * nodes, by name (until a restart gives others).
+   * nodes, by name (until a restart gives others); `nodeArgs`: extra flags of single nodes, by name;
+   * `dataDirs`: data dirs of single nodes, by name (default: one under the cluster's temp dir).
    */
   static async start(
     size: number,
     options: {
       readonly env?: Record<string, string>;
       readonly nodeEnv?: Readonly<Record<string, Record<string, string>>>;
+      readonly nodeArgs?: Readonly<Record<string, readonly string[]>>;
+      readonly dataDirs?: Readonly<Record<string, string>>;
     } = {},
   ): Promise<TestCluster> {
-    const cluster = new TestCluster(await mkdtemp(join(tmpdir(), 'styx-cq-')), options.env);
+    const root = await mkdtemp(join(tmpdir(), 'styx-cq-'));
+    const cluster = new TestCluster(root, options.env, options.nodeArgs ?? {});
     for (const [name, env] of Object.entries(options.nodeEnv ?? {})) cluster.#nodeEnv.set(name, env);
     await writeFile(cluster.#secretFile, 'a cluster secret for this test only\n', { mode: 0o600 });
     try {
@@ -89,7 +100,7 @@ export class TestCluster {
           name: `n${i}`,
           clusterPort: await freePort(),
           port: await freePort(),
-          dataDir: join(cluster.root, `n${i}`),
+          dataDir: options.dataDirs?.[`n${i}`] ?? join(cluster.root, `n${i}`),
         });
       }
       const [first, ...rest] = specs as [(typeof specs)[number], ...typeof specs];
@@ -240,6 +251,7 @@ export class TestCluster {
         '--cluster-secret-file',
         this.#secretFile,
         ...(join && first !== undefined ? ['--join', `127.0.0.1:${first.clusterPort}`] : []),
+        ...(this.#nodeArgs[spec.name] ?? []),
       ],
     });
   }

@@ -108,6 +108,19 @@ export interface NodeInfo {
   readonly metadata_role: string;
   readonly is_metadata_leader: boolean;
   readonly is_self: boolean;
+  /**
+   * RabbitMQ's resource figures: measured for the node answering, from its last report for another
+   * member, null when unknown (an offline member); disk_* null too where no disk is watched.
+   */
+  readonly mem_used?: number | null;
+  readonly mem_limit?: number | null;
+  readonly mem_alarm?: boolean | null;
+  readonly disk_free?: number | null;
+  readonly disk_free_limit?: number | null;
+  readonly disk_free_alarm?: boolean | null;
+  readonly fd_used?: number | null;
+  readonly fd_total?: number | null;
+  readonly sockets_used?: number | null;
 }
 
 export interface UserInfo {

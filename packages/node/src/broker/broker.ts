@@ -51,12 +51,17 @@ import type { ClientConnection } from './client-connection.ts';
 import type { ChannelSink } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { ConnectionDirectory } from './connection-directory.ts';
+import { DEFAULT_DISK_FREE_LIMIT_BYTES } from './disk-free-limit.ts';
 import { isLoopbackAddress } from './loopback.ts';
+import { NodeListeners } from './node-listeners.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
 import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
+import type { NodeResourceFigures } from './resource-alarms.ts';
+import { ResourceAlarms } from './resource-alarms.ts';
+import { ResourceMonitor } from './resource-monitor.ts';
 
 /** Styx's version, as the server properties and `rabbitmq_build_info` report it. */
 export const STYX_VERSION = '0.1.0';
@@ -78,14 +83,6 @@ export interface Session {
 
 export type Permission = 'configure' | 'write' | 'read';
 
-/** An address the node accepts connections on (RabbitMQ's `listeners` of `/api/overview`). */
-export interface Listener {
-  /** e.g. 'styx-ws' (clients), 'http' (management). */
-  readonly protocol: string;
-  readonly ipAddress: string;
-  readonly port: number;
-}
-
 export interface BrokerOptions {
   /** Unique name of this node, used in connection ids and generated names. */
   readonly nodeName: string;
@@ -93,6 +90,11 @@ export interface BrokerOptions {
   readonly clock?: Clock;
   /** Resident memory above which publishers are throttled, bytes; 0 disables the check. */
   readonly memoryBudgetBytes: number;
+  /**
+   * Free bytes on the data directory's filesystem below which the disk alarm blocks publishers
+   * (`disk_free_limit`); default `DEFAULT_DISK_FREE_LIMIT_BYTES` (50 MB). Watched only with `storage`.
+   */
+  readonly diskFreeLimitBytes?: number;
   /** The user created on a fresh node (RabbitMQ's guest/guest). */
   readonly defaultUser?: { readonly name: string; readonly password: string };
   /** Users that may only connect from a loopback address (RabbitMQ's `loopback_users`). */
@@ -116,9 +118,6 @@ const FORWARDED_APPLY_TIMEOUT_MS = 10_000;
 
 /** How long a declare waits for a new queue's replicas to join its group, ms. */
 const QUEUE_MEMBERS_WAIT_MS = 5_000;
-
-/** How often the memory budget is checked, ms. */
-const MEMORY_CHECK_INTERVAL_MS = 1000;
 
 /**
  * The broker node's core: the metadata store (vhosts, users, permissions, exchanges, queues,
@@ -160,23 +159,33 @@ export class Broker {
   readonly maintenance: NodeMaintenance;
   /** Every member's client connections, listed and closed by operators (connection-directory.ts). */
   readonly connectionDirectory: ConnectionDirectory;
-  /** The addresses this node listens on, as their servers registered them (`addListener`). */
-  private readonly listenerList: Listener[] = [];
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string;
   private readonly storage: NodeStorage | undefined;
   private readonly loopbackUsers: ReadonlySet<string>;
-  private memoryTimer: NodeJS.Timeout | undefined;
-  private memoryBlocked = false;
+  /** Memory and free disk space against their limits: raises this node's alarms. */
+  readonly resources: ResourceMonitor;
+  /** The alarms in effect in the cluster (this node's and the members'): publishers are blocked by any. */
+  readonly alarms: ResourceAlarms;
+  /** The node's active listeners (client, management, cluster ports), for the listener health checks. */
+  readonly listeners = new NodeListeners();
 
   /** Resident memory above which publishers are blocked, bytes; 0 when unlimited. */
   get memoryBudgetBytes(): number {
     return this.options.memoryBudgetBytes;
   }
 
-  /** Whether the node is over its memory budget (publishers are blocked). */
+  /** Whether this node is over its memory budget (its memory alarm is in effect). */
   get isMemoryBlocked(): boolean {
-    return this.memoryBlocked;
+    return this.resources.memoryAlarm;
+  }
+
+  /**
+   * Why publishers are blocked now — an alarm in effect on this node or on any member — or
+   * undefined when they are not (the connection.blocked reason).
+   */
+  get publishBlockReason(): string | undefined {
+    return this.alarms.blockReason();
   }
 
   private constructor(options: BrokerOptions) {
@@ -295,6 +304,28 @@ export class Broker {
       this.reassertConsumers();
       this.replicaOps.scheduleRebalance();
     });
+    this.resources = new ResourceMonitor({
+      logger: this.logger,
+      memoryBudgetBytes: options.memoryBudgetBytes,
+      dataDir: this.storage === undefined ? undefined : dirname(this.storage.path),
+      diskFreeLimitBytes: options.diskFreeLimitBytes ?? DEFAULT_DISK_FREE_LIMIT_BYTES,
+      onAlarm: (resource, raised) => this.alarms.setLocal(resource, raised),
+    });
+    this.alarms = new ResourceAlarms({
+      selfId: this.nodeId(),
+      logger: this.logger,
+      cluster: this.cluster,
+      members: () => this.metadata.clusterNodes().map((node) => node.id),
+      figures: () => this.resourceFigures(),
+      nameOf: (id) => this.metadata.clusterNodes().find((node) => node.id === id)?.name ?? id,
+    });
+    // Any alarm in the cluster blocks this node's publishers; the last one cleared unblocks them.
+    this.alarms.onChange(() => {
+      const reason = this.alarms.blockReason();
+      for (const connection of this.connections.values()) {
+        connection.setMemoryBlocked(reason !== undefined, reason);
+      }
+    });
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
@@ -305,7 +336,7 @@ export class Broker {
     };
   }
 
-  /** Open the metadata store (bootstrapping a fresh node) and start the memory monitor. */
+  /** Open the metadata store (bootstrapping a fresh node) and start the resource monitor. */
   static async start(options: BrokerOptions): Promise<Broker> {
     const broker = new Broker(options);
     await broker.metaLog.open(broker.observedMetadata());
@@ -328,10 +359,8 @@ export class Broker {
     } else {
       await broker.recover();
     }
-    if (options.memoryBudgetBytes > 0) {
-      broker.memoryTimer = setInterval(() => broker.checkMemory(), MEMORY_CHECK_INTERVAL_MS);
-      broker.memoryTimer.unref();
-    }
+    await broker.resources.start();
+    broker.alarms.start();
     return broker;
   }
 
@@ -366,7 +395,8 @@ export class Broker {
   connectionOpened(connection: Connection): void {
     this.connections.set(connection.id, connection);
     this.counters.connectionsOpened++;
-    if (this.memoryBlocked) connection.setMemoryBlocked(true);
+    const reason = this.publishBlockReason;
+    if (reason !== undefined) connection.setMemoryBlocked(true, reason);
   }
 
   connectionClosed(connection: Connection): void {
@@ -400,16 +430,6 @@ export class Broker {
     });
   }
 
-  /** Register an address this node listens on (its servers call this once bound). */
-  addListener(listener: Listener): void {
-    this.listenerList.push(listener);
-  }
-
-  /** The addresses this node listens on. */
-  listeners(): readonly Listener[] {
-    return this.listenerList;
-  }
-
   private resolveOwner(owner: string): OwnerSink | undefined {
     return this.clusterQueues !== undefined
       ? this.clusterQueues.resolveOwner(owner)
@@ -432,18 +452,20 @@ export class Broker {
     return connection?.channelFor(Number(owner.slice(slash + 1)));
   }
 
-  private checkMemory(): void {
-    const rss = process.memoryUsage.rss();
-    const blocked = rss > this.options.memoryBudgetBytes;
-    if (blocked === this.memoryBlocked) return;
-    this.memoryBlocked = blocked;
-    this.logger.warn(
-      { rss, budget: this.options.memoryBudgetBytes },
-      blocked
-        ? 'memory budget exceeded: publishers blocked'
-        : 'memory back under budget: publishers unblocked',
-    );
-    for (const connection of this.connections.values()) connection.setMemoryBlocked(blocked);
+  /** This node's figures as `/api/nodes` names them (and as its resource report carries them). */
+  resourceFigures(): NodeResourceFigures {
+    const descriptors = this.resources.resources;
+    return {
+      mem_used: process.memoryUsage.rss(),
+      mem_limit: this.options.memoryBudgetBytes,
+      disk_free: this.resources.diskFreeBytes ?? null,
+      disk_free_limit: this.resources.diskFreeLimitBytes ?? null,
+      fd_used: descriptors.openFds ?? null,
+      fd_total: descriptors.maxFds ?? null,
+      sockets_used: this.connections.size,
+      // Sockets are descriptors: Styx sets no limit of their own (RabbitMQ's is the descriptor limit's).
+      sockets_total: descriptors.maxFds ?? null,
+    };
   }
 
   // ------------------------------------------------------------------------------ permissions
@@ -1051,7 +1073,9 @@ export class Broker {
       clusterName: this.options.clusterName ?? DEFAULT_CLUSTER_NAME,
       dataDir: this.storage === undefined ? undefined : dirname(this.storage.path),
       memoryLimitBytes: this.options.memoryBudgetBytes,
-      memoryAlarm: () => this.memoryBlocked,
+      memoryAlarm: () => this.resources.memoryAlarm,
+      diskFreeLimitBytes: this.resources.diskFreeLimitBytes,
+      diskAlarm: () => this.resources.diskAlarm,
     };
   }
 
@@ -1102,7 +1126,8 @@ export class Broker {
 
   /** Close every connection (320 CONNECTION_FORCED) and stop every queue actor. */
   async shutdown(): Promise<void> {
-    if (this.memoryTimer !== undefined) clearInterval(this.memoryTimer);
+    this.resources.stop();
+    this.alarms.stop();
     // Publishers first, while the queues can still confirm what the connections took: each close
     // waits for the outcome of every publish taken (as a drain's does; see closeGracefully), so
     // what stays unconfirmed at the close never reached a queue. Normally milliseconds; as long as

@@ -23,6 +23,7 @@
  */
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
+import { ALARM_COMMANDS } from './ctl-alarm-commands.ts';
 import { QUEUE_CHECK_COMMANDS } from './ctl-check-commands.ts';
 import { CONNECTION_COMMANDS } from './ctl-connection-commands.ts';
 import type { Column, CommandOption, CommandSpec, Context, CtlIo, Row } from './ctl-context.ts';
@@ -515,6 +516,7 @@ const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   ...CONNECTION_COMMANDS,
   ...QUEUE_REPLICA_COMMANDS,
   ...QUEUE_CHECK_COMMANDS,
+  ...ALARM_COMMANDS,
   ...FEATURE_FLAG_COMMANDS,
   ...MAINTENANCE_COMMANDS,
   ...EXPLAIN_COMMANDS,

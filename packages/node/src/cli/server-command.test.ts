@@ -40,11 +40,42 @@ describe('parseServerOptions', () => {
       logLevel: 'info',
       logFormat: undefined,
       memoryBudgetMib: 4096,
+      diskFreeLimitBytes: 50_000_000,
       frameMax: 8 * 1024 * 1024,
       heartbeatS: 60,
       cluster: undefined,
     });
     expect(parseServerOptions(['--', '--help'])).toBe('help');
+  });
+
+  it('reads --disk-free-limit as bytes with units or mem_relative:FACTOR, and refuses anything else', () => {
+    expect(parsed('--disk-free-limit', '2GB').diskFreeLimitBytes).toBe(2_000_000_000);
+    expect(parsed('--disk-free-limit', '1GiB').diskFreeLimitBytes).toBe(GIB);
+    expect(parsed('--disk-free-limit', '750kB').diskFreeLimitBytes).toBe(750_000);
+    expect(parsed('--disk-free-limit', '0').diskFreeLimitBytes).toBe(0);
+    expect(parsed('--disk-free-limit', 'mem_relative:1.5').diskFreeLimitBytes).toBe(15 * GIB);
+    expect(parsed('--disk-free-limit', 'mem_relative:0.25').diskFreeLimitBytes).toBe(2.5 * GIB);
+    for (const bad of ['', '=-5', '1.5GB', '10 parsecs', 'GB', '5XB', '99999999999999999999']) {
+      // (`--disk-free-limit=-5`: a value starting with a dash must be attached.)
+      const argv = bad.startsWith('=') ? [`--disk-free-limit${bad}`] : ['--disk-free-limit', bad];
+      expect(usageError(...argv)).toMatch(/^--disk-free-limit: '/);
+    }
+    expect(usageError('--disk-free-limit', '2 parsecs')).toBe(
+      "--disk-free-limit: '2 parsecs' is not a disk free limit: expected bytes with an optional unit " +
+        '(50MB, 2GB, 1GiB, 500000000) or mem_relative:FACTOR (e.g. mem_relative:1.5)',
+    );
+    for (const bad of [
+      'mem_relative:',
+      'mem_relative:0',
+      'mem_relative:-1',
+      'mem_relative:x',
+      'mem_relative:101',
+    ]) {
+      expect(usageError('--disk-free-limit', bad)).toMatch(
+        /the factor of mem_relative must be a number above 0/,
+      );
+    }
+    expect(SERVER_USAGE).toContain('--disk-free-limit LIMIT');
   });
 
   it('reads the management names (repeated or comma separated) and the /metrics flags', () => {

@@ -3,6 +3,12 @@ import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { Broker } from '../broker/broker.ts';
 import { acquireDataDir } from '../broker/data-dir.ts';
+import {
+  DEFAULT_DISK_FREE_LIMIT_BYTES,
+  DiskFreeLimitError,
+  diskFreeLimitBytes,
+  parseDiskFreeLimit,
+} from '../broker/disk-free-limit.ts';
 import { Cluster } from '../cluster/cluster.ts';
 import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
@@ -49,6 +55,9 @@ Options:
   --log-level LEVEL     fatal | error | warn | info | debug | trace | silent (default: info)
   --log-format FORMAT   pretty | json (default: pretty on a terminal, json otherwise)
   --memory-budget MIB   resident memory above which publishers are throttled (default: 40% of RAM)
+  --disk-free-limit LIMIT  free space on the data dir's filesystem below which publishers are
+                        blocked, cluster-wide: bytes with a unit (50MB, 2GB, 1GiB) or
+                        mem_relative:FACTOR of the machine's memory (default: 50MB)
   --frame-max BYTES     largest WebSocket message in either direction (default: 8388608)
   --heartbeat SECONDS   heartbeat interval proposed to clients, 0 = off (default: 60)
   -h, --help            show this help
@@ -83,6 +92,8 @@ export interface ServerOptions {
   readonly logFormat: 'pretty' | 'json' | undefined;
   /** Resident memory above which publishers are throttled, MiB; 0 disables the check. */
   readonly memoryBudgetMib: number;
+  /** Free bytes on the data dir's filesystem below which publishers are blocked (`--disk-free-limit`). */
+  readonly diskFreeLimitBytes: number;
   /** Largest WebSocket message, bytes. */
   readonly frameMax: number;
   /** Heartbeat interval proposed to clients, seconds; 0 = off. */
@@ -105,6 +116,7 @@ export const SERVER_FLAGS = {
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
   'memory-budget': { type: 'string' },
+  'disk-free-limit': { type: 'string' },
   'frame-max': { type: 'string' },
   heartbeat: { type: 'string' },
   'cluster-listen': { type: 'string' },
@@ -168,6 +180,7 @@ export function parseServerOptions(
     0,
     16 * 1024 * 1024,
   );
+  const diskFreeLimitBytes = parseDiskFreeLimitFlag(values['disk-free-limit'], totalMemoryBytes);
   const frameMax = parseIntegerFlag(
     'frame-max',
     values['frame-max'],
@@ -188,10 +201,22 @@ export function parseServerOptions(
     logLevel: level,
     logFormat: format,
     memoryBudgetMib,
+    diskFreeLimitBytes,
     frameMax,
     heartbeatS,
     cluster: parseClusterFlags(values),
   };
+}
+
+/** `--disk-free-limit` in bytes (default: RabbitMQ's 50 MB). Throws UsageError. */
+function parseDiskFreeLimitFlag(value: string | undefined, totalMemoryBytes: number): number {
+  if (value === undefined) return DEFAULT_DISK_FREE_LIMIT_BYTES;
+  try {
+    return diskFreeLimitBytes(parseDiskFreeLimit(value), totalMemoryBytes);
+  } catch (err) {
+    if (err instanceof DiskFreeLimitError) throw new UsageError(`--disk-free-limit: ${err.message}`);
+    throw err;
+  }
 }
 
 /**
@@ -221,7 +246,7 @@ export async function serverOptionsWithConfig(
       }
       if (entry.value === 'true') fromFile.push(`--${flag}`);
     } else {
-      fromFile.push(`--${flag}`, entry.value);
+      fromFile.push(`--${flag}`, entry.flagValue);
     }
     origin.set(flag, [...(origin.get(flag) ?? []), entry]);
   }
@@ -310,6 +335,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
       nodeName,
       logger,
       memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
+      diskFreeLimitBytes: options.diskFreeLimitBytes,
       storage,
       ...(cluster !== undefined ? { cluster } : {}),
     });
@@ -367,15 +393,18 @@ export async function serverCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  broker.addListener({ protocol: 'styx-ws', ipAddress: address.address, port: address.port });
+  // For the listener health checks (`/api/health/checks/port-listener/...`), with the API's own.
+  broker.listeners.add({ protocol: 'styx', host: address.address, port: address.port });
+  if (cluster !== undefined) {
+    const at = cluster.address.lastIndexOf(':');
+    broker.listeners.add({
+      protocol: 'clustering',
+      host: cluster.address.slice(0, at),
+      port: Number(cluster.address.slice(at + 1)),
+    });
+  }
   if (management !== undefined) {
     const managementUrl = management.url;
-    const bound = new URL(managementUrl as string);
-    broker.addListener({
-      protocol: 'http',
-      ipAddress: bound.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(bound.port),
-    });
     logger.info({ managementUrl }, `management API listening on ${managementUrl}`);
   }
   const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;

@@ -56,6 +56,8 @@ const EXAMPLES: Readonly<Record<string, string>> = {
   'log.level': 'debug',
   'log.format': 'json',
   'limits.memory_budget_mib': '2048',
+  'disk_free_limit.absolute': '2GB',
+  'disk_free_limit.relative': '1.5',
   'limits.frame_max': '65536',
   'limits.heartbeat': '30',
   'cluster.listen': '127.0.0.1:25690',
@@ -70,12 +72,12 @@ const EXAMPLES: Readonly<Record<string, string>> = {
 describe('CONFIG_KEYS', () => {
   it('gives every styx server flag (but --help and --config) a key, and each key names a flag', () => {
     const flags = Object.keys(SERVER_FLAGS).filter((f) => f !== 'help' && f !== 'config');
-    expect(CONFIG_KEYS.map(([, flag]) => flag).sort()).toEqual(flags.sort());
+    expect([...new Set(CONFIG_KEYS.map(([, flag]) => flag))].sort()).toEqual(flags.sort());
     expect(Object.keys(EXAMPLES).sort()).toEqual(CONFIG_KEYS.map(([key]) => key).sort());
   });
 
-  for (const [key, flag] of CONFIG_KEYS) {
-    it(`${key} sets what --${flag} sets`, async () => {
+  for (const [key, flag, , flagPrefix = ''] of CONFIG_KEYS) {
+    it(`${key} sets what --${flag} ${flagPrefix}VALUE sets`, async () => {
       const value = EXAMPLES[key] as string;
       // Cluster flags other than --cluster-listen need it; both sides get the same one.
       const companion =
@@ -87,7 +89,7 @@ describe('CONFIG_KEYS', () => {
       const extra = flag === 'cluster-listen' ? [] : [...companion, ...discovery];
       // A boolean flag takes no value: `key = true` is the bare flag.
       const isBoolean = SERVER_FLAGS[flag as keyof typeof SERVER_FLAGS].type === 'boolean';
-      const asFlags = isBoolean ? [`--${flag}`] : [`--${flag}`, value];
+      const asFlags = isBoolean ? [`--${flag}`] : [`--${flag}`, `${flagPrefix}${value}`];
       const fromFlag = parseServerOptions([...asFlags, ...extra], 10 * GIB);
       const fromFile = await withConfig(await conf(`${key} = ${value}`), ...extra);
       expect(fromFile).toEqual(fromFlag);
@@ -111,7 +113,9 @@ describe('styx server --config FILE', () => {
     const file = await conf(
       '# a styx.conf',
       '',
-      ...Object.entries(EXAMPLES).map(([key, value]) => `  ${key}=${value}  `),
+      ...Object.entries(EXAMPLES)
+        .filter(([key]) => key !== 'disk_free_limit.relative')
+        .map(([key, value]) => `  ${key}=${value}  `),
       'cluster.join = 127.0.0.1:25692',
     );
     const options = await withConfig(file);
@@ -125,6 +129,7 @@ describe('styx server --config FILE', () => {
       frameMax: 65536,
       heartbeatS: 30,
       memoryBudgetMib: 2048,
+      diskFreeLimitBytes: 2_000_000_000,
       cluster: {
         listen: '127.0.0.1:25690',
         join: ['127.0.0.1:25691', '127.0.0.1:25692'],
@@ -184,6 +189,28 @@ describe('styx server --config FILE', () => {
     ).toMatch(/^FILE:3: cluster\.join = bad: /);
     expect(await configError('cluster.join = 127.0.0.1:2')).toMatch(
       /^FILE:1: cluster\.join = 127\.0\.0\.1:2: needs --cluster-listen/,
+    );
+  });
+
+  it('takes disk_free_limit as RabbitMQ does: bytes with units, or relative to the memory', async () => {
+    const limit = async (line: string): Promise<number | undefined> => {
+      const options = await withConfig(await conf(line));
+      return options === 'help' ? undefined : options.diskFreeLimitBytes;
+    };
+    expect(await limit('disk_free_limit.absolute = 1000000000')).toBe(1_000_000_000);
+    expect(await limit('disk_free_limit.absolute = 512MiB')).toBe(512 * 1024 * 1024);
+    expect(await limit('disk_free_limit.absolute = 3G')).toBe(3_000_000_000);
+    // 10 GiB of memory in these tests.
+    expect(await limit('disk_free_limit.relative = 1.5')).toBe(15 * GIB);
+    expect(await limit('data_dir = /tmp/x')).toBe(50_000_000);
+    expect(await configError('disk_free_limit.absolute = 2 parsecs')).toMatch(
+      /^FILE:1: disk_free_limit\.absolute = 2 parsecs: '2 parsecs' is not a disk free limit: expected bytes with an optional unit .*\(expected bytes with an optional unit: 50MB/,
+    );
+    expect(await configError('disk_free_limit.relative = lots')).toMatch(
+      /^FILE:1: disk_free_limit\.relative = lots: .*the factor of mem_relative must be a number above 0/,
+    );
+    expect(await configError('disk_free_limit.absolute = 1GB', 'disk_free_limit.relative = 1.0')).toBe(
+      'FILE:2: disk_free_limit.relative sets what disk_free_limit.absolute (line 1) sets; set one of them',
     );
   });
 

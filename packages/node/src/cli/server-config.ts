@@ -17,8 +17,12 @@ export class ConfigFileError extends Error {
   }
 }
 
-/** A key of styx.conf: the `styx server` flag it sets (without `--`) and the form of its value. */
-export type ConfigKey = readonly [key: string, flag: string, form: string];
+/**
+ * A key of styx.conf: the `styx server` flag it sets (without `--`), the form of its value, and
+ * what goes before the value on the flag (`disk_free_limit.relative = 1.5` is
+ * `--disk-free-limit mem_relative:1.5`), if anything.
+ */
+export type ConfigKey = readonly [key: string, flag: string, form: string, flagPrefix?: string];
 
 /** Every `styx server` flag's key (a test checks none is missing). Add a row with a new flag. */
 export const CONFIG_KEYS: readonly ConfigKey[] = [
@@ -45,6 +49,14 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
   ['log.level', 'log-level', 'fatal, error, warn, info, debug, trace or silent'],
   ['log.format', 'log-format', 'pretty or json'],
   ['limits.memory_budget_mib', 'memory-budget', 'a whole number of MiB (0: no limit)'],
+  // RabbitMQ's two keys of one setting: set one of them.
+  ['disk_free_limit.absolute', 'disk-free-limit', 'bytes with an optional unit: 50MB, 2GB, 1GiB, 500000000'],
+  [
+    'disk_free_limit.relative',
+    'disk-free-limit',
+    "a multiple of the machine's memory, e.g. 1.5",
+    'mem_relative:',
+  ],
   ['limits.frame_max', 'frame-max', 'a whole number of bytes, 4096-268435456'],
   ['limits.heartbeat', 'heartbeat', 'a whole number of seconds, 0-3600 (0: off)'],
   ['cluster.listen', 'cluster-listen', 'HOST:PORT'],
@@ -76,6 +88,8 @@ export interface ConfigEntry {
   readonly flag: string;
   readonly form: string;
   readonly value: string;
+  /** The value as the flag takes it (`flagPrefix` + value). */
+  readonly flagValue: string;
   /** 1-based. */
   readonly line: number;
 }
@@ -98,7 +112,8 @@ export function configKey(key: string): ConfigKey | undefined {
  */
 export function parseServerConfig(text: string, file: string, repeatable: ReadonlySet<string>): ServerConfig {
   const entries: ConfigEntry[] = [];
-  const seen = new Map<string, number>();
+  /** Per flag: the key and line that first set it (two keys may set one flag). */
+  const seen = new Map<string, { readonly key: string; readonly line: number }>();
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const line = i + 1;
@@ -120,16 +135,18 @@ export function parseServerConfig(text: string, file: string, repeatable: Readon
         `${file}:${line}: unknown key '${key}' (known keys: ${CONFIG_KEYS.map(([k]) => k).join(', ')})`,
       );
     }
-    const [, flag, form] = row;
+    const [, flag, form, flagPrefix = ''] = row;
     if (value === '') throw new ConfigFileError(`${file}:${line}: ${key} needs a value: ${form}`);
-    const earlier = seen.get(key);
+    const earlier = seen.get(flag);
     if (earlier !== undefined && !repeatable.has(flag)) {
       throw new ConfigFileError(
-        `${file}:${line}: ${key} is set again (first on line ${earlier}); set it once`,
+        earlier.key === key
+          ? `${file}:${line}: ${key} is set again (first on line ${earlier.line}); set it once`
+          : `${file}:${line}: ${key} sets what ${earlier.key} (line ${earlier.line}) sets; set one of them`,
       );
     }
-    seen.set(key, earlier ?? line);
-    entries.push({ key, flag, form, value, line });
+    seen.set(flag, earlier ?? { key, line });
+    entries.push({ key, flag, form, value, flagValue: `${flagPrefix}${value}`, line });
   }
   return { file, entries };
 }

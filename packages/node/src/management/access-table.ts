@@ -19,6 +19,8 @@ const POLICY: Tags = { administrator: 'all', policymaker: 'member' };
 /** Node-level state and health. */
 const NODE_READ: Tags = { administrator: 'all', monitoring: 'all' };
 const ADMIN: Tags = { administrator: 'all' };
+/** RabbitMQ's health checks: any management user (`rabbit_mgmt_util:is_authorized`), for probes. */
+const HEALTH: Tags = { administrator: 'all', monitoring: 'all', policymaker: 'all', management: 'all' };
 
 const read = (vhost?: number | 'query'): AccessRule =>
   vhost === undefined ? { tags: READ } : { tags: READ, vhost };
@@ -126,6 +128,13 @@ export const ACCESS_TABLE: Readonly<Record<string, AccessRule>> = {
   'GET /vhosts/:vhost/channels': read(0),
   'GET /consumers': read(),
   'GET /consumers/:vhost': read(0),
+  'GET /health/checks/alarms': { tags: HEALTH },
+  'GET /health/checks/local-alarms': { tags: HEALTH },
+  'GET /health/checks/port-listener/:port': { tags: HEALTH },
+  'GET /health/checks/protocol-listener/:protocol': { tags: HEALTH },
+  'GET /health/checks/virtual-hosts': { tags: HEALTH },
+  'GET /health/checks/is-in-service': { tags: HEALTH },
+  'GET /health/checks/ready-to-serve-clients': { tags: HEALTH },
 };
 
 /**

@@ -11,8 +11,9 @@
  *   GET  /api/nodes/{node}/maintenance          {node, being_drained}
  *   GET  /api/health/checks/node-is-quorum-critical[?node=N]   (N: default the node answering)
  *        200 {status: "ok", node} or 503 {status: "failed", node, reason, queues: [group...],
- *        metadata_group: group | null}, a group being {type, vhost?, name?, members, online,
- *        online_count, needed}
+ *        metadata_group: group | null}, a group being {type, vhost?, name?, virtual_host?,
+ *        readable_name?, members, online, online_count, needed}; on a node alone 200 {status: "ok",
+ *        reason: "single node cluster", node}, as RabbitMQ
  *   GET  /api/health/checks/quorum-plus-one-online
  *        200 {status: "ok", groups: []} or 503 {status: "failed", reason, groups}: the groups with
  *        fewer online members than a quorum plus one
@@ -22,7 +23,8 @@
  * node's view (its failure detector and leader hints): ask the node concerned for the freshest one.
  *
  * Changes need the tag `administrator`; the checks and the state also `monitoring`. A node
- * without clustering answers 400, as the queue replica endpoints do: there is nothing to move to.
+ * without clustering answers 400, as the queue replica endpoints do: there is nothing to move to
+ * (but node-is-quorum-critical, which passes there, as RabbitMQ's).
  */
 import type { Broker } from '../broker/broker.ts';
 import type { QueueReplicaOperations } from '../broker/queue-replica-ops.ts';
@@ -216,11 +218,26 @@ export function maintenanceRoutes(deps: MaintenanceRouteDeps): Route[] {
     };
     return g.group.kind === 'metadata'
       ? { type: 'metadata', ...base }
-      : { type: 'queue', vhost: g.group.vhost, name: g.group.name, ...base };
+      : {
+          type: 'queue',
+          vhost: g.group.vhost,
+          name: g.group.name,
+          // RabbitMQ's names for the queue in this check's answer.
+          virtual_host: g.group.vhost,
+          readable_name: `queue '${g.group.name}' in vhost '${g.group.vhost}'`,
+          ...base,
+        };
   };
 
   const quorumCritical = (request: ApiRequest): ApiResponse => {
-    guard();
+    // RabbitMQ's answer on a node alone: nothing else could lose a quorum by its stop. A probe or a
+    // rolling-restart script written for a cluster then passes there too (no 400).
+    if (!isClustered(cluster)) {
+      return {
+        status: 200,
+        body: { status: 'ok', reason: 'single node cluster', node: cluster.self().name },
+      };
+    }
     const asked = request.query.get('node');
     const node = member(asked ?? cluster.self().id);
     const nameOf = nodeNames(metadata);

@@ -33,6 +33,9 @@
  *                       (moving dead letters back, and the redrive audit: redrive-api.ts)
  *   POST                /api/nodes/{node}/drain, /api/nodes/{node}/revive; GET /api/nodes/{node}/maintenance
  *   GET                 /api/health/checks/node-is-quorum-critical, /api/health/checks/quorum-plus-one-online
+ *   GET                 /api/health/checks/{alarms, local-alarms, port-listener/{port},
+ *                       protocol-listener/{protocol}, virtual-hosts, is-in-service,
+ *                       ready-to-serve-clients} (health-checks-api.ts)
  *                       (maintenance mode and the rolling-restart checks: maintenance-api.ts)
  *   GET                 /api/queues/{vhost}/{name}/messages, /api/queues/{vhost}/{name}/dead-lettering
  *                       (the dead-letter inspector and explain: dead-letter-api.ts)
@@ -74,6 +77,7 @@ import { connectionRoutes } from './connections-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
+import { healthCheckRoutes } from './health-checks-api.ts';
 import { maintenanceRoutes } from './maintenance-api.ts';
 import { nodeStats } from './node-stats.ts';
 import { pageOf, wantsPage } from './pagination.ts';
@@ -151,6 +155,7 @@ export class ManagementApi {
       ...featureFlagRoutes(cluster.featureFlags ?? standaloneFeatureFlags(broker.nodeName)),
       ...redriveRoutes(broker, cluster),
       ...maintenanceRoutes({ broker, cluster, replicas }),
+      ...healthCheckRoutes({ broker }),
       ...deadLetterRoutes({
         browser: broker.queueBrowser,
         metadata: broker.metadataView,
@@ -349,10 +354,10 @@ export class ManagementApi {
       queue_totals: { messages: ready + unacked, messages_ready: ready, messages_unacknowledged: unacked },
       message_stats: stats,
       alarms,
-      listeners: this.broker.listeners().map((l) => ({
+      listeners: this.broker.listeners.list().map((l) => ({
         node: this.broker.nodeName,
         protocol: l.protocol,
-        ip_address: l.ipAddress,
+        ip_address: l.host,
         port: l.port,
       })),
     });

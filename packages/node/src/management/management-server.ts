@@ -92,11 +92,15 @@ export class ManagementServer {
   private readonly machine: MachineNames | undefined;
   private readonly metricsAuth: boolean;
   private address: AddressInfo | undefined;
+  /** The node's listener registry (the listener health checks), and how to leave it at close. */
+  private readonly nodeListeners: Broker['listeners'];
+  private unlist: (() => void) | undefined;
   /** Set once listening, from the bound address: no request arrives before. */
   private hosts: HostAllowList | undefined;
 
   constructor(options: ManagementServerOptions) {
     const { broker } = options;
+    this.nodeListeners = broker.listeners;
     this.logger = options.logger.child({ component: 'management' });
     this.api = new ManagementApi(broker, options.cluster, options.queueReplicas);
     const lookup = (name: string) => broker.metadataView.user(name);
@@ -145,6 +149,11 @@ export class ManagementServer {
     });
     this.address = this.server.address() as AddressInfo;
     this.hosts = new HostAllowList(this.address.address, this.hostnames, this.machine);
+    this.unlist = this.nodeListeners.add({
+      protocol: 'http',
+      host: this.address.address,
+      port: this.address.port,
+    });
     return this.address;
   }
 
@@ -158,6 +167,7 @@ export class ManagementServer {
   /** Stop listening and drop every open connection (keep-alive ones included). */
   async close(): Promise<void> {
     if (!this.server.listening) return;
+    this.unlist?.();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
     await closed;

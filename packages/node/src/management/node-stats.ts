@@ -1,9 +1,11 @@
 /**
  * The figures RabbitMQ's `GET /api/nodes` gives about a node that only the node itself knows: its
- * uptime, memory use against its budget (RabbitMQ's high watermark) and alarm, processors, OS pid,
- * client connections, the exchange types it implements. Styx measures these for the node
- * answering; other members' figures are null in its answer (asking each member is the metrics
- * endpoint's job: every node serves its own).
+ * uptime, memory use against its budget (RabbitMQ's high watermark) and alarm, free disk space
+ * against `disk_free_limit` and alarm, file descriptors and sockets, processors, OS pid, the
+ * exchange types it implements. Styx measures these for the node answering; of another member it
+ * shows the resource figures and alarms of the member's last resource report (pushed every few
+ * seconds, broker/resource-alarms.ts), and null for the rest (and for everything while no report
+ * of it stands: it is down, or runs a version without them).
  */
 import { availableParallelism } from 'node:os';
 import { tableGet } from '@styx/client/wire';
@@ -25,7 +27,12 @@ export const NODE_STAT_KEYS = [
   'mem_used',
   'mem_limit',
   'mem_alarm',
+  'disk_free',
+  'disk_free_limit',
   'disk_free_alarm',
+  'fd_used',
+  'fd_total',
+  'sockets_total',
   'processors',
   'os_pid',
   'sockets_used',
@@ -39,13 +46,23 @@ export type NodeStats = { readonly [key in (typeof NODE_STAT_KEYS)[number] | 'be
 
 /**
  * RabbitMQ's figures of `member` as the node answering knows them: its own, measured; another
- * member's null, but for `being_drained` (maintenance mode), which the metadata holds for all.
+ * member's resource figures and alarms from its last report, the rest null; `being_drained`
+ * (maintenance mode) from the metadata, which holds it for all.
  */
 export function nodeStats(broker: Broker, member: ClusterMemberStatus): NodeStats {
   const drained = broker.metadataView.isNodeDrained(member.id);
   if (!member.isSelf) {
     const unknown = Object.fromEntries(NODE_STAT_KEYS.map((key) => [key, null]));
-    return { ...unknown, being_drained: drained } as unknown as NodeStats;
+    const report = broker.alarms.reportOf(member.id);
+    const reported =
+      report === undefined
+        ? {}
+        : {
+            ...report.figures,
+            mem_alarm: report.alarms.includes('memory'),
+            disk_free_alarm: report.alarms.includes('disk'),
+          };
+    return { ...unknown, ...reported, being_drained: drained } as unknown as NodeStats;
   }
   return { ...localNodeStats(broker), being_drained: drained };
 }
@@ -55,15 +72,14 @@ function localNodeStats(broker: Broker): Omit<NodeStats, 'being_drained'> {
   const version = tableGet(broker.serverProperties, 'version')?.longStr ?? null;
   return {
     uptime: Math.round(process.uptime() * 1000),
-    mem_used: process.memoryUsage.rss(),
-    // 0 when the node has no memory budget: nothing blocks publishers.
-    mem_limit: broker.memoryBudgetBytes,
-    mem_alarm: broker.isMemoryBlocked,
-    // Styx has no disk alarm.
-    disk_free_alarm: false,
+    // mem_limit is 0 when the node has no memory budget: no memory alarm. disk_free and
+    // disk_free_limit are null on a node without a data directory: no disk alarm. fd_* are null
+    // where the OS does not tell (no /proc); sockets_used counts client connections.
+    ...broker.resourceFigures(),
+    mem_alarm: broker.resources.memoryAlarm,
+    disk_free_alarm: broker.resources.diskAlarm,
     processors: availableParallelism(),
     os_pid: String(process.pid),
-    sockets_used: broker.connectionCount(),
     // Message rates are not kept per node (the metrics endpoint has the counters).
     rates_mode: 'none',
     // Members this node cannot reach show as `running: false`; there is no partition handling mode.

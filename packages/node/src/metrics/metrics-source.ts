@@ -56,6 +56,10 @@ export interface NodeMetricsSource {
   readonly dataDir: string | undefined;
   /** The node's memory budget: publishers are blocked above it; 0 when unlimited. */
   readonly memoryLimitBytes: number;
-  /** Whether the node is over its memory budget now (publishers blocked). */
+  /** Whether the node is over its memory budget now (its memory alarm). */
   memoryAlarm(): boolean;
+  /** Free disk space below which the disk alarm is raised, bytes; undefined when no disk is watched. */
+  readonly diskFreeLimitBytes: number | undefined;
+  /** Whether free disk space is below the limit now (the node's disk alarm). */
+  diskAlarm(): boolean;
 }

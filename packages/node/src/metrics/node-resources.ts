@@ -8,13 +8,6 @@
  */
 import { readdir, readFile, statfs } from 'node:fs/promises';
 
-/**
- * Free disk space below which RabbitMQ raises its disk alarm by default (`disk_free_limit`, 50 MB),
- * reported as `rabbitmq_disk_space_available_limit_bytes`. Styx does not block publishers on it
- * (yet): the figure lets RabbitMQ's dashboards and alerts show the headroom against the usual limit.
- */
-export const DISK_FREE_LIMIT_BYTES = 50_000_000;
-
 export interface NodeResources {
   /** Descriptors open in this process; undefined where `/proc/self/fd` cannot be read. */
   readonly openFds: number | undefined;
@@ -29,7 +22,7 @@ export async function readNodeResources(dataDir: string | undefined): Promise<No
   const [openFds, maxFds, diskAvailableBytes] = await Promise.all([
     countOpenFds(),
     readMaxFds(),
-    dataDir === undefined ? undefined : diskAvailable(dataDir),
+    dataDir === undefined ? undefined : readDiskAvailable(dataDir),
   ]);
   return { openFds, maxFds, diskAvailableBytes };
 }
@@ -59,7 +52,8 @@ async function readMaxFds(): Promise<number | undefined> {
   }
 }
 
-async function diskAvailable(dir: string): Promise<number | undefined> {
+/** Bytes an unprivileged process may still write on `dir`'s filesystem; undefined when unreadable. */
+export async function readDiskAvailable(dir: string): Promise<number | undefined> {
   try {
     const s = await statfs(dir);
     return s.bavail * s.bsize;

@@ -8,7 +8,6 @@ import { totalmem } from 'node:os';
 import type { ExpositionWriter } from './exposition-writer.ts';
 import type { NodeMetricsSource } from './metrics-source.ts';
 import type { NodeResources } from './node-resources.ts';
-import { DISK_FREE_LIMIT_BYTES } from './node-resources.ts';
 
 type Rename = (name: string) => string;
 
@@ -37,7 +36,8 @@ export function writeNodeUsage(w: ExpositionWriter, resources: NodeResources, re
 
 /**
  * RabbitMQ's `node_metrics`: the node's limits and uptime. Without a memory budget (0) the limit
- * is the machine's memory; the disk limit is RabbitMQ's default `disk_free_limit`.
+ * is the machine's memory; the disk limit is `disk_free_limit` (absent on a node without a data
+ * directory: it watches no disk).
  */
 export function writeNodeLimits(
   w: ExpositionWriter,
@@ -54,12 +54,14 @@ export function writeNodeLimits(
     'Memory budget in bytes: publishers are blocked above it (the machine memory when no budget is set)',
     source.memoryLimitBytes > 0 ? source.memoryLimitBytes : totalmem(),
   );
-  w.single(
-    rename('rabbitmq_disk_space_available_limit_bytes'),
-    'gauge',
-    "Free disk space low watermark in bytes (RabbitMQ's default; Styx raises no disk alarm on it)",
-    DISK_FREE_LIMIT_BYTES,
-  );
+  if (source.diskFreeLimitBytes !== undefined) {
+    w.single(
+      rename('rabbitmq_disk_space_available_limit_bytes'),
+      'gauge',
+      'Free disk space low watermark in bytes (disk_free_limit): publishers are blocked below it',
+      source.diskFreeLimitBytes,
+    );
+  }
   w.single(
     rename('rabbitmq_erlang_uptime_seconds'),
     'gauge',
@@ -79,8 +81,8 @@ export function writeAlarms(w: ExpositionWriter, source: NodeMetricsSource): voi
   w.single(
     'rabbitmq_alarms_free_disk_space_watermark',
     'gauge',
-    'Whether a free disk space alarm blocks publishers (Styx has none: always 0)',
-    0,
+    'Whether free disk space is below disk_free_limit, publishers blocked (1) or not (0)',
+    source.diskAlarm() ? 1 : 0,
   );
   w.single(
     'rabbitmq_alarms_file_descriptor_limit',

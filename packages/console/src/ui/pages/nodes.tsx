@@ -1,9 +1,10 @@
-// Nodes: the cluster's members (online, metadata leader), the queue leaders and replicas each
-// holds, and on demand the queue consistency check: each replica's Raft term and how far its
+// Nodes: the cluster's members (online, metadata leader), their memory, disk, descriptors and
+// sockets against their limits with any resource alarm (which blocks publishers cluster-wide), the
+// queue leaders and replicas each holds, and on demand the queue consistency check: each replica's Raft term and how far its
 // applied index trails its group's commit index.
 import { useState } from 'preact/hooks';
 import { apiPath, getReport } from '../api.ts';
-import { count } from '../format.ts';
+import { bytes, count } from '../format.ts';
 import { useAction, useApi } from '../hooks.ts';
 import type { NodeInfo, QueueInfo } from '../model.ts';
 import { href } from '../route.ts';
@@ -68,6 +69,23 @@ function raftByNode(checks: readonly QueueCheck[]): Map<string, NodeRaft> {
   return out;
 }
 
+/** `used / limit`, each with `format`; '–' when unknown, `used` alone without a limit. */
+function against(
+  used: number | null | undefined,
+  limit: number | null | undefined,
+  format: (n: number) => string,
+): string {
+  if (used === null || used === undefined) return '–';
+  return limit === null || limit === undefined || limit === 0
+    ? format(used)
+    : `${format(used)} / ${format(limit)}`;
+}
+
+/** The node's resource alarms in effect: 'memory', 'disk'. */
+function alarmsOf(n: NodeInfo): string[] {
+  return [...(n.mem_alarm === true ? ['memory'] : []), ...(n.disk_free_alarm === true ? ['disk'] : [])];
+}
+
 function heldBy(queues: readonly QueueInfo[]): Map<string, { leaders: number; replicas: number }> {
   const out = new Map<string, { leaders: number; replicas: number }>();
   const at = (node: string) => {
@@ -99,6 +117,7 @@ export function NodesPage() {
   const held = heldBy(queues.data ?? []);
   const raft = checks === undefined ? undefined : raftByNode(checks);
   const lagging = (checks ?? []).filter((q) => !q.ok);
+  const alarmed = c.members.filter((n) => alarmsOf(n).length > 0);
   return (
     <Page
       title="Nodes"
@@ -128,6 +147,12 @@ export function NodesPage() {
             : (c.metadata_leader.name ?? c.metadata_leader.id)}
         </strong>
       </p>
+      {alarmed.length === 0 ? null : (
+        <p data-testid="alarms">
+          <Badge kind="warn">alarm</Badge> Publishers are blocked on every node:{' '}
+          {alarmed.map((n) => `${alarmsOf(n).join(' and ')} alarm on ${n.name}`).join('; ')}.
+        </p>
+      )}
       <Table
         testId="nodes"
         rows={c.members}
@@ -150,6 +175,40 @@ export function NodesPage() {
             render: (n) => (n.is_metadata_leader ? <Badge kind="info">leader</Badge> : n.metadata_role),
           },
           { key: 'address', title: 'Cluster address', render: (n) => n.cluster_address || '–' },
+          {
+            key: 'alarms',
+            title: 'Alarms',
+            render: (n) => {
+              const alarms = alarmsOf(n);
+              if (alarms.length > 0) return <Badge kind="warn">{alarms.join(', ')}</Badge>;
+              return n.mem_alarm === null || n.mem_alarm === undefined ? '–' : 'none';
+            },
+          },
+          {
+            key: 'memory',
+            title: 'Memory / budget',
+            numeric: true,
+            render: (n) => against(n.mem_used, n.mem_limit, bytes),
+          },
+          {
+            key: 'disk',
+            title: 'Disk free / limit',
+            numeric: true,
+            render: (n) => against(n.disk_free, n.disk_free_limit, bytes),
+          },
+          {
+            key: 'fds',
+            title: 'File descriptors',
+            numeric: true,
+            render: (n) => against(n.fd_used, n.fd_total, count),
+          },
+          {
+            key: 'sockets',
+            title: 'Client connections',
+            numeric: true,
+            render: (n) =>
+              n.sockets_used === null || n.sockets_used === undefined ? '–' : count(n.sockets_used),
+          },
           {
             key: 'leaders',
             title: 'Queue leaders',

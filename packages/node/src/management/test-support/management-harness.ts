@@ -2,6 +2,7 @@
  * A node alone (in memory) with its management server on 127.0.0.1, and a client that calls the
  * API as a user: for the tests of the management API's endpoints.
  */
+import type { BrokerOptions } from '../../broker/broker.ts';
 import { Broker } from '../../broker/broker.ts';
 import { silentLogger } from '../../logging/logger.ts';
 import { ManagementServer } from '../management-server.ts';
@@ -27,8 +28,12 @@ export class ManagementHarness {
     this.server = server;
   }
 
-  static async start(nodeName = 'mgmt-test'): Promise<ManagementHarness> {
-    const broker = await Broker.start({ nodeName, logger: silentLogger(), memoryBudgetBytes: 0 });
+  /** `options`: the broker's, over the defaults (no memory budget). */
+  static async start(
+    nodeName = 'mgmt-test',
+    options: Partial<Omit<BrokerOptions, 'nodeName' | 'logger'>> = {},
+  ): Promise<ManagementHarness> {
+    const broker = await Broker.start({ nodeName, logger: silentLogger(), memoryBudgetBytes: 0, ...options });
     const server = new ManagementServer({ broker, logger: silentLogger() });
     await server.start('127.0.0.1', 0);
     return new ManagementHarness(broker, server);

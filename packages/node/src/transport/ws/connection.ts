@@ -278,8 +278,9 @@ export class Connection implements ChannelHost, ClientConnection {
     if (frame.method === 'basicPublish' && !this.takingPublishes) return;
     if (frame.method === 'basicPublish' && !this.publisher) {
       this.publisher = true;
-      // A connection that starts publishing while the node is over its budget is blocked at once.
-      if (this.broker.isMemoryBlocked) this.setMemoryBlocked(true);
+      // A connection that starts publishing while an alarm is in effect is blocked at once.
+      const reason = this.broker.publishBlockReason;
+      if (reason !== undefined) this.setMemoryBlocked(true, reason);
     }
     channel.handle(frame);
   }
@@ -429,8 +430,11 @@ export class Connection implements ChannelHost, ClientConnection {
     });
   }
 
-  /** The node crossed its memory budget (or came back under it): throttle publishers. */
-  setMemoryBlocked(blocked: boolean): void {
+  /**
+   * A resource alarm (memory or disk, on this node or another member) is in effect, or the last
+   * one cleared: throttle publishers, telling them `reason`.
+   */
+  setMemoryBlocked(blocked: boolean, reason = 'memory budget exceeded'): void {
     if (this.state !== 'open' || !this.publisher || blocked === this.pausedForMemory) return;
     this.pausedForMemory = blocked;
     const socket = this.socket;
@@ -438,7 +442,7 @@ export class Connection implements ChannelHost, ClientConnection {
       this.send({
         channel: 0,
         method: 'connectionBlocked',
-        connectionBlocked: { reason: 'memory budget exceeded' },
+        connectionBlocked: { reason },
       });
       setImmediate(() => socket?.pause());
     } else {
