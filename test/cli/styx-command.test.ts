@@ -4,11 +4,13 @@
 // data dir, and `styx ctl` finds it from there with no --node: in ./styx-data, with --data-dir, with
 // the server's --config file; $STYX_NODE and --node still win; when it cannot tell, it says on
 // stderr which node it talks to.
+
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CONFIG_KEYS } from '@styx/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT } from '../support/broker-process.ts';
 import type { Spawned } from '../support/spawned.ts';
@@ -157,7 +159,7 @@ describe('styx on the PATH', () => {
     expect(refused).toEqual({
       code: 2,
       stdout: '',
-      stderr: `styx server: ${bad}:2: unknown key 'listeners.prot' (known keys: ${'data_dir, listeners.host, listeners.port, management.host, management.port, management.hostname, metrics.auth, metrics.cache_seconds, log.level, log.format, limits.memory_budget_mib, limits.frame_max, limits.heartbeat, cluster.listen, cluster.join, cluster.discovery.dns, cluster.discovery.dns_port, cluster.discovery.dns_server, cluster.node_name, cluster.secret_file'})\n`,
+      stderr: `styx server: ${bad}:2: unknown key 'listeners.prot' (known keys: ${CONFIG_KEYS.map(([key]) => key).join(', ')})\n`,
     });
     expect((await node.stop('SIGTERM', 30_000)).code).toBe(0);
   }, 180_000);

@@ -222,6 +222,11 @@ describe('maintenance mode: drain, revive and the quorum checks on a three-node 
 
     const revived = await ctl(cluster, 'n2', 'revive', 'n1');
     expect(revived.code).toBe(0);
+    // The revive went through n2: n1 reads its own metadata replica, which applies it a moment later.
+    await eventually('n1 to apply the revive', async () => {
+      const state = (await cluster.api('n1', '/api/nodes/n1/maintenance')) as { being_drained?: boolean };
+      return state.being_drained === false;
+    });
     expect(await cluster.api('n1', '/api/nodes/n1/maintenance')).toEqual({
       node: 'n1',
       being_drained: false,

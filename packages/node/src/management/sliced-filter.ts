@@ -12,7 +12,7 @@
 import { performance } from 'node:perf_hooks';
 
 /** Longest one slice runs before yielding to the event loop, ms (one item may overrun it). */
-export const SLICE_MS = 4;
+export const SLICE_MS = 1;
 /** Longest a filter may run in all (its slices' running time, not its waiting), ms. */
 export const MAX_FILTER_MS = 2000;
 /** Items tested between two looks at the clock (a look costs more than a cheap test). */
