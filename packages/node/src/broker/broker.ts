@@ -25,7 +25,7 @@ import type {
 } from '../metadata/metadata-machine.ts';
 import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
 import { commandPatternProblem } from '../metadata/name-pattern.ts';
-import { hashPassword, verifyLogin } from '../metadata/passwords.ts';
+import { hashPassword } from '../metadata/passwords.ts';
 import { canAccess, canUseVhost } from '../metadata/permissions.ts';
 import {
   integerArgument,
@@ -33,6 +33,8 @@ import {
   validateExpiration,
 } from '../metadata/queue-arguments.ts';
 import { checkExclusiveAccess, error as metadataError } from '../metadata/replies.ts';
+import type { PasswordVerifier } from '../metadata/verified-logins.ts';
+import { VerifiedLogins } from '../metadata/verified-logins.ts';
 import { BrokerCounters } from '../metrics/broker-counters.ts';
 import type { NodeMetricsSource } from '../metrics/metrics-source.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
@@ -99,6 +101,8 @@ export interface BrokerOptions {
   readonly defaultUser?: { readonly name: string; readonly password: string };
   /** Users that may only connect from a loopback address (RabbitMQ's `loopback_users`). */
   readonly loopbackUsers?: readonly string[];
+  /** The verified-login cache's password check (scrypt); a test substitutes one to count calls. */
+  readonly verifyPassword?: PasswordVerifier;
   /**
    * The cluster's name in metrics (`rabbitmq_cluster` of `rabbitmq_identity_info`, which RabbitMQ's
    * dashboards group nodes by); the same on every member. `DEFAULT_CLUSTER_NAME` when not given.
@@ -161,6 +165,12 @@ export class Broker {
   readonly connectionDirectory: ConnectionDirectory;
   /** A different value each time the node starts: connection ids never repeat across restarts. */
   readonly runId: string;
+  /**
+   * Logins whose password was verified, shared by every login path (client connections here, the
+   * management API's basic auth and console): see metadata/verified-logins.ts. Evicted per user on
+   * each applied user change, and cleared when a snapshot replaces the metadata.
+   */
+  readonly logins: VerifiedLogins;
   private readonly storage: NodeStorage | undefined;
   private readonly loopbackUsers: ReadonlySet<string>;
   /** Memory and free disk space against their limits: raises this node's alarms. */
@@ -194,6 +204,9 @@ export class Broker {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.loopbackUsers = new Set(options.loopbackUsers ?? ['guest']);
+    this.logins = new VerifiedLogins(
+      options.verifyPassword === undefined ? {} : { verify: options.verifyPassword },
+    );
     this.storage = options.storage;
     this.cluster = options.cluster;
     // A clustered node's run id is its incarnation: peers that see it change know it restarted.
@@ -376,8 +389,9 @@ export class Broker {
     this.maintenance.checkAcceptsClients();
     const record = this.metadata.user(user);
     // Unknown user and wrong password get the same answer after the same scrypt work (an unknown
-    // name is checked against a decoy hash), so names cannot be probed, nor timed.
-    if (!(await verifyLogin(password, record?.passwordHash))) {
+    // name is checked against a decoy hash), so names cannot be probed, nor timed. A password
+    // verified a moment ago for the same stored hash skips scrypt (a reconnection storm).
+    if (!(await this.logins.verify(user, password, record?.passwordHash))) {
       throw new ConnectionError(Code.ACCESS_REFUSED, `login refused: user '${user}' - invalid credentials`);
     }
     if (this.loopbackUsers.has(user) && !isLoopbackAddress(remoteAddress)) {
@@ -497,6 +511,7 @@ export class Broker {
       snapshot: () => machine.snapshot(),
       restore: (bytes: Uint8Array, meta: EntryMeta) => {
         machine.restore(bytes, meta);
+        this.logins.clear();
         // A snapshot from the leader replaced everything at once (a lagging or joining node).
         this.permissionEpoch++;
         const clusterQueues = this.clusterQueues;
@@ -516,6 +531,9 @@ export class Broker {
     switch (command.type) {
       case 'putUser':
       case 'deleteUser':
+        this.logins.forgetUser(command.name);
+        this.permissionEpoch++;
+        break;
       case 'setPermissions':
       case 'clearPermissions':
       case 'deleteVhost':

@@ -12,7 +12,7 @@ describe('cluster secret', () => {
   const cluster = new LocalCluster();
   afterEach(() => cluster.stop());
 
-  it('turns the environment variable into a pnet swarm key', async () => {
+  it('turns the environment variable into a swarm key', async () => {
     const key = await loadClusterSecret({ env: { [CLUSTER_SECRET_ENV]: SECRET } });
     expect(text(key)).toMatch(/^\/key\/swarm\/psk\/1\.0\.0\/\n\/base16\/\n[0-9a-f]{64}$/);
     expect(key).toEqual(swarmKeyFromSecret(`  ${SECRET}\n`));

@@ -6,13 +6,16 @@ import { ClusterSecretInvalidError, ClusterSecretMissingError } from './errors.t
 export const CLUSTER_SECRET_ENV = 'STYX_CLUSTER_SECRET';
 
 /**
- * Shortest accepted secret, in characters. The secret keys the private network that every peer
- * must pass before it can even attempt a handshake; a short one could be guessed offline from one
- * captured nonce exchange.
+ * Shortest accepted secret, in characters. The secret is bound into every noise handshake (see
+ * `secretBoundNoise`); anyone who connects once gets a handshake message authenticated with it,
+ * so a short one could be guessed offline from that one message.
  */
 export const MIN_CLUSTER_SECRET_LENGTH = 16;
 
-/** Header of a libp2p pnet swarm key (the format `@libp2p/pnet` and IPFS use). */
+/**
+ * Header of a libp2p pnet swarm key (the format `@libp2p/pnet` and IPFS use). Styx no longer runs a
+ * private network, but keeps the format: the key files of existing clusters stay valid.
+ */
 const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/';
 
 export interface ClusterSecretSource {
@@ -24,8 +27,9 @@ export interface ClusterSecretSource {
 
 /**
  * Load the pre-shared cluster secret, the analogue of RabbitMQ's Erlang cookie, and turn it into
- * the swarm key `@libp2p/pnet` takes. Every node of a cluster must use the same secret: a node
- * without it fails the private-network exchange before any libp2p protocol (noise, Raft) runs.
+ * a swarm key (the format `@libp2p/pnet` takes, kept for existing key files). Every node of a
+ * cluster must use the same secret: it is bound into the noise handshake (`secretBoundNoise`), so
+ * a node without it fails the handshake before any stream (Raft, RPC) opens.
  *
  * The secret is any text of at least `MIN_CLUSTER_SECRET_LENGTH` characters (surrounding
  * whitespace ignored); its 32-byte key is a SHA-256 over a Styx-specific prefix and the text.
@@ -50,7 +54,7 @@ export async function loadClusterSecret(source: ClusterSecretSource = {}): Promi
   return swarmKeyFromSecret(value, CLUSTER_SECRET_ENV);
 }
 
-/** The pnet swarm key for `secret` (see `loadClusterSecret`); `origin` names it in errors. */
+/** The swarm key for `secret` (see `loadClusterSecret`); `origin` names it in errors. */
 export function swarmKeyFromSecret(secret: string, origin = 'the secret'): Uint8Array {
   const text = secret.trim();
   if (text.startsWith(SWARM_KEY_HEADER)) return parseSwarmKey(text, origin);

@@ -24,16 +24,16 @@ export interface ClusterGaterOptions {
 
 /**
  * Who may connect to this node: the peer ids of the cluster's membership plus the joins an
- * operator approved. Behind the private network (only holders of the cluster secret get that far),
- * this is the second gate: a node with the secret but an id outside the set is refused as soon as
+ * operator approved. Behind the secret-bound noise handshake (only holders of the cluster secret
+ * complete it, see `secretBoundNoise`), this is the second gate: a node with the secret but an id outside the set is refused as soon as
  * its id is proven (right after the noise handshake, before any stream, so before any Raft byte is
  * read), and this node never dials it.
  *
  * - Forgotten nodes (`forget`) are refused at every gate, whatever else says: a member that was
  *   forgotten and is still listed in a stale membership, an approved join, a stranger under
  *   `openToJoins`, an outbound allowance.
- * - `openToJoins` admits any other peer at the connection level: it passed the private network, so
- *   it holds the cluster secret, which this design takes as the approval to ask for a join. What it
+ * - `openToJoins` admits any other peer at the connection level: it completed the secret-bound
+ *   handshake, so it holds the cluster secret, which this design takes as the approval to ask for a join. What it
  *   may do once connected is for the protocols to decide (`isMember`): the Raft transport refuses
  *   its streams, the RPC answers only the join.
  * - `allowOutbound` lets this node's own dial reach a peer the sets do not hold (the first contact

@@ -6,8 +6,9 @@ const noop = (): void => {};
 /**
  * Routes libp2p's own error logs into the node's pino logger (libp2p otherwise writes through the
  * `debug` module, silent unless `DEBUG` is set). One of them matters to operators: an inbound
- * connection that fails its upgrade. Behind the private network that is a peer without the
- * cluster secret (its bytes decrypt to garbage, so the handshake fails before any stream exists),
+ * connection that fails its upgrade. That is a peer without the cluster secret (its noise
+ * handshake fails authentication, see `secretBoundNoise`, before any stream exists), a node of a
+ * build that still ran the private network (pnet), or anything else that is not a cluster node,
  * and it is logged at warn. Refusals by the membership gater fail the upgrade too, but the gater
  * logged them already with the peer id, so they are skipped here. Every other libp2p error goes to
  * debug; libp2p's trace and info lines are dropped.
@@ -26,7 +27,7 @@ export function libp2pLogBridge(logger: Logger): ComponentLogger {
           if (error instanceof Error && error.name === 'ConnectionInterceptedError') return;
           log.warn(
             { remoteAddr: String(args[2]), err: error },
-            'inbound connection refused: handshake failed (wrong cluster secret, or not a cluster node)',
+            'inbound connection refused: handshake failed (wrong cluster secret, a node of a build with the private network, or not a cluster node)',
           );
           return;
         }

@@ -1,17 +1,16 @@
-import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import type { GossipSub } from '@libp2p/gossipsub';
 import { gossipsub } from '@libp2p/gossipsub';
 import type { Identify } from '@libp2p/identify';
 import { identify } from '@libp2p/identify';
 import type { Libp2p, PrivateKey } from '@libp2p/interface';
-import { preSharedKey } from '@libp2p/pnet';
 import { tcp } from '@libp2p/tcp';
 import { createLibp2p } from 'libp2p';
 import type { Logger } from '../logging/logger.ts';
 import type { ClusterGater } from './connection-gater.ts';
 import { libp2pLogBridge } from './libp2p-log-bridge.ts';
 import { peerMultiaddr } from './peer-address.ts';
+import { secretBoundNoise } from './secret-bound-noise.ts';
 
 /** The libp2p services a cluster node runs (a type alias: libp2p's `ServiceMap` is an index type). */
 export type ClusterServices = {
@@ -27,7 +26,7 @@ export interface ClusterNodeOptions {
   readonly privateKey: PrivateKey;
   /** Where to listen for peers, `host:port` (port 0: any free port, for tests). */
   readonly listen: string;
-  /** The private-network swarm key (see `loadClusterSecret`). */
+  /** The cluster secret's key (see `loadClusterSecret`), bound into every noise handshake. */
   readonly swarmKey: Uint8Array;
   /** Who may connect (members and approved joins). */
   readonly gater: ClusterGater;
@@ -46,10 +45,15 @@ export interface ClusterNodeOptions {
 export const DEFAULT_INBOUND_CONNECTIONS_PER_SECOND = 100;
 
 /**
- * Create and start a node's libp2p host: TCP, the pnet private network keyed by the cluster secret
- * (first, so a peer without the secret never reaches the handshake), noise, yamux, the membership
- * gater, identify (gossipsub learns its peers' protocols from it) and gossipsub for cluster
- * events. There is no peer discovery: peers are dialled at the addresses the membership gives.
+ * Create and start a node's libp2p host: TCP, noise bound to the cluster secret (a peer without
+ * it fails the handshake, see `secretBoundNoise`), yamux, the membership gater, identify
+ * (gossipsub learns its peers' protocols from it) and gossipsub for cluster events. There is no
+ * peer discovery: peers are dialled at the addresses the membership gives.
+ *
+ * There is no private network (`@libp2p/pnet`) any more: it ciphered every byte a second time
+ * around noise (xsalsa20 in WASM, 8–10 % of a busy leader's CPU) for no guarantee noise with the
+ * secret in its prologue does not give. A node of a build that still runs pnet cannot talk to
+ * this one (docs/operations.md, "Upgrading from a build with the private network").
  */
 export async function createClusterNode(options: ClusterNodeOptions): Promise<ClusterLibp2p> {
   return createLibp2p<ClusterServices>({
@@ -57,8 +61,7 @@ export async function createClusterNode(options: ClusterNodeOptions): Promise<Cl
     logger: libp2pLogBridge(options.logger),
     addresses: { listen: [peerMultiaddr(options.listen).toString()] },
     transports: [tcp()],
-    connectionProtector: preSharedKey({ psk: options.swarmKey }),
-    connectionEncrypters: [noise()],
+    connectionEncrypters: [secretBoundNoise(options.swarmKey)],
     streamMuxers: [yamux()],
     connectionGater: options.gater.libp2pGater(),
     connectionManager: {

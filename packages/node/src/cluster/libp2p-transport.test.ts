@@ -86,7 +86,7 @@ describe('Libp2pTransport admission and robustness', () => {
     await vi.waitFor(() => expect(atA.length).toBe(1), WAIT);
   });
 
-  it('refuses a node without any cluster secret (no private network)', async () => {
+  it('refuses a node without any cluster secret (plain noise, no prologue)', async () => {
     const [a] = await local.startMesh(1);
     if (a === undefined) throw new Error('no node');
     const atA = received(a);

@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 // its whole input on its next update; with a few busy connections the memory hit its maximum
 // and the node crashed (RangeError: WebAssembly.Memory.grow(): Maximum memory size exceeded).
 // patches/xsalsa20@1.2.0.patch refreshes the view first.
+// Nodes no longer run the private network (secret-bound-noise.ts); @libp2p/pnet stays a dev
+// dependency for the test of a previous-build node (secret-bound-noise.test.ts), and with it this
+// patch and its test. Both can go once no test builds a pnet node.
 
 type Cipher = { update(input: Uint8Array, output?: Uint8Array): Uint8Array };
 const requireFromPnet = createRequire(createRequire(import.meta.url).resolve('@libp2p/pnet'));

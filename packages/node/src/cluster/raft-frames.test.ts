@@ -33,6 +33,13 @@ describe('raft frames', () => {
     }
   });
 
+  it('hands out plain Uint8Arrays when the stream delivers Node Buffers (noise decrypts into them)', () => {
+    const frames = Buffer.concat([encodeFrame(new Uint8Array([1, 2, 3])), encodeFrame(new Uint8Array([4]))]);
+    const payloads = new FrameDecoder(1_000).push(frames);
+    expect(payloads).toEqual([new Uint8Array([1, 2, 3]), new Uint8Array([4])]);
+    for (const payload of payloads) expect(Buffer.isBuffer(payload)).toBe(false);
+  });
+
   it('throws FrameTooLargeError on a prefix past the bound, before its payload arrives', () => {
     const decoder = new FrameDecoder(16);
     expect(decoder.push(encodeFrame(new Uint8Array(16))).length).toBe(1);

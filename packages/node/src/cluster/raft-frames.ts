@@ -62,10 +62,18 @@ export class FrameDecoder {
     this.#maxFrameBytes = maxFrameBytes;
   }
 
-  /** Feed the next chunk; returns the payloads it completed (fresh copies or views of `chunk`). */
+  /**
+   * Feed the next chunk; returns the payloads it completed (fresh copies or views of `chunk`),
+   * always plain `Uint8Array`s. Noise decrypts in place into the socket's chunks, which are Node
+   * `Buffer`s: a payload that stayed one would reach Raft entries and RPC answers as a `Buffer`,
+   * whose `slice` is a view rather than a copy and which compares unequal to the same bytes as a
+   * `Uint8Array`. Re-viewing the chunk costs no copy.
+   */
   push(chunk: Uint8Array): Uint8Array[] {
     if (chunk.byteLength > 0) {
-      this.#chunks.push(chunk);
+      this.#chunks.push(
+        Buffer.isBuffer(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : chunk,
+      );
       this.#buffered += chunk.byteLength;
     }
     const payloads: Uint8Array[] = [];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DECOY_PASSWORD_HASH, hashPassword, verifyPassword } from '../metadata/passwords.ts';
 import type { UserRecord } from '../metadata/types.ts';
+import { VERIFIED_LOGIN_TTL_MS } from '../metadata/verified-logins.ts';
 import { ApiError } from './api-error.ts';
 import { BasicAuthenticator, parseBasic } from './basic-auth.ts';
 
@@ -73,7 +74,7 @@ describe('BasicAuthenticator', () => {
     expect((await auth.authenticate(header('bob', 'pw'), '127.0.0.1')).name).toBe('bob');
     await auth.authenticate(header('bob', 'pw'), '127.0.0.1');
     expect(checks).toEqual(['pw']);
-    advance(10_001);
+    advance(VERIFIED_LOGIN_TTL_MS);
     await auth.authenticate(header('bob', 'pw'), '127.0.0.1');
     expect(checks).toEqual(['pw', 'pw']);
   });

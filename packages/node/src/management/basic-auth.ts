@@ -1,34 +1,19 @@
 /**
- * HTTP basic authentication against the metadata store's users, with a short-lived cache of
- * successful verifications.
+ * HTTP basic authentication against the metadata store's users.
  *
- * Why a cache: passwords are stored with scrypt (tens of ms and ~16 MiB per check, on purpose),
- * and a management client sends its credentials on every request; `styx ctl list_queues` in a
- * watch loop must not cost a scrypt each time. A cache entry remembers "this user + password
- * matched this stored hash" for CACHE_TTL_MS; it is keyed by an HMAC of user and password under a
- * random per-process key (so the cache never holds a password, nor a fast unsalted hash of one),
- * and it only counts while the user's stored hash is still the one verified: a password change or
- * a deleted user takes effect on the next request. Failures are never cached (a wrong password
- * always pays the full scrypt), and concurrent requests with the same credentials share one
- * verification.
+ * A management client sends its credentials on every request (`styx ctl list_queues` in a watch
+ * loop), so verified logins come from the node's `VerifiedLogins` (metadata/verified-logins.ts),
+ * the cache every login path shares: a repeated correct password skips scrypt, a wrong one always
+ * pays it, an unknown name pays the decoy scrypt, and concurrent requests with the same
+ * credentials share one verification.
  *
  * Never logs a password, a hash or the Authorization header.
  */
-import { createHmac, randomBytes } from 'node:crypto';
 import { isLoopbackAddress } from '../broker/loopback.ts';
-import { verifyLogin, verifyPassword } from '../metadata/passwords.ts';
 import type { UserRecord } from '../metadata/types.ts';
+import type { PasswordVerifier } from '../metadata/verified-logins.ts';
+import { VerifiedLogins } from '../metadata/verified-logins.ts';
 import { notAuthorised } from './api-error.ts';
-
-/**
- * How long a successful verification is reused, ms. Staleness is not the concern (an entry only
- * counts while the stored hash is unchanged); this bounds how long evidence of a login stays in
- * memory. 10 s covers a burst of requests (a ctl script, a dashboard refresh) with one scrypt.
- */
-const CACHE_TTL_MS = 10_000;
-
-/** Most cached verifications kept, entries (about 150 bytes each); the oldest is evicted first. */
-const MAX_CACHE_ENTRIES = 1024;
 
 const BASIC = /^Basic[ \t]+([A-Za-z0-9+/]+={0,2})[ \t]*$/i;
 
@@ -37,32 +22,31 @@ export interface BasicAuthOptions {
   readonly lookup: (name: string) => UserRecord | undefined;
   /** Whether this user may only log in from a loopback address (RabbitMQ's `loopback_users`). */
   readonly loopbackOnly: (name: string) => boolean;
-  /** Password check; `verifyPassword` (scrypt) unless a test substitutes one. */
-  readonly verify?: (password: string, encodedHash: string) => Promise<boolean>;
-  /** Milliseconds since the epoch; Date.now unless a test substitutes one. */
+  /**
+   * The node's verified-login cache (the broker's `logins`, which it evicts on user changes). By
+   * default one of its own, over `verify` and `now`.
+   */
+  readonly logins?: VerifiedLogins;
+  /** Password check for a cache of its own; `verifyPassword` (scrypt) unless a test substitutes one. */
+  readonly verify?: PasswordVerifier;
+  /** Milliseconds since the epoch for a cache of its own; Date.now unless a test substitutes one. */
   readonly now?: () => number;
-}
-
-interface CacheEntry {
-  /** The stored hash the password was verified against. */
-  readonly passwordHash: string;
-  readonly expiresAt: number;
 }
 
 export class BasicAuthenticator {
   private readonly lookup: BasicAuthOptions['lookup'];
   private readonly loopbackOnly: BasicAuthOptions['loopbackOnly'];
-  private readonly verify: NonNullable<BasicAuthOptions['verify']>;
-  private readonly now: () => number;
-  private readonly cacheKey = randomBytes(32);
-  private readonly cache = new Map<string, CacheEntry>();
-  private readonly inflight = new Map<string, Promise<boolean>>();
+  private readonly logins: VerifiedLogins;
 
   constructor(options: BasicAuthOptions) {
     this.lookup = options.lookup;
     this.loopbackOnly = options.loopbackOnly;
-    this.verify = options.verify ?? verifyPassword;
-    this.now = options.now ?? Date.now;
+    this.logins =
+      options.logins ??
+      new VerifiedLogins({
+        ...(options.verify === undefined ? {} : { verify: options.verify }),
+        ...(options.now === undefined ? {} : { now: options.now }),
+      });
   }
 
   /**
@@ -86,11 +70,9 @@ export class BasicAuthenticator {
     remoteAddress: string | undefined,
   ): Promise<UserRecord> {
     const user = this.lookup(name);
-    if (user === undefined) {
-      await verifyLogin(password, undefined, this.verify);
+    if (!(await this.logins.verify(name, password, user?.passwordHash)) || user === undefined) {
       throw notAuthorised('Login failed');
     }
-    if (!(await this.matches(name, password, user.passwordHash))) throw notAuthorised('Login failed');
     // Re-read: the user may have been deleted or changed while scrypt ran.
     const current = this.lookup(name);
     if (current === undefined || current.passwordHash !== user.passwordHash)
@@ -99,37 +81,6 @@ export class BasicAuthenticator {
       throw notAuthorised(`user '${name}' can only log in via localhost`);
     }
     return current;
-  }
-
-  private async matches(name: string, password: string, passwordHash: string): Promise<boolean> {
-    const key = createHmac('sha256', this.cacheKey)
-      .update(name)
-      .update('\0')
-      .update(password)
-      .digest('base64');
-    const cached = this.cache.get(key);
-    const now = this.now();
-    if (cached !== undefined) {
-      if (cached.passwordHash === passwordHash && now < cached.expiresAt) return true;
-      this.cache.delete(key);
-    }
-    let pending = this.inflight.get(key);
-    if (pending === undefined) {
-      pending = verifyLogin(password, passwordHash, this.verify).finally(() => this.inflight.delete(key));
-      this.inflight.set(key, pending);
-    }
-    const ok = await pending;
-    if (ok) this.remember(key, { passwordHash, expiresAt: this.now() + CACHE_TTL_MS });
-    return ok;
-  }
-
-  private remember(key: string, entry: CacheEntry): void {
-    this.cache.delete(key);
-    if (this.cache.size >= MAX_CACHE_ENTRIES) {
-      const oldest = this.cache.keys().next();
-      if (oldest.done !== true) this.cache.delete(oldest.value);
-    }
-    this.cache.set(key, entry);
   }
 }
 

@@ -106,7 +106,11 @@ export class ManagementServer {
     const lookup = (name: string) => broker.metadataView.user(name);
     // Tools authenticate with basic auth; the web console (served at '/') with a session cookie.
     this.auth = new ConsoleAuth({
-      basic: new BasicAuthenticator({ lookup, loopbackOnly: (name) => broker.isLoopbackOnly(name) }),
+      basic: new BasicAuthenticator({
+        lookup,
+        loopbackOnly: (name) => broker.isLoopbackOnly(name),
+        logins: broker.logins,
+      }),
       lookup,
       sessions: new SessionStore(),
     });
