@@ -30,10 +30,14 @@ import {
   DNSMASQ,
   ensureChromium,
   ensureDnsmasq,
+  ensureOpenssl,
   INSTALL_CHROMIUM,
   INSTALL_DNSMASQ,
+  INSTALL_OPENSSL,
   MISSING_CHROMIUM,
   MISSING_DNSMASQ,
+  MISSING_OPENSSL,
+  OPENSSL,
 } from '../support/ensure-test-deps.ts';
 import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
 
@@ -183,11 +187,12 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(rootScripts.test).toBe(`node ${relative(REPO_ROOT, DEPS_SCRIPT)} && vitest run`);
   });
 
-  it('that step, with Chromium and dnsmasq installed, does nothing and exits 0', async () => {
+  it('that step, with Chromium, dnsmasq and openssl installed, does nothing and exits 0', async () => {
     // `npx -y pnpm@10 test` ran the step before vitest, so both are there; vitest run on its own
     // fails here without them (installing packages is not this test's job).
     expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
     expect(existsSync(DNSMASQ), MISSING_DNSMASQ).toBe(true);
+    expect(existsSync(OPENSSL), MISSING_OPENSSL).toBe(true);
     const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
     expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
   });
@@ -248,6 +253,19 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(user.said.join('\n')).toContain(`\n  ${INSTALL_DNSMASQ}\n`);
     const there = fakeMachine({ present: true, isRoot: false, path: DNSMASQ });
     expect(ensureDnsmasq(there.system)).toBe(0);
+  });
+
+  it("installs Debian's openssl the same way, or says what to install", () => {
+    const root = fakeMachine({ present: false, isRoot: true, path: OPENSSL });
+    expect(ensureOpenssl(root.system)).toBe(0);
+    expect(root.ran).toEqual([
+      'noninteractive: apt-get update -qq',
+      'noninteractive: apt-get install -y -qq openssl',
+    ]);
+    const user = fakeMachine({ present: false, isRoot: false, path: OPENSSL });
+    expect(ensureOpenssl(user.system)).toBe(1);
+    expect(user.said.join('\n')).toContain(`\n  ${INSTALL_OPENSSL}\n`);
+    expect(ensureOpenssl(fakeMachine({ present: true, isRoot: false, path: OPENSSL }).system)).toBe(0);
   });
 
   it('fails, saying so, when apt-get does not install it', () => {
