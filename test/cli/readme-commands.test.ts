@@ -241,32 +241,24 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(INSTALL_CHROMIUM).toBe('sudo apt-get install chromium');
   });
 
-  it("installs Debian's dnsmasq the same way, or says what to install", () => {
-    const root = fakeMachine({ present: false, isRoot: true, path: DNSMASQ });
-    expect(ensureDnsmasq(root.system)).toBe(0);
-    expect(root.ran).toEqual([
-      'noninteractive: apt-get update -qq',
-      'noninteractive: apt-get install -y -qq dnsmasq',
-    ]);
-    const user = fakeMachine({ present: false, isRoot: false, path: DNSMASQ });
-    expect(ensureDnsmasq(user.system)).toBe(1);
-    expect(user.said.join('\n')).toContain(`\n  ${INSTALL_DNSMASQ}\n`);
-    const there = fakeMachine({ present: true, isRoot: false, path: DNSMASQ });
-    expect(ensureDnsmasq(there.system)).toBe(0);
-  });
-
-  it("installs Debian's openssl the same way, or says what to install", () => {
-    const root = fakeMachine({ present: false, isRoot: true, path: OPENSSL });
-    expect(ensureOpenssl(root.system)).toBe(0);
-    expect(root.ran).toEqual([
-      'noninteractive: apt-get update -qq',
-      'noninteractive: apt-get install -y -qq openssl',
-    ]);
-    const user = fakeMachine({ present: false, isRoot: false, path: OPENSSL });
-    expect(ensureOpenssl(user.system)).toBe(1);
-    expect(user.said.join('\n')).toContain(`\n  ${INSTALL_OPENSSL}\n`);
-    expect(ensureOpenssl(fakeMachine({ present: true, isRoot: false, path: OPENSSL }).system)).toBe(0);
-  });
+  for (const [name, path, ensure, install] of [
+    ['dnsmasq', DNSMASQ, ensureDnsmasq, INSTALL_DNSMASQ],
+    ['openssl', OPENSSL, ensureOpenssl, INSTALL_OPENSSL],
+  ] as const) {
+    it(`installs Debian's ${name} the same way, or says what to install`, () => {
+      const root = fakeMachine({ present: false, isRoot: true, path });
+      expect(ensure(root.system)).toBe(0);
+      expect(root.ran).toEqual([
+        'noninteractive: apt-get update -qq',
+        `noninteractive: apt-get install -y -qq ${name}`,
+      ]);
+      const user = fakeMachine({ present: false, isRoot: false, path });
+      expect(ensure(user.system)).toBe(1);
+      expect(user.said.join('\n')).toContain(`\n  ${install}\n`);
+      const there = fakeMachine({ present: true, isRoot: false, path });
+      expect(ensure(there.system)).toBe(0);
+    });
+  }
 
   it('fails, saying so, when apt-get does not install it', () => {
     const m = fakeMachine({ present: false, isRoot: true, aptWorks: false });
