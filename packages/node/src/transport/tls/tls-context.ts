@@ -161,7 +161,7 @@ export class TlsContext {
   #poll: NodeJS.Timeout | undefined;
   #settle: NodeJS.Timeout | undefined;
   #stamps = '';
-  /** The bytes of the last refused replacement, so the same bad files are not reported again. */
+  /** Why the last reload was refused, so the same bad files are not reported at every event. */
   #refused: string | undefined;
   /** The reload running now; a request meanwhile runs once more after it. */
   #reloading: Promise<boolean> | undefined;
