@@ -30,10 +30,14 @@ import {
   DNSMASQ,
   ensureChromium,
   ensureDnsmasq,
+  ensureOpenssl,
   INSTALL_CHROMIUM,
   INSTALL_DNSMASQ,
+  INSTALL_OPENSSL,
   MISSING_CHROMIUM,
   MISSING_DNSMASQ,
+  MISSING_OPENSSL,
+  OPENSSL,
 } from '../support/ensure-test-deps.ts';
 import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
 
@@ -183,11 +187,12 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(rootScripts.test).toBe(`node ${relative(REPO_ROOT, DEPS_SCRIPT)} && vitest run`);
   });
 
-  it('that step, with Chromium and dnsmasq installed, does nothing and exits 0', async () => {
+  it('that step, with Chromium, dnsmasq and openssl installed, does nothing and exits 0', async () => {
     // `npx -y pnpm@10 test` ran the step before vitest, so both are there; vitest run on its own
     // fails here without them (installing packages is not this test's job).
     expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
     expect(existsSync(DNSMASQ), MISSING_DNSMASQ).toBe(true);
+    expect(existsSync(OPENSSL), MISSING_OPENSSL).toBe(true);
     const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
     expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
   });
@@ -236,19 +241,24 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(INSTALL_CHROMIUM).toBe('sudo apt-get install chromium');
   });
 
-  it("installs Debian's dnsmasq the same way, or says what to install", () => {
-    const root = fakeMachine({ present: false, isRoot: true, path: DNSMASQ });
-    expect(ensureDnsmasq(root.system)).toBe(0);
-    expect(root.ran).toEqual([
-      'noninteractive: apt-get update -qq',
-      'noninteractive: apt-get install -y -qq dnsmasq',
-    ]);
-    const user = fakeMachine({ present: false, isRoot: false, path: DNSMASQ });
-    expect(ensureDnsmasq(user.system)).toBe(1);
-    expect(user.said.join('\n')).toContain(`\n  ${INSTALL_DNSMASQ}\n`);
-    const there = fakeMachine({ present: true, isRoot: false, path: DNSMASQ });
-    expect(ensureDnsmasq(there.system)).toBe(0);
-  });
+  for (const [name, path, ensure, install] of [
+    ['dnsmasq', DNSMASQ, ensureDnsmasq, INSTALL_DNSMASQ],
+    ['openssl', OPENSSL, ensureOpenssl, INSTALL_OPENSSL],
+  ] as const) {
+    it(`installs Debian's ${name} the same way, or says what to install`, () => {
+      const root = fakeMachine({ present: false, isRoot: true, path });
+      expect(ensure(root.system)).toBe(0);
+      expect(root.ran).toEqual([
+        'noninteractive: apt-get update -qq',
+        `noninteractive: apt-get install -y -qq ${name}`,
+      ]);
+      const user = fakeMachine({ present: false, isRoot: false, path });
+      expect(ensure(user.system)).toBe(1);
+      expect(user.said.join('\n')).toContain(`\n  ${install}\n`);
+      const there = fakeMachine({ present: true, isRoot: false, path });
+      expect(ensure(there.system)).toBe(0);
+    });
+  }
 
   it('fails, saying so, when apt-get does not install it', () => {
     const m = fakeMachine({ present: false, isRoot: true, aptWorks: false });

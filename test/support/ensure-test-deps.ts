@@ -1,7 +1,8 @@
 // What the test suite needs beyond npm, brought by the README's test command itself: the root
 // "test" script runs `node test/support/ensure-test-deps.ts` before vitest. Today those are Debian's
-// Chromium for the browser tests (test/browser/) and Debian's dnsmasq, the DNS server of the peer
-// discovery test (test/cluster/dns-discovery.test.ts). When they are there this does nothing; when
+// Chromium for the browser tests (test/browser/), Debian's dnsmasq, the DNS server of the peer
+// discovery test (test/cluster/dns-discovery.test.ts), and Debian's openssl, which makes the TLS
+// tests' throwaway CA. When they are there this does nothing; when
 // one is missing, root installs it with apt-get, anyone else is told the one command to run and the
 // tests do not start (exit 1): a test that cannot run fails loudly, it never skips.
 import { spawnSync } from 'node:child_process';
@@ -59,6 +60,27 @@ export function ensureDnsmasq(system: System): number {
   });
 }
 
+/** Where Debian's `openssl` package puts the command; the TLS tests make their throwaway CA with it. */
+export const OPENSSL = '/usr/bin/openssl';
+
+/** What to install when openssl is missing (for whoever is not root). */
+export const INSTALL_OPENSSL = 'sudo apt-get install openssl';
+
+/** The tell-tale line for a missing openssl that could not be installed here. */
+export const MISSING_OPENSSL =
+  `The TLS tests (test/integration/tls.test.ts, packages/node/src/transport/tls/) need Debian's openssl at ${OPENSSL}, ` +
+  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_OPENSSL}\n`;
+
+/** Makes sure openssl is installed; returns the exit code (0: the tests may run). */
+export function ensureOpenssl(system: System): number {
+  return ensurePackage(system, {
+    path: OPENSSL,
+    name: 'openssl',
+    why: 'the TLS tests',
+    missing: MISSING_OPENSSL,
+  });
+}
+
 /** A Debian package a test needs: the file it provides, why, and the text for whoever is not root. */
 interface NeededPackage {
   readonly path: string;
@@ -98,4 +120,6 @@ const thisMachine: System = {
   },
 };
 
-if (import.meta.main) process.exitCode = ensureChromium(thisMachine) || ensureDnsmasq(thisMachine);
+if (import.meta.main) {
+  process.exitCode = ensureChromium(thisMachine) || ensureDnsmasq(thisMachine) || ensureOpenssl(thisMachine);
+}

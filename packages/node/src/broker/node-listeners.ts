@@ -6,7 +6,7 @@
  */
 
 /** A listener's protocol, under RabbitMQ's names where it has one. */
-export type ListenerProtocol = 'styx' | 'http' | 'clustering' | 'amqp';
+export type ListenerProtocol = 'styx' | 'styx/ssl' | 'http' | 'https' | 'clustering' | 'amqp';
 
 export interface NodeListener {
   readonly protocol: ListenerProtocol;
@@ -15,7 +15,7 @@ export interface NodeListener {
 }
 
 /** The protocol names a client protocol's listener serves. */
-export const CLIENT_PROTOCOLS: ReadonlySet<ListenerProtocol> = new Set(['styx', 'amqp']);
+export const CLIENT_PROTOCOLS: ReadonlySet<ListenerProtocol> = new Set(['styx', 'styx/ssl', 'amqp']);
 
 /**
  * Other names of the protocols, as RabbitMQ's check accepts them (`management`, `http_api`, `ui`
@@ -26,6 +26,12 @@ const ALIASES: Readonly<Record<string, ListenerProtocol>> = {
   ws: 'styx',
   websocket: 'styx',
   'styx-ws': 'styx',
+  // The TLS listeners, under RabbitMQ's `/ssl` suffix (`amqp/ssl`, `http/web-stomp/ssl`).
+  'styx/ssl': 'styx/ssl',
+  wss: 'styx/ssl',
+  styxs: 'styx/ssl',
+  https: 'https',
+  'management/ssl': 'https',
   http: 'http',
   http1: 'http',
   'http1.1': 'http',

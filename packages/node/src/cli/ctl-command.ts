@@ -21,6 +21,10 @@
  * 3 a check could not compare what it checks (check_queue[s]: replicas never at one applied index);
  * 69 the node is not reachable; 75 the node did not answer within --timeout.
  */
+
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Agent } from 'undici';
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { parse, UsageError } from './args.ts';
 import { ALARM_COMMANDS } from './ctl-alarm-commands.ts';
@@ -69,6 +73,8 @@ const GLOBAL_OPTIONS = `Options:
                           ./styx-cluster/node-N, else ${DEFAULT_NODE}; said on stderr when unsure)
   --data-dir DIR          talk to the node running in DIR (it writes its address there on start)
   --config FILE           talk to the node of this styx server --config file (its data_dir)
+  --cacert FILE           trust the CA certificate(s) in FILE (PEM) for an https:// node, as curl's
+                          --cacert (default: $STYX_CACERT; else the system's trusted CAs)
   --username USER         (default: $STYX_USERNAME or guest)
   --password PASSWORD     (default: $STYX_PASSWORD or guest)
   --formatter FORMAT      table (default) or json
@@ -559,10 +565,28 @@ function unreachableReason(err: unknown): string {
   return (err as Error).message;
 }
 
+/**
+ * How fetch reaches an https node whose certificate a private CA signed (`--cacert`): an undici
+ * Agent trusting that CA, given to fetch as its dispatcher; undefined: fetch's default.
+ */
+async function tlsDispatcher(cacert: string | undefined, cwd: string): Promise<Agent | undefined> {
+  if (cacert === undefined || cacert === '') return undefined;
+  let ca: string;
+  try {
+    ca = await readFile(resolve(cwd, cacert), 'utf8');
+  } catch (err) {
+    throw new UsageError(
+      `--cacert: cannot read ${cacert}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
+  }
+  return new Agent({ connect: { ca } });
+}
+
 function makeRequest(
   node: string,
   credentials: { user: string; password: string },
   timeoutMs: number,
+  dispatcher: Agent | undefined,
 ): Context['request'] {
   const authorization = `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`;
   return async (method, path, body, options) => {
@@ -579,6 +603,8 @@ function makeRequest(
         },
         body: body === undefined ? null : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
+        // Node's fetch is undici's and takes its dispatcher; the DOM RequestInit type does not say so.
+        ...(dispatcher === undefined ? {} : ({ dispatcher } as RequestInit)),
       });
     } catch (err) {
       if ((err as Error).name === 'TimeoutError') {
@@ -587,8 +613,16 @@ function makeRequest(
           EXIT_TIMEOUT,
         );
       }
+      const reason = unreachableReason(err);
+      // OpenSSL's verification codes: the node answered, but with a certificate we do not trust.
+      if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(reason)) {
+        throw new NodeUnreachableError(
+          `the node's TLS certificate at ${node} is not trusted (${reason}): give its CA with --cacert FILE or $STYX_CACERT`,
+          EXIT_UNREACHABLE,
+        );
+      }
       throw new NodeUnreachableError(
-        `the node is not reachable at ${node} (${unreachableReason(err)}): is it running, with its management API on that address (styx server --management-port)?`,
+        `the node is not reachable at ${node} (${reason}): is it running, with its management API on that address (styx server --management-port)?`,
         EXIT_UNREACHABLE,
       );
     }
@@ -623,6 +657,7 @@ const OPTIONS = {
   config: { type: 'string' },
   username: { type: 'string' },
   password: { type: 'string' },
+  cacert: { type: 'string' },
   formatter: { type: 'string' },
   quiet: { type: 'boolean', short: 'q' },
   silent: { type: 'boolean', short: 's' },
@@ -719,7 +754,12 @@ export async function ctlCommand(argv: string[], io: CtlIo = processIo): Promise
       timeoutMs: Number(timeoutText) * 1000,
       options,
       io,
-      request: makeRequest(node, credentials, Number(timeoutText) * 1000),
+      request: makeRequest(
+        node,
+        credentials,
+        Number(timeoutText) * 1000,
+        await tlsDispatcher(values.cacert ?? io.env.STYX_CACERT, io.cwd ?? process.cwd()),
+      ),
     };
     await spec.run(ctx, args);
     return 0;

@@ -56,11 +56,17 @@ export async function chooseNode(sources: NodeSources): Promise<NodeChoice> {
     const lookup = await readRunningNode(dir);
     if (lookup.state === 'running') return fromRunningNode(dir, lookup, undefined);
     const host = configValue(config, 'management.host') ?? '127.0.0.1';
-    const port = configValue(config, 'management.port') ?? '15680';
-    const url = reachableUrl(`http://${host.includes(':') ? `[${host}]` : host}:${port}`);
+    const plainPort = configValue(config, 'management.port') ?? '15680';
+    const tlsPort = configValue(config, 'management.tls.port');
+    // The https listener when the file turns the plain one off (a TLS-only node).
+    const [scheme, port, key] =
+      plainPort === '0' && tlsPort !== undefined
+        ? ['https', tlsPort, 'management.tls.port']
+        : ['http', plainPort, 'management.port'];
+    const url = reachableUrl(`${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`);
     return {
       url,
-      notice: `no node is running in ${dir} (${config.file}'s data_dir); talking to ${url}, its management.host and management.port`,
+      notice: `no node is running in ${dir} (${config.file}'s data_dir); talking to ${url}, its management.host and ${key}`,
     };
   }
   const defaultDir = resolve(sources.cwd, 'styx-data');

@@ -33,10 +33,11 @@ async function main(argv: string[]): Promise<number> {
       // Loaded on demand: `styx ctl` should not pay for loading the whole broker.
       const { SERVER_USAGE, serverCommand } = await import('./server-command.ts');
       const { ConfigFileError } = await import('./server-config.ts');
+      const { TlsConfigError } = await import('../transport/tls/tls-context.ts');
       try {
         return await serverCommand(rest);
       } catch (err) {
-        if (err instanceof ConfigFileError) {
+        if (err instanceof ConfigFileError || err instanceof TlsConfigError) {
           process.stderr.write(`styx server: ${err.message}\n`);
           return 2;
         }

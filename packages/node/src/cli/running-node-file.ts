@@ -14,10 +14,17 @@ export const RUNNING_NODE_FILE = 'running-node.json';
 export interface RunningNode {
   readonly pid: number;
   readonly node: string;
-  /** The clients' WebSocket URL. */
+  /** The clients' WebSocket URL: the plain one, or the wss one when the node serves TLS only. */
   readonly url: string;
-  /** The management API's URL; null when started with --management-port 0. */
+  /** The clients' wss URL; null without --tls-port (absent in files of older versions). */
+  readonly tls_url?: string | null;
+  /**
+   * The management API's URL: the http one, or the https one when the node serves https only;
+   * null without either.
+   */
   readonly management_url: string | null;
+  /** The https management URL; null without --management-tls-port (absent in older files). */
+  readonly management_tls_url?: string | null;
   /** The cluster listener's HOST:PORT; null for a node without clustering. */
   readonly cluster_address: string | null;
 }

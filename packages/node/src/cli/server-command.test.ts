@@ -44,8 +44,62 @@ describe('parseServerOptions', () => {
       frameMax: 8 * 1024 * 1024,
       heartbeatS: 60,
       cluster: undefined,
+      tls: undefined,
     });
     expect(parseServerOptions(['--', '--help'])).toBe('help');
+  });
+
+  it('reads the TLS flags: a TLS listener beside the plain one, or instead of it with --port none', () => {
+    const files = ['--tls-cert', 'c.pem', '--tls-key', 'k.pem'];
+    expect(parsed(...files, '--tls-port', '5681', '--tls-ca', 'ca.pem')).toMatchObject({
+      port: 5680,
+      managementPort: 15680,
+      tls: {
+        files: { certFile: resolve('c.pem'), keyFile: resolve('k.pem'), caFile: resolve('ca.pem') },
+        port: 5681,
+        managementPort: undefined,
+      },
+    });
+    expect(
+      parsed(
+        ...files,
+        '--port',
+        'none',
+        '--tls-port',
+        '0',
+        '--management-port',
+        '0',
+        '--management-tls-port',
+        '0',
+      ),
+    ).toMatchObject({ port: undefined, managementPort: 0, tls: { port: 0, managementPort: 0 } });
+    expect(parsed(...files, '--management-tls-port', '15681').tls).toMatchObject({
+      port: undefined,
+      managementPort: 15681,
+    });
+  });
+
+  it('refuses TLS flags that do not go together', () => {
+    expect(usageError('--tls-cert', 'c.pem', '--tls-port', '5681')).toBe(
+      '--tls-cert needs --tls-key (the key of that certificate)',
+    );
+    expect(usageError('--tls-key', 'k.pem', '--tls-port', '5681')).toBe(
+      '--tls-key needs --tls-cert (the certificate of that key)',
+    );
+    expect(usageError('--tls-port', '5681')).toBe('--tls-port needs --tls-cert and --tls-key');
+    expect(usageError('--management-tls-port', '15681')).toBe(
+      '--management-tls-port needs --tls-cert and --tls-key',
+    );
+    expect(usageError('--tls-ca', 'ca.pem')).toBe('--tls-ca needs --tls-cert and --tls-key');
+    expect(usageError('--tls-cert', 'c.pem', '--tls-key', 'k.pem')).toMatch(
+      /^--tls-cert: no TLS listener named/,
+    );
+    expect(usageError('--port', 'none')).toBe(
+      '--port none leaves clients no listener: give --tls-port for wss',
+    );
+    expect(usageError('--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--tls-port', 'x')).toBe(
+      "--tls-port must be a whole number, got 'x'",
+    );
   });
 
   it('reads --disk-free-limit as bytes with units or mem_relative:FACTOR, and refuses anything else', () => {

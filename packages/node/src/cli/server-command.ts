@@ -25,6 +25,8 @@ import {
 import { openNodeStorage } from '../storage/node-storage.ts';
 import { PRETEND_OLDER_ENV } from '../test-support/pretend-older.ts';
 import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
+import type { TlsFiles } from '../transport/tls/tls-context.ts';
+import { TlsContext } from '../transport/tls/tls-context.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
 import { parse, parseIntegerFlag, UsageError, withoutLeadingSeparator } from './args.ts';
 import type { ClusterOptions } from './cluster-flags.ts';
@@ -43,12 +45,20 @@ Options:
                         README "Config file"); flags given here override it
   --data-dir DIR        where the node keeps its data (default: ./styx-data)
   --host HOST           address to listen on (default: 127.0.0.1, loopback only)
-  --port PORT           WebSocket port for clients (default: 5680)
+  --port PORT           WebSocket port for clients (default: 5680; none: no plain listener, TLS only)
   --management-port PORT  HTTP management API port for styx ctl (default: 15680; 0 disables it)
   --management-host HOST  address the management API listens on (default: 127.0.0.1, loopback only)
   --management-hostname NAME  another name the management API answers to (its Host header), e.g.
                         a DNS name or a proxy's; repeatable or comma separated. Requests naming
                         any other host are refused (421); its own addresses are always accepted
+  --tls-cert FILE       the node's TLS certificate (PEM; may hold its chain), for the TLS listeners
+  --tls-key FILE        its private key (PEM, without a passphrase)
+  --tls-ca FILE         CA certificate(s) (PEM) signing client certificates: wss (and amqps)
+                        clients must then present one it signed. Files are reloaded when they
+                        change (or on SIGHUP): new connections get the new certificate
+  --tls-port PORT       WebSocket-over-TLS (wss) port for clients, e.g. 5681, besides --port
+  --management-tls-port PORT  https port for the management API and console, e.g. 15681,
+                        besides --management-port (0 there: https only)
   --metrics-auth        /metrics asks for basic auth of a monitoring or administrator user
                         (default: off, as RabbitMQ's Prometheus endpoint)
   --metrics-cache-seconds S  how long a /metrics render is served again (default: 5; 0 = per scrape)
@@ -77,7 +87,8 @@ Stops cleanly on SIGINT or SIGTERM.`;
 export interface ServerOptions {
   readonly dataDir: string;
   readonly host: string;
-  readonly port: number;
+  /** The plain (ws) client port; undefined: `--port none`, TLS only. */
+  readonly port: number | undefined;
   readonly managementHost: string;
   /** 0: no management API. */
   readonly managementPort: number;
@@ -100,6 +111,17 @@ export interface ServerOptions {
   readonly heartbeatS: number;
   /** Clustering (`--cluster-listen` and the flags that need it); undefined: the node runs alone. */
   readonly cluster: ClusterOptions | undefined;
+  /** The TLS listeners and their certificate (`--tls-*`); undefined: no TLS. */
+  readonly tls: ServerTlsOptions | undefined;
+}
+
+/** `--tls-cert`, `--tls-key`, `--tls-ca` and the TLS ports (at least one is given). */
+export interface ServerTlsOptions {
+  readonly files: TlsFiles;
+  /** The wss client port (0: any free one); undefined: no wss listener. */
+  readonly port: number | undefined;
+  /** The https management port (0: any free one); undefined: no https listener. */
+  readonly managementPort: number | undefined;
 }
 
 /** `styx server`'s flags, for parseArgs; each but --help and --config has a key in CONFIG_KEYS. */
@@ -111,6 +133,11 @@ export const SERVER_FLAGS = {
   'management-port': { type: 'string' },
   'management-host': { type: 'string' },
   'management-hostname': { type: 'string', multiple: true },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'tls-ca': { type: 'string' },
+  'tls-port': { type: 'string' },
+  'management-tls-port': { type: 'string' },
   'metrics-auth': { type: 'boolean' },
   'metrics-cache-seconds': { type: 'string' },
   'log-level': { type: 'string' },
@@ -153,7 +180,8 @@ export function parseServerOptions(
   const format = values['log-format'];
   if (format !== undefined && format !== 'pretty' && format !== 'json')
     throw new UsageError(`--log-format must be pretty or json, got '${format}'`);
-  const port = parseIntegerFlag('port', values.port, 5680, 0, 65535);
+  // `none`: RabbitMQ's `listeners.tcp = none`, for a node that serves clients over TLS only.
+  const port = values.port === 'none' ? undefined : parseIntegerFlag('port', values.port, 5680, 0, 65535);
   const host = values.host ?? '127.0.0.1';
   const managementPort = parseIntegerFlag(
     'management-port',
@@ -205,6 +233,58 @@ export function parseServerOptions(
     frameMax,
     heartbeatS,
     cluster: parseClusterFlags(values),
+    tls: parseTlsFlags(values, port),
+  };
+}
+
+/**
+ * The TLS flags. As RabbitMQ's `listeners.ssl` and `management.ssl`, a TLS listener is one more
+ * listener on its own port, opened only when its port is given, and the plain ones stay unless
+ * turned off (`--port none`, `--management-port 0`): clients move over at their own pace, and no
+ * port opens that the operator did not name. Throws UsageError.
+ */
+function parseTlsFlags(
+  values: Partial<Record<'tls-cert' | 'tls-key' | 'tls-ca' | 'tls-port' | 'management-tls-port', string>>,
+  plainPort: number | undefined,
+): ServerTlsOptions | undefined {
+  const certFile = values['tls-cert'];
+  const keyFile = values['tls-key'];
+  const caFile = values['tls-ca'];
+  const tlsPort =
+    values['tls-port'] === undefined
+      ? undefined
+      : parseIntegerFlag('tls-port', values['tls-port'], 0, 0, 65535);
+  const managementTlsPort =
+    values['management-tls-port'] === undefined
+      ? undefined
+      : parseIntegerFlag('management-tls-port', values['management-tls-port'], 0, 0, 65535);
+  if (plainPort === undefined && tlsPort === undefined) {
+    throw new UsageError('--port none leaves clients no listener: give --tls-port for wss');
+  }
+  if (certFile === undefined && keyFile === undefined) {
+    if (caFile !== undefined) throw new UsageError('--tls-ca needs --tls-cert and --tls-key');
+    if (tlsPort !== undefined) throw new UsageError('--tls-port needs --tls-cert and --tls-key');
+    if (managementTlsPort !== undefined) {
+      throw new UsageError('--management-tls-port needs --tls-cert and --tls-key');
+    }
+    return undefined;
+  }
+  if (certFile === undefined)
+    throw new UsageError('--tls-key needs --tls-cert (the certificate of that key)');
+  if (keyFile === undefined) throw new UsageError('--tls-cert needs --tls-key (the key of that certificate)');
+  if (tlsPort === undefined && managementTlsPort === undefined) {
+    throw new UsageError(
+      '--tls-cert: no TLS listener named: give --tls-port (wss, e.g. 5681) and/or --management-tls-port (https, e.g. 15681)',
+    );
+  }
+  return {
+    files: {
+      certFile: resolve(certFile),
+      keyFile: resolve(keyFile),
+      caFile: caFile === undefined ? undefined : resolve(caFile),
+    },
+    port: tlsPort,
+    managementPort: managementTlsPort,
   };
 }
 
@@ -290,6 +370,8 @@ export async function serverCommand(argv: string[]): Promise<number> {
       `${TEST_BREAK_ENV} is set: this node is deliberately broken, for testing the chaos suite's checkers only`,
     );
   }
+  // Before anything else starts: bad TLS files are a TlsConfigError (exit 2), with nothing to undo.
+  const tls = options.tls === undefined ? undefined : await TlsContext.load(options.tls.files, logger);
   await mkdir(dataDir, { recursive: true });
   const dir = await acquireDataDir(dataDir);
   // The node's identity: its libp2p key, whose peer id is the node id of a new data dir (so any
@@ -343,20 +425,61 @@ export async function serverCommand(argv: string[]): Promise<number> {
     if (err instanceof ClusterError) return refuse(err.message, cluster);
     throw err;
   }
-  const server = new WsServer(
-    broker,
-    { host, port, limits: { frameMax, heartbeatMs: heartbeatS * 1000 } },
-    logger,
-  );
-  let address: Awaited<ReturnType<WsServer['listen']>>;
+  const limits = { frameMax, heartbeatMs: heartbeatS * 1000 };
+  // The plain (ws) and the TLS (wss) client listeners; either may be off, not both.
+  const clientListeners: Array<{ server: WsServer; scheme: 'ws' | 'wss' }> = [];
+  if (port !== undefined)
+    clientListeners.push({ server: new WsServer(broker, { host, port, limits }, logger), scheme: 'ws' });
+  if (options.tls?.port !== undefined) {
+    clientListeners.push({
+      server: new WsServer(broker, { host, port: options.tls.port, limits, tls }, logger),
+      scheme: 'wss',
+    });
+  }
+  // --management-port 0 disables the plain management API (RabbitMQ's plugin off); the https one
+  // is there when --management-tls-port is given.
+  const managementPorts: Array<readonly [number, TlsContext | undefined]> = [];
+  if (managementPort !== 0) managementPorts.push([managementPort, undefined]);
+  if (options.tls?.managementPort !== undefined) managementPorts.push([options.tls.managementPort, tls]);
+  const managementListeners: Array<{ server: ManagementServer; port: number }> = [];
+  for (const [listenPort, listenTls] of managementPorts) {
+    managementListeners.push({
+      port: listenPort,
+      server: new ManagementServer({
+        broker,
+        logger,
+        hostnames: options.managementHostnames,
+        metricsAuth: options.metricsAuth,
+        metricsCacheMs: options.metricsCacheMs,
+        cluster:
+          cluster?.view() ?? singleNodeClusterView({ nodeName: broker.nodeName, nodeId: storage.nodeId }),
+        tls: listenTls,
+      }),
+    });
+  }
+  const clientUrls: Array<{ url: string; scheme: 'ws' | 'wss' }> = [];
   try {
-    address = await server.listen();
+    for (const { server, scheme } of clientListeners) {
+      const address = await server.listen();
+      const at = address.address.includes(':') ? `[${address.address}]` : address.address;
+      clientUrls.push({ url: `${scheme}://${at}:${address.port}`, scheme });
+      // For the listener health checks (`/api/health/checks/port-listener/...`), with the API's own.
+      broker.listeners.add({
+        protocol: scheme === 'ws' ? 'styx' : 'styx/ssl',
+        host: address.address,
+        port: address.port,
+      });
+    }
+    for (const { server, port: listenPort } of managementListeners)
+      await server.start(managementHost, listenPort);
   } catch (err) {
     await broker.shutdown();
+    for (const { server } of managementListeners) await server.close();
+    for (const { server } of clientListeners) await server.close();
     await cluster?.stop();
     await storage.close();
     await dir.release();
-    if (err instanceof ListenError) {
+    if (err instanceof ListenError || err instanceof ManagementListenError) {
       logger.fatal(err.message);
       logger.flush();
       process.stderr.write(`styx server: ${err.message}\n`);
@@ -364,37 +487,6 @@ export async function serverCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  // --management-port 0 disables the management API (RabbitMQ's plugin off).
-  const management =
-    managementPort === 0
-      ? undefined
-      : new ManagementServer({
-          broker,
-          logger,
-          hostnames: options.managementHostnames,
-          metricsAuth: options.metricsAuth,
-          metricsCacheMs: options.metricsCacheMs,
-          cluster:
-            cluster?.view() ?? singleNodeClusterView({ nodeName: broker.nodeName, nodeId: storage.nodeId }),
-        });
-  try {
-    await management?.start(managementHost, managementPort);
-  } catch (err) {
-    await broker.shutdown();
-    await server.close();
-    await cluster?.stop();
-    await storage.close();
-    await dir.release();
-    if (err instanceof ManagementListenError) {
-      logger.fatal(err.message);
-      logger.flush();
-      process.stderr.write(`styx server: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
-  // For the listener health checks (`/api/health/checks/port-listener/...`), with the API's own.
-  broker.listeners.add({ protocol: 'styx', host: address.address, port: address.port });
   if (cluster !== undefined) {
     const at = cluster.address.lastIndexOf(':');
     broker.listeners.add({
@@ -403,17 +495,29 @@ export async function serverCommand(argv: string[]): Promise<number> {
       port: Number(cluster.address.slice(at + 1)),
     });
   }
-  if (management !== undefined) {
-    const managementUrl = management.url;
+  const managementUrls = managementListeners.map(({ server }) => server.url as string);
+  const managementUrl = managementUrls.find((u) => u.startsWith('http:'));
+  const managementTlsUrl = managementUrls.find((u) => u.startsWith('https:'));
+  if (managementUrl !== undefined)
     logger.info({ managementUrl }, `management API listening on ${managementUrl}`);
+  if (managementTlsUrl !== undefined) {
+    logger.info({ managementTlsUrl }, `management API listening on ${managementTlsUrl}`);
   }
-  const url = `ws://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}`;
+  const plainUrl = clientUrls.find((u) => u.scheme === 'ws')?.url;
+  const tlsUrl = clientUrls.find((u) => u.scheme === 'wss')?.url;
+  // The plain URL when there is one (no CA needed to use it), else the TLS one.
+  const url = (plainUrl ?? tlsUrl) as string;
+  // Rotation without a restart: the files are watched, and SIGHUP reloads them at once.
+  await tls?.watch();
+  if (tls !== undefined) process.on('SIGHUP', () => void tls.reload('SIGHUP'));
   // For `styx ctl` on this machine: which management API serves this data dir (removed on a clean stop).
   await writeRunningNode(dataDir, {
     pid: process.pid,
     node: nodeName,
     url,
-    management_url: management?.url ?? null,
+    tls_url: tlsUrl ?? null,
+    management_url: managementUrl ?? managementTlsUrl ?? null,
+    management_tls_url: managementTlsUrl ?? null,
     cluster_address: cluster?.address ?? null,
   });
 
@@ -428,9 +532,10 @@ export async function serverCommand(argv: string[]): Promise<number> {
       logger.info({ signal }, 'shutting down');
       (async () => {
         await removeRunningNode(dataDir);
-        await management?.close();
+        for (const { server } of managementListeners) await server.close();
         await broker.shutdown();
-        await server.close();
+        for (const { server } of clientListeners) await server.close();
+        tls?.close();
         await cluster?.stop();
         await storage.close();
         await dir.release();
@@ -447,6 +552,9 @@ export async function serverCommand(argv: string[]): Promise<number> {
     process.on('SIGTERM', () => stop('SIGTERM'));
     // Announced only once the handlers are in place: a supervisor (or a test) may signal the node as
     // soon as it reads this line, and before them a signal would kill it without a clean stop.
-    logger.info({ url, dataDir, node: nodeName }, `Styx listening on ${url}`);
+    logger.info(
+      { url, ...(tlsUrl !== undefined && tlsUrl !== url ? { tlsUrl } : {}), dataDir, node: nodeName },
+      `Styx listening on ${[plainUrl, tlsUrl].filter((u) => u !== undefined).join(' and ')}`,
+    );
   });
 }

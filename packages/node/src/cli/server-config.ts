@@ -28,9 +28,18 @@ export type ConfigKey = readonly [key: string, flag: string, form: string, flagP
 export const CONFIG_KEYS: readonly ConfigKey[] = [
   ['data_dir', 'data-dir', 'a directory path'],
   ['listeners.host', 'host', 'an address to listen on for clients, e.g. 127.0.0.1 or 0.0.0.0'],
-  ['listeners.port', 'port', 'a port number, 0-65535'],
+  ['listeners.port', 'port', 'a port number, 0-65535, or none (no plain listener: TLS only)'],
+  ['listeners.tls.port', 'tls-port', 'a port number, 0-65535 (the wss listener, with tls.cert_file)'],
   ['management.host', 'management-host', 'an address for the management API, e.g. 127.0.0.1'],
   ['management.port', 'management-port', 'a port number, 0-65535 (0: no management API)'],
+  [
+    'management.tls.port',
+    'management-tls-port',
+    'a port number, 0-65535 (the https management listener, with tls.cert_file)',
+  ],
+  ['tls.cert_file', 'tls-cert', 'a PEM certificate file path'],
+  ['tls.key_file', 'tls-key', 'a PEM private key file path (no passphrase)'],
+  ['tls.ca_file', 'tls-ca', 'a PEM CA certificate file path (client certificates are then required)'],
   [
     'management.hostname',
     'management-hostname',
@@ -74,12 +83,7 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
 
 /** Keys kept for features to come, refused with a word rather than as unknown. */
 export const RESERVED_KEYS: Readonly<Record<string, string>> = {
-  'listeners.tls.port': 'TLS',
-  'management.tls.port': 'TLS',
-  'tls.cert_file': 'TLS',
-  'tls.key_file': 'TLS',
-  'tls.ca_file': 'TLS',
-  'tls.verify_peer': 'TLS',
+  'tls.verify_peer': 'optional client certificates (tls.ca_file requires them)',
 };
 
 /** One `key = value` line of a config file. */

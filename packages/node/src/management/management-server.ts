@@ -14,14 +14,16 @@
  * Logging: one debug line per request (method, path, status, user). Never the Authorization
  * header, never a body (a PUT /api/users body carries a password).
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Broker } from '../broker/broker.ts';
 import type { ClusterView } from '../cluster/cluster-view.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { UserRecord } from '../metadata/types.ts';
+import type { TlsContext } from '../transport/tls/tls-context.ts';
 import { ADMINISTRATOR, MONITORING, requireTag } from './access.ts';
 import { ApiError, badRequest, misdirectedRequest, notFound } from './api-error.ts';
 import { BasicAuthenticator } from './basic-auth.ts';
@@ -70,6 +72,11 @@ export interface ManagementServerOptions {
   readonly metricsAuth?: boolean | undefined;
   /** How long a /metrics render is served again, ms (`--metrics-cache-seconds`; default 5 s). */
   readonly metricsCacheMs?: number | undefined;
+  /**
+   * Serve https with the node's certificate (`--management-tls-port`), not http. Client
+   * certificates are not asked for: a browser opening the console has none.
+   */
+  readonly tls?: TlsContext | undefined;
 }
 
 /** The management server could not listen (port in use, address not available, ...). */
@@ -87,7 +94,8 @@ export class ManagementServer {
   private readonly console: ConsoleRoutes;
   private readonly metrics: MetricsEndpoint;
   private readonly logger: Logger;
-  private readonly server: Server;
+  private readonly server: Server | HttpsServer;
+  private readonly scheme: 'http' | 'https';
   private readonly hostnames: readonly string[];
   private readonly machine: MachineNames | undefined;
   private readonly metricsAuth: boolean;
@@ -124,12 +132,15 @@ export class ManagementServer {
     this.hostnames = options.hostnames ?? [];
     this.machine = options.machine;
     this.metricsAuth = options.metricsAuth ?? false;
-    this.server = createServer((request, response) => {
+    const handler: RequestListener = (request, response) => {
       this.handle(request, response).catch((err: unknown) => {
         this.logger.error({ err }, 'management request failed while replying');
         response.destroy();
       });
-    });
+    };
+    this.scheme = options.tls === undefined ? 'http' : 'https';
+    this.server =
+      options.tls === undefined ? createServer(handler) : options.tls.httpsServer('management', handler);
     this.server.headersTimeout = HEADERS_TIMEOUT_MS;
     this.server.requestTimeout = REQUEST_TIMEOUT_MS;
   }
@@ -154,18 +165,18 @@ export class ManagementServer {
     this.address = this.server.address() as AddressInfo;
     this.hosts = new HostAllowList(this.address.address, this.hostnames, this.machine);
     this.unlist = this.nodeListeners.add({
-      protocol: 'http',
+      protocol: this.scheme,
       host: this.address.address,
       port: this.address.port,
     });
     return this.address;
   }
 
-  /** The base URL clients use (`http://127.0.0.1:15680`); undefined before start. */
+  /** The base URL clients use (`http://127.0.0.1:15680`, `https://...`); undefined before start. */
   get url(): string | undefined {
     const a = this.address;
     if (a === undefined) return undefined;
-    return `http://${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}`;
+    return `${this.scheme}://${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}`;
   }
 
   /** Stop listening and drop every open connection (keep-alive ones included). */

@@ -170,9 +170,19 @@ function sessionId(request: IncomingMessage): string | undefined {
   return undefined;
 }
 
-/** The `Set-Cookie` value that gives the browser `session` (or, undefined, takes it back). */
-export function sessionCookie(session: Session | undefined, maxAgeMs: number): string {
+/**
+ * The `Set-Cookie` value that gives the browser `session` (or, undefined, takes it back). Over https
+ * (`secure`) the cookie is `Secure`: the browser never sends it over plain http, where anyone on the
+ * path could read it (cookies do not keep to a port, so an http listener beside the https one would
+ * otherwise receive it).
+ */
+export function sessionCookie(session: Session | undefined, maxAgeMs: number, secure = false): string {
   const value = session?.id ?? '';
   const maxAge = session === undefined ? 0 : Math.floor(maxAgeMs / 1000);
-  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}`;
+  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly;${secure ? ' Secure;' : ''} SameSite=Strict; Max-Age=${maxAge}`;
+}
+
+/** Whether `request` came over TLS (the https management listener). */
+export function isTlsRequest(request: IncomingMessage): boolean {
+  return (request.socket as { encrypted?: boolean }).encrypted === true;
 }

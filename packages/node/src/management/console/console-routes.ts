@@ -17,7 +17,7 @@ import { methodNotAllowed, notFound, serviceUnavailable } from '../api-error.ts'
 import type { Json } from '../views.ts';
 import type { ConsoleAsset, ConsoleAssets } from './console-assets.ts';
 import type { ConsoleAuth, SessionUser } from './console-auth.ts';
-import { sessionCookie } from './console-auth.ts';
+import { isTlsRequest, sessionCookie } from './console-auth.ts';
 
 const SESSION_PATH = '/console/session';
 
@@ -103,13 +103,16 @@ export class ConsoleRoutes {
       case 'POST': {
         const live = await this.auth.login(request);
         sendJson(response, 200, sessionJson(live, this.auth.sessions.idleMs), {
-          'Set-Cookie': sessionCookie(live.session, maxAge),
+          'Set-Cookie': sessionCookie(live.session, maxAge, isTlsRequest(request)),
         });
         return { status: 200, user: live.user.name };
       }
       case 'DELETE': {
         this.auth.logout(request);
-        response.writeHead(204, { ...SECURITY_HEADERS, 'Set-Cookie': sessionCookie(undefined, maxAge) });
+        response.writeHead(204, {
+          ...SECURITY_HEADERS,
+          'Set-Cookie': sessionCookie(undefined, maxAge, isTlsRequest(request)),
+        });
         response.end();
         return { status: 204 };
       }

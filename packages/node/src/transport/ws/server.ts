@@ -1,9 +1,11 @@
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { createServer } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import type { Broker } from '../../broker/broker.ts';
 import type { Logger } from '../../logging/logger.ts';
+import type { TlsContext } from '../tls/tls-context.ts';
 import type { ConnectionLimits } from './connection.ts';
 import { Connection, DEFAULT_CONNECTION_LIMITS } from './connection.ts';
 
@@ -11,6 +13,8 @@ export interface WsServerOptions {
   readonly host: string;
   readonly port: number;
   readonly limits?: Partial<ConnectionLimits>;
+  /** Serve wss (TLS, the node's certificate; client certificates when it has a CA), not ws. */
+  readonly tls?: TlsContext | undefined;
 }
 
 /** Thrown by `listen` when the address cannot be bound (busy port, bad host). */
@@ -28,7 +32,7 @@ export class ListenError extends Error {
  * deflate is off: bodies are usually already compact and compression would cost the hot path.
  */
 export class WsServer {
-  private readonly http: Server;
+  private readonly http: Server | HttpsServer;
   private readonly wss: WebSocketServer;
   private readonly limits: ConnectionLimits;
   private readonly logger: Logger;
@@ -38,10 +42,14 @@ export class WsServer {
     this.options = options;
     this.logger = logger.child({ component: 'ws' });
     this.limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits };
-    this.http = createServer((_req, res) => {
+    const notWebSocket: RequestListener = (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain' });
       res.end('Styx speaks WebSocket here: connect with @styx/client.\n');
-    });
+    };
+    this.http =
+      options.tls === undefined
+        ? createServer(notWebSocket)
+        : options.tls.httpsServer('client', notWebSocket);
     this.wss = new WebSocketServer({
       server: this.http,
       perMessageDeflate: false,
@@ -50,6 +58,8 @@ export class WsServer {
       maxPayload: this.limits.frameMax + 1024 * 1024,
     });
     this.wss.on('connection', (ws, req) => {
+      // A TLS socket answers its peer's address as a plain one does: the loopback-only rule of
+      // `guest` sees where the client really is, over ws and wss alike.
       const remote = req.socket.remoteAddress ?? 'unknown';
       const conn = new Connection(ws, broker, this.limits, remote, this.logger);
       void conn;
