@@ -5,20 +5,19 @@
 // ones name files that exist. A command added to the docs without a rule fails here, and so does a
 // rule no command matches. The `run` groups are docs-commands-broker.test.ts and
 // docs-commands-cluster.test.ts; `ranBy` names the test file that runs it.
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/broker-process.ts';
 import type { DocCommand } from '../support/doc-commands.ts';
 import { extractCommands, readDocCommands } from '../support/doc-commands.ts';
+import type { ShellRun } from '../support/reader-shell.ts';
+import { readerEnv, runInShell } from '../support/reader-shell.ts';
 import type { DocCommandRule } from './docs-commands-table.ts';
 import { DOC_COMMAND_RULES, ruleFor } from './docs-commands-table.ts';
 
 /** How many `--help` runs at once: each is an npx → pnpm → Node start on a shared 2-core machine. */
 const CONCURRENCY = 3;
-/** A bound against a hang, ms, not a performance assertion. */
-const RUN_TIMEOUT_MS = 60_000;
 
 const commands = await readDocCommands(REPO_ROOT);
 
@@ -34,40 +33,8 @@ function commandsWith(
   return [...seen].map(([command, rule]) => ({ command, rule }));
 }
 
-/** The environment of a reader's shell: the launcher (bin/styx) on the PATH, nothing from pnpm. */
-function shellEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([key]) => !/^(npm|pnpm)_/i.test(key) && key !== 'NODE' && key !== 'STYX_NODE',
-    ),
-  );
-  // The machine's own node (not node_modules' Node 24, which vitest runs on), as in a reader's shell.
-  const machinePath = (process.env.PATH ?? '')
-    .split(':')
-    .filter((dir) => dir !== '' && !dir.includes('node_modules'));
-  env.PATH = [join(REPO_ROOT, 'bin'), ...machinePath].join(':');
-  return env;
-}
-
-interface Ran {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function sh(line: string): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      '/bin/sh',
-      ['-c', line],
-      { cwd: REPO_ROOT, timeout: RUN_TIMEOUT_MS, env: shellEnv() },
-      (error, stdout, stderr) => {
-        if (error !== null && typeof error.code !== 'number') reject(error);
-        else resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr });
-      },
-    );
-  });
-}
+const sh = (line: string): Promise<ShellRun> =>
+  runInShell(line, REPO_ROOT, readerEnv([join(REPO_ROOT, 'bin')]));
 
 /** Runs `work` over `items`, at most CONCURRENCY at a time. */
 async function inTurns<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
@@ -208,7 +175,7 @@ describe('commands too long or too heavy to run', () => {
     );
     const runs = usage.map(({ command }) => {
       const { program, flags } = synopsis(command);
-      const ran = helps.get(program) as Ran;
+      const ran = helps.get(program) as ShellRun;
       const text = ran.stdout + ran.stderr;
       return { command, program, code: ran.code, missing: flags.filter((flag) => !text.includes(flag)) };
     });
