@@ -14,6 +14,7 @@
  */
 import * as styx from '@styx/client';
 import { startManagedStyxNode } from './brokers/styx-managed-node.ts';
+import { parseCountArgs } from './count-arg.ts';
 
 const AUTH = { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` };
 const RUNS = 10;
@@ -46,16 +47,18 @@ async function measure(runs: number, once: () => Promise<number>): Promise<strin
 }
 
 async function main(): Promise<void> {
-  const arg = process.argv.slice(2).find((a) => a !== '--');
-  if (arg === '-h' || arg === '--help') {
-    process.stdout.write('Usage: node bench/src/inspector-pages.ts [MESSAGES]  (default 100000)\n');
-    return;
-  }
-  const total = arg === undefined ? 100_000 : Number(arg);
-  if (!Number.isSafeInteger(total) || total < 1) {
-    process.stderr.write(`inspector-pages: MESSAGES must be a positive integer, got '${arg}'\n`);
+  const args = parseCountArgs(process.argv.slice(2), 100_000);
+  if ('error' in args) {
+    process.stderr.write(`inspector-pages: ${args.error}\n`);
     process.exit(2);
   }
+  if (args.help) {
+    process.stdout.write(
+      'Usage: npx -y pnpm@10 exec node bench/src/inspector-pages.ts [MESSAGES]  (default 100000)\n',
+    );
+    return;
+  }
+  const total = args.count;
   const managed = await startManagedStyxNode('styx-inspector-bench');
   const node = managed.node;
   try {

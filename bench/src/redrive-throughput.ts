@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import * as styx from '@styx/client';
 import { freeLoopbackPort } from './brokers/free-port.ts';
 import { startStyxNode } from './brokers/styx-node.ts';
+import { parseCountArgs } from './count-arg.ts';
 
 const AUTH = `Basic ${Buffer.from('guest:guest').toString('base64')}`;
 
@@ -32,16 +33,18 @@ async function call(url: string, method = 'GET', body?: unknown): Promise<Json> 
 }
 
 async function main(): Promise<void> {
-  const arg = process.argv.slice(2).find((a) => a !== '--');
-  if (arg === '-h' || arg === '--help') {
-    process.stdout.write('Usage: node bench/src/redrive-throughput.ts [MESSAGES]  (default 10000)\n');
-    return;
-  }
-  const total = arg === undefined ? 10_000 : Number(arg);
-  if (!Number.isSafeInteger(total) || total < 1) {
-    process.stderr.write(`redrive-throughput: MESSAGES must be a positive integer, got '${arg}'\n`);
+  const args = parseCountArgs(process.argv.slice(2), 10_000);
+  if ('error' in args) {
+    process.stderr.write(`redrive-throughput: ${args.error}\n`);
     process.exit(2);
   }
+  if (args.help) {
+    process.stdout.write(
+      'Usage: npx -y pnpm@10 exec node bench/src/redrive-throughput.ts [MESSAGES]  (default 10000)\n',
+    );
+    return;
+  }
+  const total = args.count;
   const dataDir = await mkdtemp(join(tmpdir(), 'styx-redrive-bench-'));
   const port = await freeLoopbackPort();
   const node = await startStyxNode('redrive-bench', [
