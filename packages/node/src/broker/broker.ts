@@ -533,16 +533,17 @@ export class Broker {
       case 'deleteUser':
         this.logins.forgetUser(command.name);
         this.permissionEpoch++;
+        // Every node applies this, so each closes its own: the closes are cluster-wide.
+        if (command.type === 'deleteUser') {
+          const name = command.name;
+          this.closeConnectionsWhere((c) => c.session.user === name, `user '${name}' deleted`);
+        }
         break;
       case 'setPermissions':
       case 'clearPermissions':
       case 'deleteVhost':
         this.permissionEpoch++;
         // Every node applies this, so each closes its own: the closes are cluster-wide.
-        if (command.type === 'deleteUser') {
-          const name = command.name;
-          this.closeConnectionsWhere((c) => c.session.user === name, `user '${name}' deleted`);
-        }
         if (command.type === 'deleteVhost') {
           const name = command.name;
           this.closeConnectionsWhere((c) => c.session.vhost === name, `vhost '${name}' deleted`);
