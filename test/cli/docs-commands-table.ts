@@ -62,7 +62,7 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
     how: { skip: 'would rewrite the node_modules every other test runs on (they all run on its result)' },
   },
   { command: /^npx -y pnpm@10 test( test\/cli)?$/, how: { skip: 'the test suite itself' } },
-  { command: /^sudo apt-get install (chromium|dnsmasq)$/, how: { ranBy: README_TEST } },
+  { command: /^sudo apt-get install (chromium|dnsmasq|openssl)$/, how: { ranBy: README_TEST } },
   { command: 'systemd-analyze verify', how: { ranBy: 'test/cli/deploy-files.test.ts' } },
   { command: 'npx -y pnpm@10 exec node example.ts', how: { ranBy: README_TEST } },
   {
@@ -152,6 +152,8 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
   { command: /^styx ctl (forget_cluster_node|grow) NAME( all)?$/, how: USAGE },
 
   // Benchmarks, chaos, the Raft simulator: the runs take minutes to hours.
+  // A bench script's synopsis (placeholders in brackets): its --help names every flag shown.
+  { command: /^npx -y pnpm@10 exec node bench\/src\/[a-z-]+\.ts( \[[^\]]+\])+$/, how: USAGE },
   { command: /^npx -y pnpm@10 exec node bench\/(src|raft)\/[a-z-]+\.ts( .*)?$/, how: HELP },
   {
     command:
@@ -169,6 +171,15 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
     command: /^npx -y pnpm@10 (--filter @styx\/raft sim --seeds 2000 --steps 5000|raft:sweep)( .*)?$/,
     how: HELP,
   },
+  // README "TLS" and the operations guide's TLS section (test/integration/tls.test.ts runs them
+  // with a throwaway CA; here the parser takes every flag shown).
+  { command: /^styx server --tls-cert \/etc\/styx\/tls\/cert\.pem .*# TLS only$/, how: HELP },
+  {
+    command: /^styx ctl --(node https:\/\/HOST:15681 --cacert ca\.pem|cacert \/etc\/styx\/tls\/ca\.pem)$/,
+    how: USAGE,
+  },
+  { command: 'styx ctl --config /etc/styx/styx.conf …', how: USAGE },
+  { command: 'systemctl kill -s HUP styx', how: { skip: NEEDS_ROOT } },
   {
     command: 'npx -y pnpm@10 --filter @styx/node gen:amqp',
     how: {
