@@ -76,6 +76,14 @@ export interface Session {
 
 export type Permission = 'configure' | 'write' | 'read';
 
+/** What `Broker.route` found for a publish. */
+export interface RouteResult {
+  /** The queues that take the message. */
+  readonly targets: readonly QueueHandle[];
+  /** Some queue it routes to is not served by this node: it does not get the message. */
+  readonly unserved: boolean;
+}
+
 export interface BrokerOptions {
   /** Unique name of this node, used in connection ids and generated names. */
   readonly nodeName: string;
@@ -882,22 +890,18 @@ export class Broker {
   // ------------------------------------------------------------------------------ publishing
 
   /**
-   * Whether the last `route()` reached a queue this node does not serve (one declared on another
-   * node of the cluster): the publish did not reach every queue, so a confirm must be a nack.
-   * Read right after `route()` (a flag rather than a result object keeps the publish path free of
-   * allocations).
+   * The queues a publish reaches (`keys` = routing key plus CC and BCC keys), and whether it was
+   * routed to a queue this node does not serve (one declared on another node of a cluster that
+   * predates replicated queues): such a publish did not reach every queue, so a confirm must be a
+   * nack.
    */
-  lastRouteUnserved = false;
-
-  /** The queues a publish reaches. `keys` = routing key plus CC and BCC keys. */
   route(
     vhost: string,
     exchange: string,
     keys: readonly string[],
     headers: FieldTable | undefined,
-  ): QueueHandle[] {
+  ): RouteResult {
     const names = route(this.metadata, vhost, exchange, keys, headers);
-    this.lastRouteUnserved = false;
     const clusterQueues = this.clusterQueues;
     if (clusterQueues !== undefined) {
       const handles: QueueHandle[] = [];
@@ -905,16 +909,17 @@ export class Broker {
         const record = this.metadata.queue(vhost, name);
         if (record !== undefined) handles.push(clusterQueues.handle(record));
       }
-      return handles;
+      return { targets: handles, unserved: false };
     }
     const byName = this.actors.ofVhost(vhost);
     const targets: QueueActor[] = [];
+    let unserved = false;
     for (const name of names) {
       const actor = byName?.get(name);
       if (actor !== undefined) targets.push(actor);
-      else if (this.metadata.queue(vhost, name) !== undefined) this.lastRouteUnserved = true;
+      else if (this.metadata.queue(vhost, name) !== undefined) unserved = true;
     }
-    return targets;
+    return { targets, unserved };
   }
 
   /** Whether `queue` still exists (this incarnation: not deleted, nor deleted and declared again). */

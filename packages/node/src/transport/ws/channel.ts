@@ -378,9 +378,14 @@ export class Channel implements OwnerSink {
     }
     const sender = extractSenderRouting(props);
     const keys = sender.keys === undefined ? [p.routingKey] : [p.routingKey, ...sender.keys];
-    const targets = this.broker.route(session.vhost, p.exchange, keys, props.headers ?? undefined);
-    // Routed to a queue another node serves: it does not get the message, so no confirm says so.
-    const unserved = this.broker.lastRouteUnserved;
+    // Routed to a queue another node serves (`unserved`): it does not get the message, so no
+    // confirm says so.
+    const { targets, unserved } = this.broker.route(
+      session.vhost,
+      p.exchange,
+      keys,
+      props.headers ?? undefined,
+    );
 
     if (targets.length === 0 && unserved) {
       if (seq !== 0) this.settleConfirm(seq, 'nack');
