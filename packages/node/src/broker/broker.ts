@@ -45,9 +45,9 @@ import { route } from '../router/route.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
-import type { Connection } from '../transport/ws/connection.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
-import type { ChannelSink } from './cluster-queues.ts';
+import type { ClientChannel, ClientConnection } from './client-connection.ts';
+import { ClientConnections } from './client-connections.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
@@ -145,7 +145,8 @@ export class Broker {
   private readonly localDeletes = new Set<string>();
   /** The queue actors running here (the replicas held here, in a cluster). */
   private readonly actors: QueueActors;
-  private readonly connections = new Map<string, Connection>();
+  /** Client connections open here, of any protocol (transports register them once authenticated). */
+  private readonly connections = new ClientConnections();
   /** The queues of the cluster as this node serves them (absent on a node alone). */
   private readonly clusterQueues: ClusterQueues | undefined;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
@@ -345,14 +346,14 @@ export class Broker {
     return { user, vhost, connectionId };
   }
 
-  connectionOpened(connection: Connection): void {
-    this.connections.set(connection.id, connection);
+  connectionOpened(connection: ClientConnection): void {
+    this.connections.add(connection);
     this.counters.connectionsOpened++;
     if (this.memoryBlocked) connection.setMemoryBlocked(true);
   }
 
-  connectionClosed(connection: Connection): void {
-    if (!this.connections.delete(connection.id)) return;
+  connectionClosed(connection: ClientConnection): void {
+    if (!this.connections.delete(connection)) return;
     this.counters.connectionsClosed++;
     // Exclusive queues die with their connection.
     this.runMeta({ type: 'deleteExclusive', connectionId: connection.id })
@@ -374,15 +375,12 @@ export class Broker {
    * back for one whose leader gave them up while it counted this node down.
    */
   private reassertConsumers(): void {
-    for (const connection of this.connections.values())
-      for (const channel of connection.openChannels()) channel.reassertConsumers();
+    for (const channel of this.connections.openChannels()) channel.reassertConsumers();
   }
 
   /** The open channel of this node with owner id `owner` (`${connectionId}/${channel}`). */
-  private localChannel(owner: string): (OwnerSink & ChannelSink) | undefined {
-    const slash = owner.lastIndexOf('/');
-    const connection = this.connections.get(owner.slice(0, slash));
-    return connection?.channelFor(Number(owner.slice(slash + 1)));
+  private localChannel(owner: string): ClientChannel | undefined {
+    return this.connections.channel(owner);
   }
 
   private checkMemory(): void {
@@ -982,9 +980,9 @@ export class Broker {
       raftGroupOf: (groupId) => this.actors.raftGroupOf(groupId),
       metadataRaft: () => this.metaGroup,
       connectionCount: () => this.connections.size,
-      channelCount: () => this.sumOverConnections((c) => c.channelCount),
-      publisherCount: () => this.sumOverConnections((c) => c.publisherCount),
-      clientConsumerCount: () => this.sumOverConnections((c) => c.consumerCount),
+      channelCount: () => this.connections.sum((c) => c.channelCount),
+      publisherCount: () => this.connections.sum((c) => c.publisherCount),
+      clientConsumerCount: () => this.connections.sum((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
       logSync: this.storage?.logStore.syncLatency,
       counters: this.counters,
@@ -994,12 +992,6 @@ export class Broker {
       memoryLimitBytes: this.options.memoryBudgetBytes,
       memoryAlarm: () => this.memoryBlocked,
     };
-  }
-
-  private sumOverConnections(figure: (connection: Connection) => number): number {
-    let sum = 0;
-    for (const connection of this.connections.values()) sum += figure(connection);
-    return sum;
   }
 
   /** Whether `user` may only log in from a loopback address (RabbitMQ's `loopback_users`). */

@@ -7,6 +7,7 @@ import {
   encodePropertiesOnce,
 } from '@styx/client/wire';
 import type { Broker, Session } from '../../broker/broker.ts';
+import type { ClientChannel } from '../../broker/client-connection.ts';
 import { extractSenderRouting } from '../../broker/sender-routing.ts';
 import {
   accessRefused,
@@ -82,7 +83,7 @@ const EMPTY_PROPERTIES: BasicProperties = {};
 /** What a batch of acks/nacks proposes: settle (ack), discard (nack without requeue), return. */
 type OutcomeKind = 'settle' | 'discard' | 'return';
 
-export class Channel implements OwnerSink {
+export class Channel implements OwnerSink, ClientChannel {
   readonly number: number;
   readonly owner: string;
   private readonly host: ChannelHost;

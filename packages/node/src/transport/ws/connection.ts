@@ -3,6 +3,7 @@ import type { Frame, Hello } from '@styx/client/wire';
 import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
+import type { ClientConnection } from '../../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
@@ -69,7 +70,7 @@ const MAX_FRAMES_PER_MESSAGE = 128;
  * Faults follow AMQP's scopes: a channel error closes the channel, a connection error closes the
  * connection with a ConnectionClose frame that says why. Nothing a client sends can crash the node.
  */
-export class Connection implements ChannelHost {
+export class Connection implements ChannelHost, ClientConnection {
   readonly id: string;
   readonly logger: Logger;
   private readonly ws: WebSocket;
@@ -151,12 +152,12 @@ export class Connection implements ChannelHost {
     return this.state === 'open';
   }
 
-  /** The open channel with this number, if any (queues deliver to it as its owner). */
   /** The open channels. */
   *openChannels(): IterableIterator<Channel> {
     for (const channel of this.channels.values()) if (channel.isOpen) yield channel;
   }
 
+  /** The open channel with this number, if any (queues deliver to it as its owner). */
   channelFor(number: number): Channel | undefined {
     const channel = this.channels.get(number);
     return channel?.isOpen ? channel : undefined;
