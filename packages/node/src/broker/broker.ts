@@ -1,12 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
-import type {
-  BasicProperties,
-  ExchangeDeclare,
-  FieldTable,
-  QueueDeclare,
-  QueueDeclareOk,
-} from '@styx/client/wire';
+import type { BasicProperties, FieldTable } from '@styx/client/wire';
 import { isConnectionError, ReplyCode } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
@@ -75,6 +69,36 @@ export interface Session {
 }
 
 export type Permission = 'configure' | 'write' | 'read';
+
+/** An exchange to declare (exchange.declare, a definitions import, the management API). */
+export interface ExchangeDeclareArgs {
+  readonly exchange: string;
+  readonly type: string;
+  /** Only check that it exists (404 otherwise). */
+  readonly passive: boolean;
+  readonly durable: boolean;
+  readonly autoDelete: boolean;
+  readonly internal: boolean;
+  readonly arguments?: FieldTable | undefined;
+}
+
+/** A queue to declare; an empty `queue` asks for a generated name. */
+export interface QueueDeclareArgs {
+  readonly queue: string;
+  /** Only check that it exists (404 otherwise) and count it. */
+  readonly passive: boolean;
+  readonly durable: boolean;
+  readonly exclusive: boolean;
+  readonly autoDelete: boolean;
+  readonly arguments?: FieldTable | undefined;
+}
+
+/** A declared queue: its name (generated if asked) and its counts. */
+export interface QueueDeclared {
+  readonly queue: string;
+  readonly messageCount: number;
+  readonly consumerCount: number;
+}
 
 /** What `Broker.route` found for a publish. */
 export interface RouteResult {
@@ -523,7 +547,7 @@ export class Broker {
     return this.metadata.exchange(vhost, name);
   }
 
-  async declareExchange(session: Session, m: ExchangeDeclare): Promise<void> {
+  async declareExchange(session: Session, m: ExchangeDeclareArgs): Promise<void> {
     if (m.passive) {
       if (this.metadata.exchange(session.vhost, m.exchange) === undefined) {
         throw notFound(`no exchange '${m.exchange}' in vhost '${session.vhost}'`);
@@ -604,7 +628,7 @@ export class Broker {
     this.checkPermission(session, 'read', 'exchange', source);
   }
 
-  async declareQueue(session: Session, m: QueueDeclare): Promise<QueueDeclareOk> {
+  async declareQueue(session: Session, m: QueueDeclareArgs): Promise<QueueDeclared> {
     const vhost = session.vhost;
     if (m.passive) {
       const queue = this.queueForUse(session, m.queue, undefined);

@@ -3,7 +3,7 @@ import type { Frame, Hello } from '@styx/client/wire';
 import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
-import type { ClientConnection } from '../../broker/client-connection.ts';
+import type { ClientChannel, ClientConnection } from '../../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
@@ -153,14 +153,14 @@ export class Connection implements ChannelHost, ClientConnection {
   }
 
   /** The open channels. */
-  *openChannels(): IterableIterator<Channel> {
-    for (const channel of this.channels.values()) if (channel.isOpen) yield channel;
+  *openChannels(): IterableIterator<ClientChannel> {
+    for (const channel of this.channels.values()) if (channel.isOpen) yield channel.core;
   }
 
   /** The open channel with this number, if any (queues deliver to it as its owner). */
-  channelFor(number: number): Channel | undefined {
+  channelFor(number: number): ClientChannel | undefined {
     const channel = this.channels.get(number);
-    return channel?.isOpen ? channel : undefined;
+    return channel?.isOpen ? channel.core : undefined;
   }
 
   // ---------------------------------------------------------------------------------- inbound
