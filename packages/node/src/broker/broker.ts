@@ -42,12 +42,15 @@ import { raftHostOf } from '../storage/raft-groups.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import type { ClientChannel, ClientConnection } from './client-connection.ts';
 import { ClientConnections } from './client-connections.ts';
+import { ClusterQueueDirectory } from './cluster-queue-directory.ts';
 import { ClusterQueues } from './cluster-queues.ts';
+import { LocalQueueDirectory } from './local-queue-directory.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
 import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
+import type { QueueDirectory } from './queue-directory.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
 
 /** Styx's version, as the server properties and `rabbitmq_build_info` report it. */
@@ -136,9 +139,6 @@ export interface BrokerOptions {
 /** How long a node waits for its replica to catch up with a metadata change it forwarded, ms. */
 const FORWARDED_APPLY_TIMEOUT_MS = 10_000;
 
-/** How long a declare waits for a new queue's replicas to join its group, ms. */
-const QUEUE_MEMBERS_WAIT_MS = 5_000;
-
 /** How often the memory budget is checked, ms. */
 const MEMORY_CHECK_INTERVAL_MS = 1000;
 
@@ -171,8 +171,8 @@ export class Broker {
   private readonly actors: QueueActors;
   /** Client connections open here, of any protocol (transports register them once authenticated). */
   private readonly connections = new ClientConnections();
-  /** The queues of the cluster as this node serves them (absent on a node alone). */
-  private readonly clusterQueues: ClusterQueues | undefined;
+  /** How this node reaches its queues, whether it is alone or in a cluster. */
+  private readonly queues: QueueDirectory;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
   readonly queueChecks: QueueChecks;
   /** Reading a queue's messages without taking them, on its leader (the dead-letter inspector). */
@@ -220,7 +220,7 @@ export class Broker {
       );
       this.metaLog = withCompaction(this.metaGroup, { policy: { maxEntries: 10_000 } });
     }
-    this.clusterQueues =
+    const clusterQueues =
       this.cluster === undefined
         ? undefined
         : new ClusterQueues(
@@ -242,7 +242,7 @@ export class Broker {
       clock: this.clock,
       storage: this.storage,
       cluster: this.cluster,
-      clusterQueues: this.clusterQueues,
+      clusterQueues,
       sinks: {
         resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
         routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>
@@ -252,11 +252,33 @@ export class Broker {
       effectiveConfig: (record) => this.effectiveConfig(record),
       nodeFlow: this.flowTotals,
     });
+    // The one place that knows whether this node is alone: every queue operation goes through this.
+    this.queues =
+      clusterQueues === undefined
+        ? new LocalQueueDirectory({
+            nodeId: this.nodeId(),
+            metadata: this.metadata,
+            logger: this.logger,
+            actors: this.actors,
+            localDeletes: this.localDeletes,
+            effectiveConfig: (record) => this.effectiveConfig(record),
+            localChannel: (owner) => this.localChannel(owner),
+            wakeDeadLetters: (vhost) => this.wakeDeadLetters(vhost),
+          })
+        : new ClusterQueueDirectory({
+            nodeId: this.nodeId(),
+            metadata: this.metadata,
+            logger: this.logger,
+            actors: this.actors,
+            clusterQueues,
+            wakeDeadLetters: (vhost) => this.wakeDeadLetters(vhost),
+            scheduleRebalance: () => this.replicaOps.scheduleRebalance(),
+          });
     this.replicaOps = new QueueReplicaOperations({
       metadata: this.metadata,
       logger: this.logger,
       cluster: this.cluster,
-      clusterQueues: this.clusterQueues,
+      clusterQueues,
       leadsMetadata: () => this.metaGroup?.role === 'leader',
       runMeta: (command) => this.runMeta(command),
     });
@@ -266,17 +288,17 @@ export class Broker {
       metadata: this.metadata,
       logger: this.logger,
       bodyStore: this.storage?.bodyStore,
-      membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
+      membersOf: (record) => this.queues.membersOf(record),
       replica: (groupId) => this.actors.replicaOf(groupId),
-      group: (groupId) => this.clusterQueues?.group(groupId),
+      group: (groupId) => this.queues.group(groupId),
       cluster: this.cluster,
     });
     this.queueBrowser = new QueueBrowser({
       selfId: this.nodeId(),
       logger: this.logger,
       replica: (groupId) => this.actors.replicaOf(groupId),
-      membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
-      leaderHint: (record) => this.clusterQueues?.handle(record).leader,
+      membersOf: (record) => this.queues.membersOf(record),
+      leaderHint: (record) => this.queues.leaderHint(record),
       cluster: this.cluster,
     });
     this.maintenance = new NodeMaintenance({
@@ -285,7 +307,7 @@ export class Broker {
       metadata: this.metadata,
       logger: this.logger,
       replicas: () => this.actors.replicas(),
-      queueGroup: (groupId) => this.clusterQueues?.group(groupId),
+      queueGroup: (groupId) => this.queues.group(groupId),
       metadataGroup: this.cluster === undefined ? undefined : this.metaGroup,
       closeClients: (reason) => {
         const open = [...this.connections.values()];
@@ -389,9 +411,7 @@ export class Broker {
   }
 
   private resolveOwner(owner: string): OwnerSink | undefined {
-    return this.clusterQueues !== undefined
-      ? this.clusterQueues.resolveOwner(owner)
-      : this.localChannel(owner);
+    return this.queues.resolveOwner(owner);
   }
 
   /**
@@ -452,8 +472,7 @@ export class Broker {
         machine.restore(bytes, meta);
         // A snapshot from the leader replaced everything at once (a lagging or joining node).
         this.permissionEpoch++;
-        const clusterQueues = this.clusterQueues;
-        if (clusterQueues !== undefined) queueMicrotask(() => void clusterQueues.reconcileReplicas());
+        this.queues.metadataRestored();
         for (const listener of this.appliedListeners) listener(undefined, undefined);
       },
     };
@@ -484,27 +503,7 @@ export class Broker {
       if (actor === undefined || actor.groupId !== q.groupId || this.localDeletes.has(q.groupId)) continue;
       void this.actors.stop(q.vhost, q.name, true);
     }
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues === undefined) return;
-    // Every node, replica or not, lets go of its handles of the deleted queues.
-    for (const q of reply.deletedQueues) clusterQueues.queueDeleted(q.groupId);
-    switch (command.type) {
-      case 'declareQueue':
-      case 'setQueueMembers':
-      case 'addClusterNode':
-      case 'forgetClusterNode':
-        if (command.type === 'addClusterNode') this.replicaOps.scheduleRebalance();
-        // After this apply: starting a replica opens a log, never from inside another's apply.
-        queueMicrotask(() => void clusterQueues.reconcileReplicas());
-        if (command.type === 'setQueueMembers') {
-          const record = this.metadata.queue(command.vhost, command.name);
-          if (record !== undefined) {
-            clusterQueues.handle(record);
-            queueMicrotask(() => clusterQueues.pokeMembership(record.groupId));
-          }
-        }
-        break;
-    }
+    this.queues.metadataApplied(command, reply);
   }
 
   /**
@@ -633,7 +632,7 @@ export class Broker {
     if (m.passive) {
       const queue = this.queueForUse(session, m.queue, undefined);
       queue.touch().catch(() => undefined);
-      const counts = this.clusterQueues === undefined ? queue.counts() : await this.leaderCounts(queue);
+      const counts = await this.queues.leaderCounts(queue);
       return { queue: m.queue, messageCount: counts.ready, consumerCount: counts.consumers };
     }
     const name = m.queue === '' ? this.generateName('amq.gen-') : m.queue;
@@ -650,7 +649,6 @@ export class Broker {
       this.checkPermission(session, 'read', 'queue', name);
       this.checkPermission(session, 'write', 'exchange', parsed.config.deadLetterExchange);
     }
-    const clusterQueues = this.clusterQueues;
     const reply = await this.runMeta({
       type: 'declareQueue',
       vhost,
@@ -672,38 +670,8 @@ export class Broker {
         : {}),
     });
     if (reply.created === true) this.counters.queuesCreated++;
-    if (clusterQueues !== undefined) {
-      const record = this.metadata.queue(vhost, name) as QueueRecord;
-      const queue = clusterQueues.handle(record);
-      const members = clusterQueues.membersOf(record);
-      if (reply.created === true && members.includes(this.nodeId())) {
-        // Opened here (the first member creates the group), then the declare waits until the
-        // other replicas joined, so the first confirm already needs a quorum of them.
-        await this.actors.startReplica(record, members[0] === this.nodeId() ? 'bootstrap' : 'join');
-        if (!(await clusterQueues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS))) {
-          this.logger.warn(
-            { queue: name, vhost, members },
-            'queue declared before all its replicas joined (some members are down?)',
-          );
-        }
-        this.wakeDeadLetters(vhost);
-        return { queue: name, messageCount: 0, consumerCount: 0 };
-      }
-      queue.touch().catch(() => undefined);
-      const counts = await this.leaderCounts(queue);
-      if (reply.created === true) this.wakeDeadLetters(vhost);
-      return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
-    }
-    let actor = this.actors.get(vhost, name);
-    if (reply.created === true || actor === undefined) {
-      const record = this.metadata.queue(vhost, name) as QueueRecord;
-      actor = await this.actors.start(record, this.effectiveConfig(record).config);
-      // The default exchange routes to it now: a hand-off to '' may have somewhere to go.
-      this.wakeDeadLetters(vhost);
-    } else {
-      actor.touch().catch(() => undefined);
-    }
-    const counts = actor.counts();
+    const record = this.metadata.queue(vhost, name) as QueueRecord;
+    const counts = await this.queues.declared(record, reply.created === true);
     return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
   }
 
@@ -741,32 +709,16 @@ export class Broker {
     return [self, ...replicas.filter((id) => id !== self)].slice(0, replicas.length);
   }
 
-  /** The counts as the queue's leader has them; this node's view when it cannot be reached. */
-  private async leaderCounts(queue: QueueHandle): Promise<ReturnType<QueueHandle['counts']>> {
-    try {
-      return await queue.fetchCounts();
-    } catch {
-      return queue.counts();
-    }
-  }
-
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
     const vhost = session.vhost;
     const record = this.metadata.queue(vhost, name);
-    const clusterQueues = this.clusterQueues;
-    // On a node alone the actor counts its messages as it stops; in a cluster every replica stops
-    // and drops its data when the deletion applies on its node, and the leader has the counts.
-    const actor = clusterQueues === undefined ? this.actors.get(vhost, name) : undefined;
+    const queue = record === undefined ? undefined : this.queues.handle(record);
     // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
-    if (record === undefined || (clusterQueues === undefined && actor === undefined)) return 0;
+    if (queue === undefined) return 0;
     this.checkPermission(session, 'configure', 'queue', name);
     this.checkExclusive(session, name);
-    const counts =
-      clusterQueues !== undefined
-        ? await this.leaderCounts(clusterQueues.handle(record))
-        : (actor as QueueActor).counts();
-    if (actor !== undefined) this.localDeletes.add(actor.groupId);
-    try {
+    const counts = await this.queues.leaderCounts(queue);
+    return this.queues.delete(queue, counts, async () => {
       await this.runMeta({
         type: 'deleteQueue',
         vhost,
@@ -776,13 +728,10 @@ export class Broker {
         consumers: counts.consumers,
         messages: counts.ready + counts.unacked,
         connectionId: session.connectionId,
-        groupId: actor?.groupId ?? record.groupId,
+        groupId: queue.groupId,
       });
       this.counters.queuesDeleted++;
-    } finally {
-      if (actor !== undefined) this.localDeletes.delete(actor.groupId);
-    }
-    return actor !== undefined ? this.actors.stop(vhost, name, true) : counts.ready;
+    });
   }
 
   async purgeQueue(session: Session, name: string): Promise<number> {
@@ -795,19 +744,12 @@ export class Broker {
    * exclusive queue, 403 without the permission.
    */
   queueForUse(session: Session, name: string, permission: Permission | undefined): QueueHandle {
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues !== undefined) {
-      const record = this.metadata.queue(session.vhost, name);
-      if (record === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
-      this.checkExclusive(session, name);
-      if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
-      return clusterQueues.handle(record);
-    }
-    const actor = this.actors.get(session.vhost, name);
-    if (actor === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+    const record = this.metadata.queue(session.vhost, name);
+    const queue = record === undefined ? undefined : this.queues.handle(record);
+    if (queue === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
     this.checkExclusive(session, name);
     if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
-    return actor;
+    return queue;
   }
 
   private checkExclusive(session: Session, name: string): void {
@@ -826,11 +768,6 @@ export class Broker {
   consumerCancelled(queue: QueueHandle): void {
     const record = this.metadata.queue(queue.vhost, queue.name);
     if (record === undefined || record.groupId !== queue.groupId || !record.autoDelete) return;
-    if (this.clusterQueues === undefined) {
-      if (queue.counts().consumers > 0) return;
-      this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
-      return;
-    }
     queue.fetchCounts().then(
       (counts) => {
         if (counts.consumers === 0) this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
@@ -844,7 +781,7 @@ export class Broker {
   }
 
   private deleteInternally(queue: QueueHandle, why: string): void {
-    if (this.clusterQueues === undefined && this.actors.get(queue.vhost, queue.name) !== queue) return;
+    if (!this.queues.isLive(queue)) return;
     if (this.metadata.queue(queue.vhost, queue.name)?.groupId !== queue.groupId) return;
     this.logger.info({ queue: queue.name, vhost: queue.vhost }, `deleting queue: ${why}`);
     this.runMeta({
@@ -879,24 +816,14 @@ export class Broker {
   ): DeadLetterRoute {
     if (this.metadata.exchange(vhost, exchange) === undefined) return 'no-exchange';
     const names = route(this.metadata, vhost, exchange, routingKeys, headers);
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues !== undefined) {
-      const handles: QueueHandle[] = [];
-      for (const name of names) {
-        const record = this.metadata.queue(vhost, name);
-        if (record === undefined) return 'unavailable';
-        handles.push(clusterQueues.handle(record));
-      }
-      return handles as unknown as DeadLetterRoute;
-    }
-    const byName = this.actors.ofVhost(vhost);
-    const targets: QueueActor[] = [];
+    const targets: QueueHandle[] = [];
     for (const name of names) {
-      const actor = byName?.get(name);
-      if (actor === undefined) return 'unavailable';
-      targets.push(actor);
+      const record = this.metadata.queue(vhost, name);
+      const queue = record === undefined ? undefined : this.queues.handle(record);
+      if (queue === undefined) return 'unavailable';
+      targets.push(queue);
     }
-    return targets;
+    return targets as unknown as DeadLetterRoute;
   }
 
   /**
@@ -924,22 +851,14 @@ export class Broker {
     headers: FieldTable | undefined,
   ): RouteResult {
     const names = route(this.metadata, vhost, exchange, keys, headers);
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues !== undefined) {
-      const handles: QueueHandle[] = [];
-      for (const name of names) {
-        const record = this.metadata.queue(vhost, name);
-        if (record !== undefined) handles.push(clusterQueues.handle(record));
-      }
-      return { targets: handles, unserved: false };
-    }
-    const byName = this.actors.ofVhost(vhost);
-    const targets: QueueActor[] = [];
+    const targets: QueueHandle[] = [];
     let unserved = false;
     for (const name of names) {
-      const actor = byName?.get(name);
-      if (actor !== undefined) targets.push(actor);
-      else if (this.metadata.queue(vhost, name) !== undefined) unserved = true;
+      const record = this.metadata.queue(vhost, name);
+      if (record === undefined) continue;
+      const queue = this.queues.handle(record);
+      if (queue !== undefined) targets.push(queue);
+      else unserved = true;
     }
     return { targets, unserved };
   }
@@ -1070,7 +989,7 @@ export class Broker {
     );
     this.replicaOps.stop();
     this.maintenance.stop();
-    this.clusterQueues?.stop();
+    this.queues.stop();
     await this.actors.closeAll();
     await this.metaLog.close();
   }
@@ -1086,8 +1005,7 @@ export class Broker {
    * when every queue was the node's own).
    */
   private serves(record: QueueRecord): boolean {
-    if (this.clusterQueues !== undefined) return this.clusterQueues.membersOf(record).includes(this.nodeId());
-    return record.node === undefined || record.node === this.cluster?.nodeId;
+    return this.queues.serves(record);
   }
 
   private async recover(): Promise<void> {
@@ -1118,19 +1036,10 @@ export class Broker {
     }
     let queues = 0;
     let messages = 0;
-    if (this.clusterQueues !== undefined) {
-      await this.clusterQueues.reconcileReplicas();
-      for (const actor of this.actors.replicas()) {
-        queues += 1;
-        messages += actor.counts().ready + actor.counts().unacked;
-      }
-    } else {
-      for (const record of this.metadata.queues()) {
-        if (!this.serves(record)) continue;
-        const actor = await this.actors.start(record, this.effectiveConfig(record).config);
-        queues += 1;
-        messages += actor.counts().ready + actor.counts().unacked;
-      }
+    await this.queues.recover();
+    for (const actor of this.actors.replicas()) {
+      queues += 1;
+      messages += actor.counts().ready + actor.counts().unacked;
     }
     this.logger.info(
       { queues, messages, ms: Math.round(performance.now() - started) },
