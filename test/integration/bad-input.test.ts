@@ -11,7 +11,7 @@
 // - a name longer than 255 bytes (AMQP cannot even encode one): 406 PRECONDITION_FAILED on the
 //   channel (packages/node/src/metadata/names.ts);
 // - channel-wide prefetch (basic.qos global=true) and prefetch_size: 540 NOT_IMPLEMENTED, which
-//   AMQP 0-9-1 makes a connection error (packages/node/src/transport/ws/channel.ts);
+//   AMQP 0-9-1 makes a connection error (packages/node/src/session/channel-core.ts);
 // - a text WebSocket message: 502 SYNTAX_ERROR.
 import * as amqp from '@styx/client';
 import type { Frame } from '@styx/client/wire';

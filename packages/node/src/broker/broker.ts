@@ -1,12 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
-import type {
-  BasicProperties,
-  ExchangeDeclare,
-  FieldTable,
-  QueueDeclare,
-  QueueDeclareOk,
-} from '@styx/client/wire';
+import type { BasicProperties, FieldTable } from '@styx/client/wire';
 import { isConnectionError, ReplyCode } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
@@ -47,23 +41,26 @@ import { route } from '../router/route.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
-import type { Connection } from '../transport/ws/connection.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
-import type { ClientConnection } from './client-connection.ts';
-import type { ChannelSink } from './cluster-queues.ts';
+import type { ClientChannel, ClientConnection } from './client-connection.ts';
+import { ClientConnections } from './client-connections.ts';
+import { ClusterQueueDirectory } from './cluster-queue-directory.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { ConnectionDirectory } from './connection-directory.ts';
 import { DEFAULT_DISK_FREE_LIMIT_BYTES } from './disk-free-limit.ts';
+import { LocalQueueDirectory } from './local-queue-directory.ts';
 import { isLoopbackAddress } from './loopback.ts';
 import { NodeListeners } from './node-listeners.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
 import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
+import type { QueueDirectory } from './queue-directory.ts';
 import { QueueReplicaOperations } from './queue-replica-ops.ts';
 import type { NodeResourceFigures } from './resource-alarms.ts';
 import { ResourceAlarms } from './resource-alarms.ts';
 import { ResourceMonitor } from './resource-monitor.ts';
+import type { Session } from './session.ts';
 
 /** Styx's version, as the server properties and `rabbitmq_build_info` report it. */
 export const STYX_VERSION = '0.1.0';
@@ -71,19 +68,48 @@ export const STYX_VERSION = '0.1.0';
 /** The cluster name metrics report when the operator set none (the same on every node). */
 export const DEFAULT_CLUSTER_NAME = 'styx';
 
-/** Who is acting: the authenticated user, the vhost of the connection, and the connection. */
-export interface Session {
-  readonly user: string;
-  readonly vhost: string;
-  readonly connectionId: string;
-  /**
-   * The node acting for an administrator, not a client: a definitions import declares what the
-   * file holds in any vhost, as RabbitMQ's does, so permission regexes are not checked.
-   */
-  readonly trusted?: boolean;
-}
+/** Who is acting (session.ts); re-exported here, where callers of the broker look for it. */
+export type { Session } from './session.ts';
 
 export type Permission = 'configure' | 'write' | 'read';
+
+/** An exchange to declare (exchange.declare, a definitions import, the management API). */
+export interface ExchangeDeclareArgs {
+  readonly exchange: string;
+  readonly type: string;
+  /** Only check that it exists (404 otherwise). */
+  readonly passive: boolean;
+  readonly durable: boolean;
+  readonly autoDelete: boolean;
+  readonly internal: boolean;
+  readonly arguments?: FieldTable | undefined;
+}
+
+/** A queue to declare; an empty `queue` asks for a generated name. */
+export interface QueueDeclareArgs {
+  readonly queue: string;
+  /** Only check that it exists (404 otherwise) and count it. */
+  readonly passive: boolean;
+  readonly durable: boolean;
+  readonly exclusive: boolean;
+  readonly autoDelete: boolean;
+  readonly arguments?: FieldTable | undefined;
+}
+
+/** A declared queue: its name (generated if asked) and its counts. */
+export interface QueueDeclared {
+  readonly queue: string;
+  readonly messageCount: number;
+  readonly consumerCount: number;
+}
+
+/** What `Broker.route` found for a publish. */
+export interface RouteResult {
+  /** The queues that take the message. */
+  readonly targets: readonly QueueHandle[];
+  /** Some queue it routes to is not served by this node: it does not get the message. */
+  readonly unserved: boolean;
+}
 
 export interface BrokerOptions {
   /** Unique name of this node, used in connection ids and generated names. */
@@ -120,9 +146,6 @@ export interface BrokerOptions {
 /** How long a node waits for its replica to catch up with a metadata change it forwarded, ms. */
 const FORWARDED_APPLY_TIMEOUT_MS = 10_000;
 
-/** How long a declare waits for a new queue's replicas to join its group, ms. */
-const QUEUE_MEMBERS_WAIT_MS = 5_000;
-
 /**
  * The broker node's core: the metadata store (vhosts, users, permissions, exchanges, queues,
  * bindings) and the queue actors, with the operations channels perform on them. Protocol framing
@@ -150,9 +173,10 @@ export class Broker {
   private readonly localDeletes = new Set<string>();
   /** The queue actors running here (the replicas held here, in a cluster). */
   private readonly actors: QueueActors;
-  private readonly connections = new Map<string, Connection>();
-  /** The queues of the cluster as this node serves them (absent on a node alone). */
-  private readonly clusterQueues: ClusterQueues | undefined;
+  /** Client connections open here, of any protocol (transports register them once authenticated). */
+  private readonly connections = new ClientConnections();
+  /** How this node reaches its queues, whether it is alone or in a cluster. */
+  private readonly queues: QueueDirectory;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
   readonly queueChecks: QueueChecks;
   /** Reading a queue's messages without taking them, on its leader (the dead-letter inspector). */
@@ -223,7 +247,7 @@ export class Broker {
       );
       this.metaLog = withCompaction(this.metaGroup, { policy: { maxEntries: 10_000 } });
     }
-    this.clusterQueues =
+    const clusterQueues =
       this.cluster === undefined
         ? undefined
         : new ClusterQueues(
@@ -245,7 +269,7 @@ export class Broker {
       clock: this.clock,
       storage: this.storage,
       cluster: this.cluster,
-      clusterQueues: this.clusterQueues,
+      clusterQueues,
       sinks: {
         resolveOwner: (owner: string): OwnerSink | undefined => this.resolveOwner(owner),
         routeDeadLetter: (vhost, exchange, routingKeys, headers): DeadLetterRoute =>
@@ -255,11 +279,33 @@ export class Broker {
       effectiveConfig: (record) => this.effectiveConfig(record),
       nodeFlow: this.flowTotals,
     });
+    // The one place that knows whether this node is alone: every queue operation goes through this.
+    this.queues =
+      clusterQueues === undefined
+        ? new LocalQueueDirectory({
+            nodeId: this.nodeId(),
+            metadata: this.metadata,
+            logger: this.logger,
+            actors: this.actors,
+            localDeletes: this.localDeletes,
+            effectiveConfig: (record) => this.effectiveConfig(record),
+            localChannel: (owner) => this.localChannel(owner),
+            wakeDeadLetters: (vhost) => this.wakeDeadLetters(vhost),
+          })
+        : new ClusterQueueDirectory({
+            nodeId: this.nodeId(),
+            metadata: this.metadata,
+            logger: this.logger,
+            actors: this.actors,
+            clusterQueues,
+            wakeDeadLetters: (vhost) => this.wakeDeadLetters(vhost),
+            scheduleRebalance: () => this.replicaOps.scheduleRebalance(),
+          });
     this.replicaOps = new QueueReplicaOperations({
       metadata: this.metadata,
       logger: this.logger,
       cluster: this.cluster,
-      clusterQueues: this.clusterQueues,
+      clusterQueues,
       leadsMetadata: () => this.metaGroup?.role === 'leader',
       runMeta: (command) => this.runMeta(command),
     });
@@ -269,17 +315,17 @@ export class Broker {
       metadata: this.metadata,
       logger: this.logger,
       bodyStore: this.storage?.bodyStore,
-      membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
+      membersOf: (record) => this.queues.membersOf(record),
       replica: (groupId) => this.actors.replicaOf(groupId),
-      group: (groupId) => this.clusterQueues?.group(groupId),
+      group: (groupId) => this.queues.group(groupId),
       cluster: this.cluster,
     });
     this.queueBrowser = new QueueBrowser({
       selfId: this.nodeId(),
       logger: this.logger,
       replica: (groupId) => this.actors.replicaOf(groupId),
-      membersOf: (record) => this.clusterQueues?.membersOf(record) ?? [this.nodeId()],
-      leaderHint: (record) => this.clusterQueues?.handle(record).leader,
+      membersOf: (record) => this.queues.membersOf(record),
+      leaderHint: (record) => this.queues.leaderHint(record),
       cluster: this.cluster,
     });
     this.connectionDirectory = new ConnectionDirectory({
@@ -300,7 +346,7 @@ export class Broker {
       metadata: this.metadata,
       logger: this.logger,
       replicas: () => this.actors.replicas(),
-      queueGroup: (groupId) => this.clusterQueues?.group(groupId),
+      queueGroup: (groupId) => this.queues.group(groupId),
       metadataGroup: this.cluster === undefined ? undefined : this.metaGroup,
       closeClients: (reason) => {
         const open = [...this.connections.values()];
@@ -406,15 +452,15 @@ export class Broker {
     return { user, vhost, connectionId };
   }
 
-  connectionOpened(connection: Connection): void {
-    this.connections.set(connection.id, connection);
+  connectionOpened(connection: ClientConnection): void {
+    this.connections.add(connection);
     this.counters.connectionsOpened++;
     const reason = this.publishBlockReason;
     if (reason !== undefined) connection.setMemoryBlocked(true, reason);
   }
 
-  connectionClosed(connection: Connection): void {
-    if (!this.connections.delete(connection.id)) return;
+  connectionClosed(connection: ClientConnection): void {
+    if (!this.connections.delete(connection)) return;
     this.counters.connectionsClosed++;
     // Exclusive queues die with their connection.
     this.runMeta({ type: 'deleteExclusive', connectionId: connection.id })
@@ -445,9 +491,7 @@ export class Broker {
   }
 
   private resolveOwner(owner: string): OwnerSink | undefined {
-    return this.clusterQueues !== undefined
-      ? this.clusterQueues.resolveOwner(owner)
-      : this.localChannel(owner);
+    return this.queues.resolveOwner(owner);
   }
 
   /**
@@ -455,15 +499,12 @@ export class Broker {
    * back for one whose leader gave them up while it counted this node down.
    */
   private reassertConsumers(): void {
-    for (const connection of this.connections.values())
-      for (const channel of connection.openChannels()) channel.reassertConsumers();
+    for (const channel of this.connections.openChannels()) channel.reassertConsumers();
   }
 
   /** The open channel of this node with owner id `owner` (`${connectionId}/${channel}`). */
-  private localChannel(owner: string): (OwnerSink & ChannelSink) | undefined {
-    const slash = owner.lastIndexOf('/');
-    const connection = this.connections.get(owner.slice(0, slash));
-    return connection?.channelFor(Number(owner.slice(slash + 1)));
+  private localChannel(owner: string): ClientChannel | undefined {
+    return this.connections.channel(owner);
   }
 
   /** This node's figures as `/api/nodes` names them (and as its resource report carries them). */
@@ -514,8 +555,7 @@ export class Broker {
         this.logins.clear();
         // A snapshot from the leader replaced everything at once (a lagging or joining node).
         this.permissionEpoch++;
-        const clusterQueues = this.clusterQueues;
-        if (clusterQueues !== undefined) queueMicrotask(() => void clusterQueues.reconcileReplicas());
+        this.queues.metadataRestored();
         for (const listener of this.appliedListeners) listener(undefined, undefined);
       },
     };
@@ -559,27 +599,7 @@ export class Broker {
       if (actor === undefined || actor.groupId !== q.groupId || this.localDeletes.has(q.groupId)) continue;
       void this.actors.stop(q.vhost, q.name, true);
     }
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues === undefined) return;
-    // Every node, replica or not, lets go of its handles of the deleted queues.
-    for (const q of reply.deletedQueues) clusterQueues.queueDeleted(q.groupId);
-    switch (command.type) {
-      case 'declareQueue':
-      case 'setQueueMembers':
-      case 'addClusterNode':
-      case 'forgetClusterNode':
-        if (command.type === 'addClusterNode') this.replicaOps.scheduleRebalance();
-        // After this apply: starting a replica opens a log, never from inside another's apply.
-        queueMicrotask(() => void clusterQueues.reconcileReplicas());
-        if (command.type === 'setQueueMembers') {
-          const record = this.metadata.queue(command.vhost, command.name);
-          if (record !== undefined) {
-            clusterQueues.handle(record);
-            queueMicrotask(() => clusterQueues.pokeMembership(record.groupId));
-          }
-        }
-        break;
-    }
+    this.queues.metadataApplied(command, reply);
   }
 
   /**
@@ -622,7 +642,7 @@ export class Broker {
     return this.metadata.exchange(vhost, name);
   }
 
-  async declareExchange(session: Session, m: ExchangeDeclare): Promise<void> {
+  async declareExchange(session: Session, m: ExchangeDeclareArgs): Promise<void> {
     if (m.passive) {
       if (this.metadata.exchange(session.vhost, m.exchange) === undefined) {
         throw notFound(`no exchange '${m.exchange}' in vhost '${session.vhost}'`);
@@ -703,12 +723,12 @@ export class Broker {
     this.checkPermission(session, 'read', 'exchange', source);
   }
 
-  async declareQueue(session: Session, m: QueueDeclare): Promise<QueueDeclareOk> {
+  async declareQueue(session: Session, m: QueueDeclareArgs): Promise<QueueDeclared> {
     const vhost = session.vhost;
     if (m.passive) {
       const queue = this.queueForUse(session, m.queue, undefined);
       queue.touch().catch(() => undefined);
-      const counts = this.clusterQueues === undefined ? queue.counts() : await this.leaderCounts(queue);
+      const counts = await this.queues.leaderCounts(queue);
       return { queue: m.queue, messageCount: counts.ready, consumerCount: counts.consumers };
     }
     const name = m.queue === '' ? this.generateName('amq.gen-') : m.queue;
@@ -725,7 +745,6 @@ export class Broker {
       this.checkPermission(session, 'read', 'queue', name);
       this.checkPermission(session, 'write', 'exchange', parsed.config.deadLetterExchange);
     }
-    const clusterQueues = this.clusterQueues;
     const reply = await this.runMeta({
       type: 'declareQueue',
       vhost,
@@ -747,38 +766,8 @@ export class Broker {
         : {}),
     });
     if (reply.created === true) this.counters.queuesCreated++;
-    if (clusterQueues !== undefined) {
-      const record = this.metadata.queue(vhost, name) as QueueRecord;
-      const queue = clusterQueues.handle(record);
-      const members = clusterQueues.membersOf(record);
-      if (reply.created === true && members.includes(this.nodeId())) {
-        // Opened here (the first member creates the group), then the declare waits until the
-        // other replicas joined, so the first confirm already needs a quorum of them.
-        await this.actors.startReplica(record, members[0] === this.nodeId() ? 'bootstrap' : 'join');
-        if (!(await clusterQueues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS))) {
-          this.logger.warn(
-            { queue: name, vhost, members },
-            'queue declared before all its replicas joined (some members are down?)',
-          );
-        }
-        this.wakeDeadLetters(vhost);
-        return { queue: name, messageCount: 0, consumerCount: 0 };
-      }
-      queue.touch().catch(() => undefined);
-      const counts = await this.leaderCounts(queue);
-      if (reply.created === true) this.wakeDeadLetters(vhost);
-      return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
-    }
-    let actor = this.actors.get(vhost, name);
-    if (reply.created === true || actor === undefined) {
-      const record = this.metadata.queue(vhost, name) as QueueRecord;
-      actor = await this.actors.start(record, this.effectiveConfig(record).config);
-      // The default exchange routes to it now: a hand-off to '' may have somewhere to go.
-      this.wakeDeadLetters(vhost);
-    } else {
-      actor.touch().catch(() => undefined);
-    }
-    const counts = actor.counts();
+    const record = this.metadata.queue(vhost, name) as QueueRecord;
+    const counts = await this.queues.declared(record, reply.created === true);
     return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
   }
 
@@ -816,32 +805,16 @@ export class Broker {
     return [self, ...replicas.filter((id) => id !== self)].slice(0, replicas.length);
   }
 
-  /** The counts as the queue's leader has them; this node's view when it cannot be reached. */
-  private async leaderCounts(queue: QueueHandle): Promise<ReturnType<QueueHandle['counts']>> {
-    try {
-      return await queue.fetchCounts();
-    } catch {
-      return queue.counts();
-    }
-  }
-
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
     const vhost = session.vhost;
     const record = this.metadata.queue(vhost, name);
-    const clusterQueues = this.clusterQueues;
-    // On a node alone the actor counts its messages as it stops; in a cluster every replica stops
-    // and drops its data when the deletion applies on its node, and the leader has the counts.
-    const actor = clusterQueues === undefined ? this.actors.get(vhost, name) : undefined;
+    const queue = record === undefined ? undefined : this.queues.handle(record);
     // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
-    if (record === undefined || (clusterQueues === undefined && actor === undefined)) return 0;
+    if (queue === undefined) return 0;
     this.checkPermission(session, 'configure', 'queue', name);
     this.checkExclusive(session, name);
-    const counts =
-      clusterQueues !== undefined
-        ? await this.leaderCounts(clusterQueues.handle(record))
-        : (actor as QueueActor).counts();
-    if (actor !== undefined) this.localDeletes.add(actor.groupId);
-    try {
+    const counts = await this.queues.leaderCounts(queue);
+    return this.queues.delete(queue, counts, async () => {
       await this.runMeta({
         type: 'deleteQueue',
         vhost,
@@ -851,13 +824,10 @@ export class Broker {
         consumers: counts.consumers,
         messages: counts.ready + counts.unacked,
         connectionId: session.connectionId,
-        groupId: actor?.groupId ?? record.groupId,
+        groupId: queue.groupId,
       });
       this.counters.queuesDeleted++;
-    } finally {
-      if (actor !== undefined) this.localDeletes.delete(actor.groupId);
-    }
-    return actor !== undefined ? this.actors.stop(vhost, name, true) : counts.ready;
+    });
   }
 
   async purgeQueue(session: Session, name: string): Promise<number> {
@@ -870,19 +840,12 @@ export class Broker {
    * exclusive queue, 403 without the permission.
    */
   queueForUse(session: Session, name: string, permission: Permission | undefined): QueueHandle {
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues !== undefined) {
-      const record = this.metadata.queue(session.vhost, name);
-      if (record === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
-      this.checkExclusive(session, name);
-      if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
-      return clusterQueues.handle(record);
-    }
-    const actor = this.actors.get(session.vhost, name);
-    if (actor === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
+    const record = this.metadata.queue(session.vhost, name);
+    const queue = record === undefined ? undefined : this.queues.handle(record);
+    if (queue === undefined) throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
     this.checkExclusive(session, name);
     if (permission !== undefined) this.checkPermission(session, permission, 'queue', name);
-    return actor;
+    return queue;
   }
 
   private checkExclusive(session: Session, name: string): void {
@@ -901,11 +864,6 @@ export class Broker {
   consumerCancelled(queue: QueueHandle): void {
     const record = this.metadata.queue(queue.vhost, queue.name);
     if (record === undefined || record.groupId !== queue.groupId || !record.autoDelete) return;
-    if (this.clusterQueues === undefined) {
-      if (queue.counts().consumers > 0) return;
-      this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
-      return;
-    }
     queue.fetchCounts().then(
       (counts) => {
         if (counts.consumers === 0) this.deleteInternally(queue, 'auto-delete queue lost its last consumer');
@@ -919,7 +877,7 @@ export class Broker {
   }
 
   private deleteInternally(queue: QueueHandle, why: string): void {
-    if (this.clusterQueues === undefined && this.actors.get(queue.vhost, queue.name) !== queue) return;
+    if (!this.queues.isLive(queue)) return;
     if (this.metadata.queue(queue.vhost, queue.name)?.groupId !== queue.groupId) return;
     this.logger.info({ queue: queue.name, vhost: queue.vhost }, `deleting queue: ${why}`);
     this.runMeta({
@@ -954,24 +912,14 @@ export class Broker {
   ): DeadLetterRoute {
     if (this.metadata.exchange(vhost, exchange) === undefined) return 'no-exchange';
     const names = route(this.metadata, vhost, exchange, routingKeys, headers);
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues !== undefined) {
-      const handles: QueueHandle[] = [];
-      for (const name of names) {
-        const record = this.metadata.queue(vhost, name);
-        if (record === undefined) return 'unavailable';
-        handles.push(clusterQueues.handle(record));
-      }
-      return handles as unknown as DeadLetterRoute;
-    }
-    const byName = this.actors.ofVhost(vhost);
-    const targets: QueueActor[] = [];
+    const targets: QueueHandle[] = [];
     for (const name of names) {
-      const actor = byName?.get(name);
-      if (actor === undefined) return 'unavailable';
-      targets.push(actor);
+      const record = this.metadata.queue(vhost, name);
+      const queue = record === undefined ? undefined : this.queues.handle(record);
+      if (queue === undefined) return 'unavailable';
+      targets.push(queue);
     }
-    return targets;
+    return targets as unknown as DeadLetterRoute;
   }
 
   /**
@@ -987,39 +935,28 @@ export class Broker {
   // ------------------------------------------------------------------------------ publishing
 
   /**
-   * Whether the last `route()` reached a queue this node does not serve (one declared on another
-   * node of the cluster): the publish did not reach every queue, so a confirm must be a nack.
-   * Read right after `route()` (a flag rather than a result object keeps the publish path free of
-   * allocations).
+   * The queues a publish reaches (`keys` = routing key plus CC and BCC keys), and whether it was
+   * routed to a queue this node does not serve (one declared on another node of a cluster that
+   * predates replicated queues): such a publish did not reach every queue, so a confirm must be a
+   * nack.
    */
-  lastRouteUnserved = false;
-
-  /** The queues a publish reaches. `keys` = routing key plus CC and BCC keys. */
   route(
     vhost: string,
     exchange: string,
     keys: readonly string[],
     headers: FieldTable | undefined,
-  ): QueueHandle[] {
+  ): RouteResult {
     const names = route(this.metadata, vhost, exchange, keys, headers);
-    this.lastRouteUnserved = false;
-    const clusterQueues = this.clusterQueues;
-    if (clusterQueues !== undefined) {
-      const handles: QueueHandle[] = [];
-      for (const name of names) {
-        const record = this.metadata.queue(vhost, name);
-        if (record !== undefined) handles.push(clusterQueues.handle(record));
-      }
-      return handles;
-    }
-    const byName = this.actors.ofVhost(vhost);
-    const targets: QueueActor[] = [];
+    const targets: QueueHandle[] = [];
+    let unserved = false;
     for (const name of names) {
-      const actor = byName?.get(name);
-      if (actor !== undefined) targets.push(actor);
-      else if (this.metadata.queue(vhost, name) !== undefined) this.lastRouteUnserved = true;
+      const record = this.metadata.queue(vhost, name);
+      if (record === undefined) continue;
+      const queue = this.queues.handle(record);
+      if (queue !== undefined) targets.push(queue);
+      else unserved = true;
     }
-    return targets;
+    return { targets, unserved };
   }
 
   /** Whether `queue` still exists (this incarnation: not deleted, nor deleted and declared again). */
@@ -1082,9 +1019,9 @@ export class Broker {
       raftGroupOf: (groupId) => this.actors.raftGroupOf(groupId),
       metadataRaft: () => this.metaGroup,
       connectionCount: () => this.connections.size,
-      channelCount: () => this.sumOverConnections((c) => c.channelCount),
-      publisherCount: () => this.sumOverConnections((c) => c.publisherCount),
-      clientConsumerCount: () => this.sumOverConnections((c) => c.consumerCount),
+      channelCount: () => this.connections.sum((c) => c.channelCount),
+      publisherCount: () => this.connections.sum((c) => c.publisherCount),
+      clientConsumerCount: () => this.connections.sum((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
       logSync: this.storage?.logStore.syncLatency,
       counters: this.counters,
@@ -1096,12 +1033,6 @@ export class Broker {
       diskFreeLimitBytes: this.resources.diskFreeLimitBytes,
       diskAlarm: () => this.resources.diskAlarm,
     };
-  }
-
-  private sumOverConnections(figure: (connection: Connection) => number): number {
-    let sum = 0;
-    for (const connection of this.connections.values()) sum += figure(connection);
-    return sum;
   }
 
   /** Whether `user` may only log in from a loopback address (RabbitMQ's `loopback_users`). */
@@ -1157,7 +1088,7 @@ export class Broker {
     );
     this.replicaOps.stop();
     this.maintenance.stop();
-    this.clusterQueues?.stop();
+    this.queues.stop();
     await this.actors.closeAll();
     await this.metaLog.close();
   }
@@ -1173,8 +1104,7 @@ export class Broker {
    * when every queue was the node's own).
    */
   private serves(record: QueueRecord): boolean {
-    if (this.clusterQueues !== undefined) return this.clusterQueues.membersOf(record).includes(this.nodeId());
-    return record.node === undefined || record.node === this.cluster?.nodeId;
+    return this.queues.serves(record);
   }
 
   private async recover(): Promise<void> {
@@ -1205,19 +1135,10 @@ export class Broker {
     }
     let queues = 0;
     let messages = 0;
-    if (this.clusterQueues !== undefined) {
-      await this.clusterQueues.reconcileReplicas();
-      for (const actor of this.actors.replicas()) {
-        queues += 1;
-        messages += actor.counts().ready + actor.counts().unacked;
-      }
-    } else {
-      for (const record of this.metadata.queues()) {
-        if (!this.serves(record)) continue;
-        const actor = await this.actors.start(record, this.effectiveConfig(record).config);
-        queues += 1;
-        messages += actor.counts().ready + actor.counts().unacked;
-      }
+    await this.queues.recover();
+    for (const actor of this.actors.replicas()) {
+      queues += 1;
+      messages += actor.counts().ready + actor.counts().unacked;
     }
     this.logger.info(
       { queues, messages, ms: Math.round(performance.now() - started) },

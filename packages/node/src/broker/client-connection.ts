@@ -1,11 +1,14 @@
 /**
- * What the broker and the management API need from a client connection, whatever protocol it
- * speaks: who it is (`session`), what an operator sees of it (`info`: RabbitMQ's facts of a
- * connection, its channels and their consumers) and how an operator ends it (`close`). A transport
- * (transport/ws/connection.ts) implements it; management code reads connections only through it,
- * so it never depends on a transport's classes.
+ * The broker's own view of client connections and channels, whatever protocol they speak. The
+ * broker owns these interfaces and each transport (transport/ws/, later AMQP 0-9-1) implements
+ * them: the broker and the management API never depend on a transport's classes, so no transport
+ * is special and none is imported by the broker. Besides what the broker needs to run (owner ids,
+ * metrics, alarms, graceful closes) it is what an operator sees of a connection (`info`: RabbitMQ's
+ * facts of a connection, its channels and their consumers) and how an operator ends one (`close`).
  */
-import type { Session } from './broker.ts';
+import type { OwnerSink } from '../queue/queue-actor.ts';
+import type { QueueHandle } from '../queue/queue-handle.ts';
+import type { Session } from './session.ts';
 
 /** A consumer as `GET /api/consumers` reports it (RabbitMQ's fields, without the channel's). */
 export interface ConsumerFacts {
@@ -62,11 +65,46 @@ export interface ConnectionFacts {
   readonly channels: readonly ChannelFacts[];
 }
 
+/**
+ * A client channel as the broker sees it: the owner its queues deliver to (owner id
+ * `${connectionId}/${channelNumber}`), whatever protocol its connection speaks.
+ */
+export interface ClientChannel extends OwnerSink<QueueHandle> {
+  /**
+   * A cluster node came back: register every consumer of this channel again (a no-op for a queue
+   * that kept them; the way back for one whose leader gave them up while it counted this node down).
+   */
+  reassertConsumers(): void;
+  /** What an operator sees of this channel (`GET /api/channels`). */
+  facts(): ChannelFacts;
+}
+
 /** A client connection as the broker holds it (see the module comment). */
 export interface ClientConnection {
-  /** Unique in the cluster: `${nodeName}:${runId}.${counter}`. */
+  /** `${nodeName}:${runId}.${n}`: unique across the cluster and across restarts. */
   readonly id: string;
+  /** Who is connected (the authenticated user and vhost). */
   readonly session: Session;
+  /** Channels open on this connection (metrics). */
+  readonly channelCount: number;
+  /** Of the open channels, those that have published (metrics: `rabbitmq_global_publishers`). */
+  readonly publisherCount: number;
+  /** Consumers registered on this connection's channels (metrics: `rabbitmq_global_consumers`). */
+  readonly consumerCount: number;
+  /** The open channel with this number, if any (its queues deliver to it as their owner). */
+  channelFor(number: number): ClientChannel | undefined;
+  /** The open channels. */
+  openChannels(): Iterable<ClientChannel>;
+  /**
+   * A resource alarm (memory or disk, on this node or another member) is in effect, or the last
+   * one cleared: throttle publishers, telling them `reason`.
+   */
+  setMemoryBlocked(blocked: boolean, reason?: string): void;
+  /**
+   * Close with 320 CONNECTION_FORCED once every publish taken is confirmed or nacked, taking no
+   * new publish meanwhile (maintenance mode, node shutdown). Resolves once closed.
+   */
+  closeGracefully(reason: string): Promise<void>;
   /** The connection's facts now (cheap: no I/O). */
   info(): ConnectionFacts;
   /**

@@ -31,7 +31,7 @@ export function brokerRedrivePort(broker: Broker, cluster: ClusterView): Redrive
     route: (vhost, exchange, routingKey, headers) =>
       broker.exchange(vhost, exchange) === undefined
         ? undefined
-        : broker.route(vhost, exchange, [routingKey], headers),
+        : broker.route(vhost, exchange, [routingKey], headers).targets,
     writeRefusal: (user, vhost, exchange) =>
       canAccess(metadata, user, vhost, 'write', exchange)
         ? undefined

@@ -88,12 +88,12 @@ async function setup() {
   return { channel, queue, message, deliveries, settled, returned, flush };
 }
 
-describe('Channel as an OwnerSink', () => {
+describe('Channel (its core) as an OwnerSink', () => {
   it('ignores a delivery of a message it already holds unacked (a new leader sending it again)', async () => {
     const t = await setup();
-    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
     // A new leader re-sends what is outstanding, marked redelivered, with the same delivery count.
-    t.channel.deliver(t.queue, 'c', 7, true, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 0, t.message('a'));
     expect(t.deliveries()).toEqual([{ deliveryTag: 1, redelivered: false, body: 'a' }]);
     // The original tag still acks it.
     t.channel.handle({ channel: 1, method: 'basicAck', basicAck: { deliveryTag: 1, multiple: false } });
@@ -103,16 +103,16 @@ describe('Channel as an OwnerSink', () => {
 
   it('delivers again a message that came back and was delivered anew (higher delivery count), flagged redelivered', async () => {
     const t = await setup();
-    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
     // The leader gave this channel up (its node counted down), returned the message and delivered
     // it again once the consumer registered again: a new delivery, which the client must see.
-    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
     expect(t.deliveries()).toEqual([
       { deliveryTag: 1, redelivered: false, body: 'a' },
       { deliveryTag: 2, redelivered: true, body: 'a' },
     ]);
     // A repeat of that newer delivery is ignored too.
-    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
     expect(t.deliveries().length).toBe(2);
     // Both tags stay valid (an ack of a tag the client holds never closes the channel).
     t.channel.handle({ channel: 1, method: 'basicAck', basicAck: { deliveryTag: 2, multiple: false } });
@@ -123,7 +123,7 @@ describe('Channel as an OwnerSink', () => {
 
   it('delivers again, redelivered, a message it acked or returned', async () => {
     const t = await setup();
-    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
     t.channel.handle({
       channel: 1,
       method: 'basicNack',
@@ -131,7 +131,7 @@ describe('Channel as an OwnerSink', () => {
     });
     await t.flush();
     expect(t.returned).toEqual([[7]]);
-    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
     expect(t.deliveries()).toEqual([
       { deliveryTag: 1, redelivered: false, body: 'a' },
       { deliveryTag: 2, redelivered: true, body: 'a' },
@@ -144,16 +144,16 @@ describe('Channel as an OwnerSink', () => {
     // the client acked that; the old send then arrived and reached the client unflagged, a second
     // time, after the ack.
     const t = await setup();
-    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
     t.channel.handle({ channel: 1, method: 'basicAck', basicAck: { deliveryTag: 1, multiple: false } });
     await t.flush();
     expect(t.settled).toEqual([[7]]);
-    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
     // A link's resend of the very delivery that was acked (same count) is as stale.
-    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
     expect(t.deliveries()).toEqual([{ deliveryTag: 1, redelivered: true, body: 'a' }]);
     // The queue delivering it anew (the ack never applied: a higher count) still reaches the client.
-    t.channel.deliver(t.queue, 'c', 7, true, 2, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 2, t.message('a'));
     expect(t.deliveries()).toEqual([
       { deliveryTag: 1, redelivered: true, body: 'a' },
       { deliveryTag: 2, redelivered: true, body: 'a' },
@@ -162,15 +162,15 @@ describe('Channel as an OwnerSink', () => {
 
   it('ignores a late copy of a delivery it returned, and takes the redelivery that follows', async () => {
     const t = await setup();
-    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
     t.channel.handle({
       channel: 1,
       method: 'basicNack',
       basicNack: { deliveryTag: 1, multiple: false, requeue: true },
     });
     await t.flush();
-    t.channel.deliver(t.queue, 'c', 7, true, 0, t.message('a'));
-    t.channel.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 0, t.message('a'));
+    t.channel.core.deliver(t.queue, 'c', 7, true, 1, t.message('a'));
     expect(t.deliveries()).toEqual([
       { deliveryTag: 1, redelivered: false, body: 'a' },
       { deliveryTag: 2, redelivered: true, body: 'a' },
@@ -180,8 +180,8 @@ describe('Channel as an OwnerSink', () => {
   it('tells the same id of another queue apart', async () => {
     const t = await setup();
     const other = { ...t.queue, groupId: 'g2' } as QueueHandle;
-    t.channel.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
-    t.channel.deliver(other, 'c', 7, false, 0, t.message('b'));
+    t.channel.core.deliver(t.queue, 'c', 7, false, 0, t.message('a'));
+    t.channel.core.deliver(other, 'c', 7, false, 0, t.message('b'));
     expect(t.deliveries().map((d) => d.body)).toEqual(['a', 'b']);
   });
 });

@@ -3,7 +3,7 @@ import type { FieldTable, Frame, Hello } from '@styx/client/wire';
 import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
-import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
+import type { ClientChannel, ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
@@ -165,15 +165,15 @@ export class Connection implements ChannelHost, ClientConnection {
     return this.state === 'open';
   }
 
-  /** The open channel with this number, if any (queues deliver to it as its owner). */
   /** The open channels. */
-  *openChannels(): IterableIterator<Channel> {
-    for (const channel of this.channels.values()) if (channel.isOpen) yield channel;
+  *openChannels(): IterableIterator<ClientChannel> {
+    for (const channel of this.channels.values()) if (channel.isOpen) yield channel.core;
   }
 
-  channelFor(number: number): Channel | undefined {
+  /** The open channel with this number, if any (queues deliver to it as its owner). */
+  channelFor(number: number): ClientChannel | undefined {
     const channel = this.channels.get(number);
-    return channel?.isOpen ? channel : undefined;
+    return channel?.isOpen ? channel.core : undefined;
   }
 
   /** What an operator sees of this connection (`GET /api/connections`, broker/client-connection.ts). */
