@@ -9,6 +9,8 @@ import type { Target } from './brokers/broker.ts';
 import { RABBITMQ_SCRIPT, rabbitMqInstalled } from './brokers/rabbitmq-broker.ts';
 import { REPO_ROOT } from './brokers/styx-node.ts';
 import { buildReport, writeReport } from './report/build-report.ts';
+import { CPU_TABLE_HEADER, cpuTableRows } from './report/cpu-table.ts';
+import { textTable } from './report/format.ts';
 import { problemsList, ratiosTable, resultsTable } from './report/table.ts';
 import { ProgressLine } from './runner/progress-line.ts';
 import { liveBrokers, runBench } from './runner/run-bench.ts';
@@ -149,6 +151,11 @@ async function main(argv: string[]): Promise<number> {
   await writeReport(report, outDir, values.json === undefined ? undefined : resolve(values.json));
 
   process.stdout.write(`\n${resultsTable(results)}\n`);
+  const cpuRows = cpuTableRows(results);
+  if (cpuRows.length > 0)
+    process.stdout.write(
+      `\nBroker CPU per message and throughput\n${textTable(CPU_TABLE_HEADER, cpuRows)}\n`,
+    );
   if (report.ratios.length > 0) process.stdout.write(`\nStyx / RabbitMQ\n${ratiosTable(report.ratios)}\n`);
   const problems = problemsList(results);
   if (problems !== '') process.stdout.write(`\nNot run to the end:\n${problems}\n`);

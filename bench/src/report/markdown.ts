@@ -2,6 +2,7 @@
 import { TARGET_LABELS } from '../brokers/broker.ts';
 import type { BenchReport, CaseResult } from '../runner/results.ts';
 import { SCENARIOS } from '../scenarios/registry.ts';
+import { CPU_TABLE_HEADER, cpuTableRows } from './cpu-table.ts';
 import { formatCpu, formatRatio, formatValue } from './format.ts';
 
 /** RabbitMQ 3.10.8 as the issue measured it on this machine kind, for context next to this run. */
@@ -90,6 +91,17 @@ export function markdownReport(report: BenchReport): string {
   if (report.notes.length > 0) {
     out.push('');
     for (const n of report.notes) out.push(`- ${n}`);
+  }
+  const cpuRows = cpuTableRows(report.results);
+  if (cpuRows.length > 0) {
+    out.push('', '## CPU per message and throughput', '');
+    out.push(
+      'Broker CPU (user + system of every broker process: each node; beam.smp and its helpers) over ' +
+        "each case's measured window, divided by the messages it moved (µs/msg, lower is better), " +
+        'beside the rate (msg/s). A ratio is Styx / RabbitMQ.',
+      '',
+    );
+    out.push(mdTable(CPU_TABLE_HEADER, cpuRows));
   }
   if (report.ratios.length > 0) {
     out.push('', '## Styx / RabbitMQ', '');

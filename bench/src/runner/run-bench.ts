@@ -8,7 +8,7 @@ import { rabbitMqAdapter } from '../adapters/rabbitmq-adapter.ts';
 import { styxAdapter } from '../adapters/styx-adapter.ts';
 import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import { ClusterUnsupportedError, TARGET_LABELS } from '../brokers/broker.ts';
-import { generatorCpuMs, processCpuMs } from '../brokers/process-stats.ts';
+import { generatorCpuMs, processTreeCpuMs } from '../brokers/process-stats.ts';
 import { startRabbitMq } from '../brokers/rabbitmq-broker.ts';
 import { startStyx } from '../brokers/styx-broker.ts';
 import type { BenchCase } from '../scenarios/scenario.ts';
@@ -95,17 +95,6 @@ async function stop(broker: BrokerUnderTest): Promise<void> {
   liveBrokers.delete(broker);
 }
 
-/** CPU time of every node of the broker, ms; undefined when one cannot be read. */
-function brokerCpuMs(broker: BrokerUnderTest): number | undefined {
-  let sum = 0;
-  for (const pid of broker.pids) {
-    const ms = processCpuMs(pid);
-    if (ms === undefined) return undefined;
-    sum += ms;
-  }
-  return sum;
-}
-
 async function runOne(
   c: BenchCase,
   broker: BrokerUnderTest,
@@ -118,11 +107,11 @@ async function runOne(
   if (unmet !== undefined) return { ...base, status: 'unsupported', reason: unmet };
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
-  const brokerCpu0 = brokerCpuMs(broker);
+  const brokerCpu0 = processTreeCpuMs(broker.pids);
   const genCpu0 = generatorCpuMs();
   const wall0 = nowMs();
   const cpu = () => {
-    const brokerCpu1 = brokerCpuMs(broker);
+    const brokerCpu1 = processTreeCpuMs(broker.pids);
     return {
       brokerMs: brokerCpu0 !== undefined && brokerCpu1 !== undefined ? brokerCpu1 - brokerCpu0 : null,
       generatorMs: generatorCpuMs() - genCpu0,

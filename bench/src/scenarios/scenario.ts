@@ -4,7 +4,7 @@
  */
 import type { BrokerAdapter, DeadLetterStrategy, QueueSpec } from '../adapters/adapter.ts';
 import type { BenchConnection } from '../adapters/client-api.ts';
-import type { Target } from '../brokers/broker.ts';
+import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import type { HdrHistogram } from '../histogram/hdr-histogram.ts';
 import type { Sizes } from './sizes.ts';
 
@@ -47,8 +47,15 @@ export interface Requirement {
 export interface CaseContext {
   readonly target: Target;
   readonly adapter: BrokerAdapter;
-  /** The broker's OS process, for memory readings. */
+  /** The broker's OS process (node 1's), for memory readings. */
   readonly brokerPid: number;
+  /** The broker under test (scenario l restarts it). */
+  readonly broker: BrokerUnderTest;
+  /**
+   * CPU time so far of every broker process (each node, and for RabbitMQ beam.smp's helpers), ms;
+   * undefined when /proc cannot be read. Support: cpu-window.ts.
+   */
+  brokerCpuMs(): number | undefined;
   /** Opens a connection that the runner closes after the case. */
   connect(): Promise<BenchConnection>;
   /** Declares a uniquely named queue for `role`; the runner deletes it after the case. */
