@@ -139,12 +139,15 @@ export function processMemory(pid: number): ResidentMemory | undefined {
   return parseStatusMemory(status);
 }
 
+/** The value of a `Key:   123 kB` line of a /proc text, in bytes. */
+function kbLine(text: string, key: string): number | undefined {
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text);
+  return m?.[1] === undefined ? undefined : Number(m[1]) * 1024;
+}
+
 /** The memory lines of a /proc/<pid>/status text (values there are in kB). */
 export function parseStatusMemory(status: string): ResidentMemory | undefined {
-  const kb = (key: string): number | undefined => {
-    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status);
-    return m?.[1] === undefined ? undefined : Number(m[1]) * 1024;
-  };
+  const kb = (key: string): number | undefined => kbLine(status, key);
   const rss = kb('VmRSS');
   if (rss === undefined) return undefined;
   return { rss, anon: kb('RssAnon') ?? rss, file: kb('RssFile') ?? 0 };
@@ -161,10 +164,7 @@ export function generatorCpuMs(): number {
  * rest (mapped files such as LMDB's map, and shared memory). Undefined without an Rss line.
  */
 export function parseSmapsRollup(text: string): ResidentMemory | undefined {
-  const kb = (key: string): number | undefined => {
-    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text);
-    return m?.[1] === undefined ? undefined : Number(m[1]) * 1024;
-  };
+  const kb = (key: string): number | undefined => kbLine(text, key);
   const rss = kb('Rss');
   if (rss === undefined) return undefined;
   const anon = kb('Anonymous') ?? rss;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { CaseResult } from '../runner/results.ts';
 import type { Metric } from '../scenarios/scenario.ts';
 import { cpuPerMessageMetric, openCpuWindow, withCpuFirst } from '../scenarios/support/cpu-window.ts';
 import { cpuTableRows } from './cpu-table.ts';
 import { headlineOf } from './headline.ts';
+import { caseResult } from './test-support/case-result.ts';
 
 const rate = (value: number): Metric => ({
   key: 'throughput',
@@ -13,25 +13,7 @@ const rate = (value: number): Metric => ({
   better: 'higher',
 });
 
-function result(
-  target: 'styx' | 'rabbitmq',
-  caseId: string,
-  metrics: Metric[],
-  status: CaseResult['status'] = 'ok',
-): CaseResult {
-  return {
-    caseId,
-    scenario: 'a',
-    title: caseId,
-    target,
-    status,
-    params: {},
-    metrics,
-    histograms: [],
-    notes: [],
-    cpu: null,
-  };
-}
+const result = caseResult;
 
 describe('cpu window', () => {
   it('turns ms of CPU over messages into µs per message', () => {
