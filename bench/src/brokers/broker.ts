@@ -22,6 +22,12 @@ export interface BrokerUnderTest {
   recentLogs(): string[];
   /** Stop the broker and remove its data; idempotent. */
   stop(): Promise<void>;
+  /**
+   * Stops the broker cleanly, keeping its data, and starts it again on the same data (scenario l).
+   * `url`, `pid` and `pids` change. Resolves with how long the clean stop took, ms, once the new
+   * process accepts connections. Single node only: a cluster throws ClusterUnsupportedError.
+   */
+  restart(): Promise<{ readonly stopMs: number }>;
 }
 
 /** The bench cannot launch a cluster of this broker (yet): its cluster cases are skipped. */

@@ -4,6 +4,7 @@ import type { BenchReport, CaseResult } from '../runner/results.ts';
 import { SCENARIOS } from '../scenarios/registry.ts';
 import { CPU_TABLE_HEADER, cpuTableRows } from './cpu-table.ts';
 import { formatCpu, formatRatio, formatValue } from './format.ts';
+import { scalingPanels, soakPanels } from './scaling-chart.ts';
 
 /** RabbitMQ 3.10.8 as the issue measured it on this machine kind, for context next to this run. */
 export const RABBITMQ_REFERENCE = [
@@ -153,6 +154,10 @@ export function markdownReport(report: BenchReport): string {
     );
   }
   out.push('## Lateness', '', '![Lateness distributions](lateness.svg)', '');
+  if (scalingPanels(report.results).length > 0)
+    out.push('## Scaling', '', '![Throughput and CPU per message as each dimension grows](scaling.svg)', '');
+  if (soakPanels(report.results).length > 0)
+    out.push('## Soak', '', '![Resident memory over the publish/drain cycles](soak.svg)', '');
   out.push('## Reference: RabbitMQ 3.10.8 on this machine kind (from the issue; runs vary ±30 %)', '');
   for (const r of RABBITMQ_REFERENCE) out.push(`- ${r}`);
   out.push('');

@@ -107,11 +107,13 @@ async function runOne(
   if (unmet !== undefined) return { ...base, status: 'unsupported', reason: unmet };
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
+  const pids0 = broker.pids.join(',');
   const brokerCpu0 = processTreeCpuMs(broker.pids);
   const genCpu0 = generatorCpuMs();
   const wall0 = nowMs();
   const cpu = () => {
-    const brokerCpu1 = processTreeCpuMs(broker.pids);
+    // A case that restarted the broker (l) has other processes now: their times do not subtract.
+    const brokerCpu1 = broker.pids.join(',') === pids0 ? processTreeCpuMs(broker.pids) : undefined;
     return {
       brokerMs: brokerCpu0 !== undefined && brokerCpu1 !== undefined ? brokerCpu1 - brokerCpu0 : null,
       generatorMs: generatorCpuMs() - genCpu0,
@@ -133,6 +135,7 @@ async function runOne(
       status: 'ok',
       metrics: [...outcome.metrics, ...histograms.flatMap(histogramMetrics)],
       histograms,
+      ...(outcome.series === undefined ? {} : { series: outcome.series }),
       notes: [...outcome.notes],
       cpu: usage,
     };

@@ -27,9 +27,20 @@ export interface RecordedHistogram {
   readonly histogram: HdrHistogram;
 }
 
+/** Readings over time (the soak's memory), for charts: x in seconds since the case began. */
+export interface TimeSeries {
+  readonly key: string;
+  readonly label: string;
+  /** Of the y values. */
+  readonly unit: string;
+  readonly points: readonly { readonly x: number; readonly y: number }[];
+}
+
 export interface CaseOutcome {
   readonly metrics: readonly Metric[];
   readonly histograms: readonly RecordedHistogram[];
+  /** Readings over time, if the case samples any. */
+  readonly series?: readonly TimeSeries[];
   /** Anything a reader needs to interpret the numbers (duplicates seen, early expiries, ...). */
   readonly notes: readonly string[];
 }
@@ -88,7 +99,7 @@ export interface BenchCase {
   run(ctx: CaseContext): Promise<CaseOutcome>;
 }
 
-export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g'] as const;
+export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n'] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 export interface Scenario {
