@@ -19,11 +19,14 @@ import { FULL_SIZES, QUICK_SIZES, withMessageCount } from './scenarios/sizes.ts'
 
 const USAGE = `Usage: pnpm bench [scenario ...] [options]
 
-Scenarios (default: all; g only with --full): a letter (c), a name (hot-expiry), or a case id or
-prefix (c.burst, d.reject.at-least-once). --list shows them all.
+Scenarios (default: a–f, and g with --full): a letter (c), a name (hot-expiry), a case id or
+prefix (c.burst, d.reject.at-least-once), or a group: scaling (h–k: queues, connections, message
+size, cluster size), leads (e, n), extras (h–n). h–n run only when named. --list shows them all.
 
 Options:
-  --full                 the issue's sizes (100k messages, 1M for memory, 60 s TTL); default: quick (~3 min)
+  --full                 the issue's sizes (100k messages, 1M for memory and restart, 60 s TTL, 8 s sweep
+                         points up to 1,000 queues/connections and 5 nodes)
+  --quick                CI-sized runs (the default): ~3 min for a–f on both brokers
   --target T             styx | rabbitmq | both (default: both when RabbitMQ is installed, else styx)
   --json PATH            also write the JSON report to PATH
   --out DIR              where report.json, report.md and lateness.svg go (default: bench/results/<timestamp>)
@@ -56,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
       options: {
         full: { type: 'boolean' },
+        quick: { type: 'boolean' },
         target: { type: 'string' },
         json: { type: 'string' },
         out: { type: 'string' },
@@ -76,6 +80,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (values.full === true && values.quick === true) fail('--full and --quick exclude each other');
   let sizes = values.full ? FULL_SIZES : QUICK_SIZES;
   if (values.messages !== undefined) {
     if (!/^[1-9]\d*$/.test(values.messages)) fail(`--messages must be a positive whole number`);

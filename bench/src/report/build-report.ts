@@ -33,6 +33,10 @@ export function sizeNotes(sizes: Sizes): string[] {
       `paced streams ${sizes.pacedSeconds} s each, d ${k(sizes.reject)}; e's long message lives ` +
       `${sizes.longTtlMs / 1000} s instead of 60 s; f reads memory at ${k(sizes.memory)} queued instead of 1M; ` +
       "g (3-node cluster) runs only with --full or when named. Run with --full for the issue's sizes.",
+    `Quick mode for the scenarios run when named: sweep points of ${sizes.sweepSeconds} s, queues and ` +
+      `connections up to ${Math.max(...sizes.sweepQueues)}, clusters up to ${Math.max(...sizes.sweepNodes)} nodes; ` +
+      `restart with ${k(sizes.restart)} queued; soak of ${sizes.soakCycles} cycles of ${k(sizes.soakMessages)}; ` +
+      `${sizes.idleQueues.toLocaleString('en-US')} idle queues.`,
   ];
 }
 

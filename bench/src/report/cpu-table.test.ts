@@ -3,6 +3,7 @@ import type { Metric } from '../scenarios/scenario.ts';
 import { cpuPerMessageMetric, openCpuWindow, withCpuFirst } from '../scenarios/support/cpu-window.ts';
 import { cpuTableRows } from './cpu-table.ts';
 import { headlineOf } from './headline.ts';
+import { leadRows } from './leads.ts';
 import { caseResult } from './test-support/case-result.ts';
 
 const rate = (value: number): Metric => ({
@@ -55,6 +56,28 @@ describe('cpuTableRows', () => {
     expect(rows).toEqual([
       ['a.publish', '10', '20', '×0.50', '60,000', '30,000', '×2.00'],
       ['b.consume', '5', '', '', '1,000', '', ''],
+    ]);
+  });
+});
+
+describe('leadRows', () => {
+  it('shows the leads that ran, with the ratio when both brokers have them', () => {
+    const m = (key: string, value: number, unit: string): Metric => ({
+      key,
+      label: key,
+      unit,
+      value,
+      better: 'lower',
+    });
+    const rows = leadRows([
+      caseResult('styx', 'n.idle', [m('idle-cpu', 0.1, '% of a core'), m('rss', 300, 'MiB')]),
+      caseResult('rabbitmq', 'n.idle', [m('idle-cpu', 2, '% of a core'), m('rss', 900, 'MiB')]),
+      caseResult('styx', 'l.restart', [m('first', 2500, 'ms')]),
+    ]);
+    expect(rows).toEqual([
+      ['idle queues: broker CPU (n.idle)', '0.1 % of a core', '2 % of a core', '×0.05'],
+      ['idle queues: broker RSS (n.idle)', '300 MiB', '900 MiB', '×0.33'],
+      ['restart with a full queue: start → first delivery (l.restart)', '2.50 s', '', ''],
     ]);
   });
 });

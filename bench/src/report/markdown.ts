@@ -4,6 +4,7 @@ import type { BenchReport, CaseResult } from '../runner/results.ts';
 import { SCENARIOS } from '../scenarios/registry.ts';
 import { CPU_TABLE_HEADER, cpuTableRows } from './cpu-table.ts';
 import { formatCpu, formatRatio, formatValue } from './format.ts';
+import { LEADS_HEADER, leadRows } from './leads.ts';
 import { scalingPanels, soakPanels } from './scaling-chart.ts';
 
 /** RabbitMQ 3.10.8 as the issue measured it on this machine kind, for context next to this run. */
@@ -103,6 +104,16 @@ export function markdownReport(report: BenchReport): string {
       '',
     );
     out.push(mdTable(CPU_TABLE_HEADER, cpuRows));
+  }
+  const leads = leadRows(report.results);
+  if (leads.length > 0) {
+    out.push('', '## Leads to keep', '');
+    out.push(
+      'Where Styx leads today (issue 28 asks to keep it): idle queues (n), head-of-line expiry (e), ' +
+        'restart with a full queue (l). Failover of 2,000 queues is not measured by the bench yet.',
+      '',
+    );
+    out.push(mdTable(LEADS_HEADER, leads));
   }
   if (report.ratios.length > 0) {
     out.push('', '## Styx / RabbitMQ', '');
