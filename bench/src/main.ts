@@ -21,7 +21,7 @@ const USAGE = `Usage: pnpm bench [scenario ...] [options]
 
 Scenarios (default: a–f, and g with --full): a letter (c), a name (hot-expiry), a case id or
 prefix (c.burst, d.reject.at-least-once), or a group: scaling (h–k: queues, connections, message
-size, cluster size), leads (e, n), extras (h–n). h–n run only when named. --list shows them all.
+size, cluster size), leads (e, l, n, o), extras (h–o). h–o run only when named. --list shows them all.
 
 Options:
   --full                 the issue's sizes (100k messages, 1M for memory and restart, 60 s TTL, 8 s sweep

@@ -15,6 +15,10 @@ export interface BrokerUnderTest {
   readonly pid: number;
   /** Every node's OS process (one per cluster node), whose CPU times add up to the broker's. */
   readonly pids: readonly number[];
+  /** Where clients connect to each node, node 1 first. */
+  readonly urls: readonly string[];
+  /** SIGKILLs node `index` (0 = node 1): a crash, for the failover scenario (o). */
+  killNode(index: number): void;
   readonly version: string;
   /** False once the process has exited. */
   alive(): boolean;

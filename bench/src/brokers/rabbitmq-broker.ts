@@ -63,6 +63,15 @@ export async function startRabbitMq(nodes = 1): Promise<BrokerUnderTest> {
     get pids() {
       return started.pids;
     },
+    get urls() {
+      return started.urls;
+    },
+    killNode(index) {
+      const pid = started.pids[index];
+      if (pid === undefined)
+        throw new RangeError(`no node ${index + 1} in a cluster of ${started.pids.length}`);
+      process.kill(pid, 'SIGKILL');
+    },
     version: started.version,
     alive,
     recentLogs: () => [`see ${join(started.dataDir, 'log')} (removed on stop)`],

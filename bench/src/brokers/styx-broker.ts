@@ -51,6 +51,14 @@ export async function startStyx(nodes = 1): Promise<BrokerUnderTest> {
     get pids() {
       return all.map((n) => n.pid);
     },
+    get urls() {
+      return all.map((n) => n.url);
+    },
+    killNode(index) {
+      const node = all[index];
+      if (node === undefined) throw new RangeError(`no node ${index + 1} in a cluster of ${all.length}`);
+      process.kill(node.pid, 'SIGKILL');
+    },
     version,
     // A cluster is alive while every node is: a dead member changes what is measured.
     alive: () => all.every((n) => n.alive()),

@@ -36,7 +36,7 @@ export function sizeNotes(sizes: Sizes): string[] {
     `Quick mode for the scenarios run when named: sweep points of ${sizes.sweepSeconds} s, queues and ` +
       `connections up to ${Math.max(...sizes.sweepQueues)}, clusters up to ${Math.max(...sizes.sweepNodes)} nodes; ` +
       `restart with ${k(sizes.restart)} queued; soak of ${sizes.soakCycles} cycles of ${k(sizes.soakMessages)}; ` +
-      `${sizes.idleQueues.toLocaleString('en-US')} idle queues.`,
+      `${sizes.idleQueues.toLocaleString('en-US')} idle queues; failover of ${sizes.failoverQueues} queues.`,
   ];
 }
 

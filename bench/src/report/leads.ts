@@ -1,6 +1,7 @@
 /**
  * The figures where Styx leads today and must keep leading (issue 28): idle queues at ~0 % CPU in
- * a fraction of RabbitMQ's memory, head-of-line expiry in milliseconds, restart with a full queue.
+ * a fraction of RabbitMQ's memory, failover of many queues, head-of-line expiry in milliseconds,
+ * restart with a full queue.
  * Picked out of the run's results so report.md shows them together, whichever of them ran.
  */
 import type { Target } from '../brokers/broker.ts';
@@ -18,6 +19,8 @@ export const LEADS: readonly { caseId: string; metric: string; what: string }[] 
     metric: 'lateness.max',
     what: 'head-of-line expiry: short messages, lateness max',
   },
+  { caseId: 'o.failover', metric: 'all-writable', what: 'failover: node 1 killed → every queue writable' },
+  { caseId: 'o.failover', metric: 'failover.p50', what: 'failover: node 1 killed → queue writable, p50' },
   { caseId: 'l.restart', metric: 'first', what: 'restart with a full queue: start → first delivery' },
 ];
 

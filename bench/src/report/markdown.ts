@@ -109,8 +109,8 @@ export function markdownReport(report: BenchReport): string {
   if (leads.length > 0) {
     out.push('', '## Leads to keep', '');
     out.push(
-      'Where Styx leads today (issue 28 asks to keep it): idle queues (n), head-of-line expiry (e), ' +
-        'restart with a full queue (l). Failover of 2,000 queues is not measured by the bench yet.',
+      'Where Styx leads today (issue 28 asks to keep it): idle queues (n), failover (o), ' +
+        'head-of-line expiry (e), restart with a full queue (l).',
       '',
     );
     out.push(mdTable(LEADS_HEADER, leads));

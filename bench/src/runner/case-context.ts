@@ -64,8 +64,8 @@ export class TrackedCaseContext implements CaseContext {
     return processTreeCpuMs(this.#broker.pids);
   }
 
-  async connect(): Promise<BenchConnection> {
-    const conn = await this.adapter.connect(this.#broker.url);
+  async connect(url: string = this.#broker.url): Promise<BenchConnection> {
+    const conn = await this.adapter.connect(url);
     // A connection error also fails whatever the case awaits; this only keeps it from crashing the bench.
     conn.on('error', () => undefined);
     this.#connections.push(conn);

@@ -1,6 +1,7 @@
 /** Every scenario, in the order, and selecting cases by name. */
 import { onCluster } from './cluster.ts';
 import { consumeAck } from './consume-ack.ts';
+import { failover } from './failover.ts';
 import { hotExpiry } from './hot-expiry.ts';
 import { idleQueues } from './idle-queues.ts';
 import { memoryPerMessage } from './memory-per-message.ts';
@@ -25,16 +26,17 @@ export const SCENARIOS: readonly Scenario[] = [
   restartWithBacklog,
   soak,
   idleQueues,
+  failover,
 ];
 
 /** Scenarios a run without names leaves out: they run when named (or by a group below). */
-const OPT_IN = new Set(['h', 'i', 'j', 'k', 'l', 'm', 'n']);
+const OPT_IN = new Set(['h', 'i', 'j', 'k', 'l', 'm', 'n', 'o']);
 
 /** Names that select several scenarios at once. */
 export const SCENARIO_GROUPS: Readonly<Record<string, readonly string[]>> = {
   scaling: ['h', 'i', 'j', 'k'],
-  leads: ['e', 'n'],
-  extras: ['h', 'i', 'j', 'k', 'l', 'm', 'n'],
+  leads: ['e', 'l', 'n', 'o'],
+  extras: ['h', 'i', 'j', 'k', 'l', 'm', 'n', 'o'],
 };
 
 /** A name that matched no scenario or case. */
@@ -47,8 +49,8 @@ export class UnknownScenarioError extends Error {
 }
 
 /**
- * The cases to run. With no names: scenarios a–f (and g in full mode); h–n (the scaling sweeps,
- * restart, soak, idle queues) run only when named, by letter, name or group (SCENARIO_GROUPS).
+ * The cases to run. With no names: scenarios a–f (and g in full mode); h–o (the scaling sweeps,
+ * restart, soak, idle queues, failover) run only when named, by letter, name or group (SCENARIO_GROUPS).
  * A name selects a scenario by letter ('c') or name ('hot-expiry'), or cases by id or id prefix
  * ('c.burst' selects both strategies of the burst).
  */

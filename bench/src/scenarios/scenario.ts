@@ -67,8 +67,8 @@ export interface CaseContext {
    * undefined when /proc cannot be read. Support: cpu-window.ts.
    */
   brokerCpuMs(): number | undefined;
-  /** Opens a connection that the runner closes after the case. */
-  connect(): Promise<BenchConnection>;
+  /** Opens a connection (to node 1, or to `url`: another node's) that the runner closes after the case. */
+  connect(url?: string): Promise<BenchConnection>;
   /** Declares a uniquely named queue for `role`; the runner deletes it after the case. */
   declareQueue(role: string, spec?: QueueSpec): Promise<string>;
   /** Declares a uniquely named fanout exchange; the runner deletes it after the case. */
@@ -99,7 +99,23 @@ export interface BenchCase {
   run(ctx: CaseContext): Promise<CaseOutcome>;
 }
 
-export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n'] as const;
+export const SCENARIO_IDS = [
+  'a',
+  'b',
+  'c',
+  'd',
+  'e',
+  'f',
+  'g',
+  'h',
+  'i',
+  'j',
+  'k',
+  'l',
+  'm',
+  'n',
+  'o',
+] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 export interface Scenario {

@@ -40,6 +40,8 @@ export interface Sizes {
   readonly soakMessages: number;
   /** n: idle queues declared. */
   readonly idleQueues: number;
+  /** o: queues whose leader node is killed. */
+  readonly failoverQueues: number;
 }
 
 /** j's sizes: 64 B, 1 KiB, 64 KiB, 1 MiB (the issue's). */
@@ -64,6 +66,7 @@ export const FULL_SIZES: Sizes = {
   soakCycles: 20,
   soakMessages: 100_000,
   idleQueues: 10_000,
+  failoverQueues: 2_000,
 };
 
 export const QUICK_SIZES: Sizes = {
@@ -85,6 +88,7 @@ export const QUICK_SIZES: Sizes = {
   soakCycles: 5,
   soakMessages: 20_000,
   idleQueues: 1_000,
+  failoverQueues: 500,
 };
 
 /** `sizes` with every message count set to `messages` (a developer's override). */

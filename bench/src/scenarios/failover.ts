@@ -1,0 +1,116 @@
+/**
+ * o. Failover (one of the leads to keep): on a 3-node cluster, N queues (2,000; 500 in quick mode)
+ * declared through node 1 and each given one confirmed message, then node 1 SIGKILLed. A publisher
+ * connected to node 2 beforehand sends one message to every queue, again and again (every 100 ms
+ * after a nack or a channel failure), until each is confirmed. Measured from the kill: until every
+ * queue took a confirmed message again (all writable), and each queue's time (the distribution).
+ *
+ * RabbitMQ places a quorum queue's leader on the declaring node, so node 1 led all of them; Styx's
+ * leaders are wherever its placement put them, and queues led elsewhere only lose a follower: the
+ * figure is what a client sees, whatever the placement.
+ */
+import type { BenchConfirmChannel, BenchConnection } from '../adapters/client-api.ts';
+import type { Scenario } from './scenario.ts';
+import { latencyHistogram, recordMs } from './support/arrivals.ts';
+import { BodyWriter } from './support/body.ts';
+import { nowMs, sleep } from './support/clock.ts';
+import { declareQueues } from './support/declare-many.ts';
+import { waitUntil } from './support/wait.ts';
+
+/** The cluster's size. */
+export const FAILOVER_NODES = 3;
+/** Pause before publishing to a queue again after a nack or a failed channel, ms. */
+export const RETRY_MS = 100;
+
+/** One confirm channel on `conn`, opened again after it fails; failures reject its pending publishes. */
+class RetryingChannel {
+  #channel: Promise<BenchConfirmChannel> | undefined;
+  readonly #conn: BenchConnection;
+
+  constructor(conn: BenchConnection) {
+    this.#conn = conn;
+  }
+
+  /** Publishes `body` to `queue`; resolves true once confirmed, false on a nack or a failure. */
+  async publish(queue: string, body: Buffer): Promise<boolean> {
+    try {
+      this.#channel ??= this.#open();
+      const ch = await this.#channel;
+      return await new Promise<boolean>((done) => {
+        ch.publish('', queue, body, { persistent: true }, (err) => done(err === null));
+      });
+    } catch {
+      this.#channel = undefined;
+      return false;
+    }
+  }
+
+  async #open(): Promise<BenchConfirmChannel> {
+    const ch = await this.#conn.createConfirmChannel();
+    ch.on('error', () => {
+      this.#channel = undefined;
+    });
+    return ch;
+  }
+}
+
+export const failover: Scenario = {
+  id: 'o',
+  name: 'failover',
+  title: 'Failover: queues whose node is killed',
+  cases: (sizes) => [
+    {
+      id: 'o.failover',
+      scenario: 'o',
+      title: `${sizes.failoverQueues.toLocaleString('en-US')} queues, node 1 SIGKILLed`,
+      params: { queues: sizes.failoverQueues, nodes: FAILOVER_NODES },
+      requires: [],
+      nodes: FAILOVER_NODES,
+      freshBroker: true,
+      async run(ctx) {
+        const n = sizes.failoverQueues;
+        const queues = await declareQueues(ctx, n);
+        const body = new BodyWriter().stamp(0, nowMs());
+        ctx.status('one message into each queue');
+        const first = await (await ctx.connect()).createConfirmChannel();
+        for (const q of queues) first.publish('', q, body, { persistent: true });
+        await first.waitForConfirms();
+        const survivorUrl = ctx.broker.urls[1];
+        if (survivorUrl === undefined) throw new Error('the broker has no node 2');
+        const survivor = new RetryingChannel(await ctx.connect(survivorUrl));
+        const perQueue = latencyHistogram();
+        let writable = 0;
+        const killedAt = nowMs();
+        ctx.broker.killNode(0);
+        const publishUntilConfirmed = async (q: string): Promise<void> => {
+          while (!(await survivor.publish(q, body))) await sleep(RETRY_MS);
+          recordMs(perQueue, nowMs() - killedAt);
+          writable++;
+        };
+        const all = Promise.all(queues.map(publishUntilConfirmed));
+        await waitUntil(() => writable === n, {
+          what: 'queues writable after the kill',
+          progress: () => writable,
+          expected: n,
+          // A new leader needs an election timeout first; RabbitMQ notices a dead node in seconds.
+          stallMs: ctx.stallTimeoutMs * 2,
+          onPoll: () => ctx.status(`${writable}/${n} queues writable again`),
+        });
+        await all;
+        return {
+          metrics: [
+            {
+              key: 'all-writable',
+              label: 'kill → every queue writable',
+              unit: 'ms',
+              value: perQueue.summary().max / 1000,
+              better: 'lower',
+            },
+          ],
+          histograms: [{ key: 'failover', label: 'kill → queue writable', histogram: perQueue }],
+          notes: [],
+        };
+      },
+    },
+  ],
+};
