@@ -87,7 +87,8 @@ export function markdownReport(report: BenchReport): string {
       `host: ${report.host.cpus} × ${report.host.cpuModel}, ${report.host.memoryGiB} GiB, Node ${report.host.node}` +
       (report.host.gitCommit === null ? '' : `, commit ${report.host.gitCommit.slice(0, 12)}`) +
       '. One broker alive at a time. RabbitMQ runs quorum queues; Styx durable queues (synced before confirm). ' +
-      '1 KiB persistent messages. CPU times cover the whole case, setup included; a generator near 100 % of ' +
+      '1 KiB persistent messages (j varies the size). Broker and generator CPU times cover the whole case, setup ' +
+      'included (µs/msg covers only the measured window); a generator near 100 % of ' +
       'one core is saturated and the rate is a lower bound.',
   );
   if (report.notes.length > 0) {
