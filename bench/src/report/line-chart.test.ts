@@ -122,6 +122,22 @@ describe('renderLineChart', () => {
     expect(xs[0]).toBeLessThan(xs[1] ?? 0);
   });
 
+  it('puts a tick per decade on a log y axis and places values between them by their logarithm', () => {
+    const panel: LinePanel = { ...sweepPanel([64, 1024, 65_536], [40, 400, 4000]), yScale: 'log' };
+    const g = panelGeometry(panel, 0, 0);
+    expect(g?.yTicks).toEqual([10, 100, 1000, 10_000]);
+    const top = LINE_PANEL.top;
+    const bottom = LINE_PANEL.height - LINE_PANEL.bottom;
+    expect(g?.yOf(10)).toBe(bottom);
+    expect(g?.yOf(10_000)).toBe(top);
+    // 40, 400 and 4000 are a decade apart: equal vertical steps.
+    const ys = [40, 400, 4000].map((v) => g?.yOf(v) ?? 0);
+    expect((ys[0] ?? 0) - (ys[1] ?? 0)).toBeCloseTo((ys[1] ?? 0) - (ys[2] ?? 0), 9);
+    // A zero cannot sit on a log axis: it is left out rather than drawn at -infinity.
+    const withZero: LinePanel = { ...sweepPanel([1, 10], [0, 5]), yScale: 'log' };
+    expect(polyline(renderLineChart('t', [withZero]))).toHaveLength(1);
+  });
+
   it('draws a linear x axis from 0 to a round top', () => {
     const panel: LinePanel = { ...sweepPanel([0, 3.5, 7.2], [10, 20, 30]), xScale: 'linear' };
     const g = panelGeometry(panel, 0, 0);

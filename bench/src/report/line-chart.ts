@@ -1,7 +1,7 @@
 /**
  * Line charts of our own (no chart library): panels in a grid, each with a few named series (Styx
  * and RabbitMQ), x on a log scale (a sweep's 1 → 10 → 100 → 1,000) or a linear one (seconds of a
- * soak), y linear from 0. Ticks on x sit at the data's own x values on a log axis (64 B, 1 KiB, ...),
+ * soak), y linear from 0, or on a log scale when it spans decades (the size sweep). Ticks on x sit at the data's own x values on a log axis (64 B, 1 KiB, ...),
  * at round steps on a linear one. Plain SVG 1.1 text, no scripts and no external resources.
  */
 import { escapeXml, svgDocument } from './svg-chart.ts';
@@ -22,6 +22,8 @@ export interface LinePanel {
   readonly xLabel: string;
   readonly yLabel: string;
   readonly xScale: 'log' | 'linear';
+  /** Linear from 0 (default), or log with a tick per decade (values ≤ 0 are left out). */
+  readonly yScale?: 'log' | 'linear';
   readonly series: readonly LineSeries[];
   /** Tick text of an x value (default: the number). */
   readonly formatX?: (x: number) => string;
@@ -81,10 +83,8 @@ export interface PanelGeometry {
 
 /** The scales of `panel` drawn with its top-left corner at (x0, y0). Undefined without points. */
 export function panelGeometry(panel: LinePanel, x0: number, y0: number): PanelGeometry | undefined {
-  const pts = panel.series
-    .flatMap((s) => s.points)
-    .filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y));
-  const xs = pts.map((p) => p.x).filter((x) => panel.xScale === 'linear' || x > 0);
+  const pts = panel.series.flatMap((s) => s.points).filter((p) => drawable(panel, p));
+  const xs = pts.map((p) => p.x);
   if (xs.length === 0) return undefined;
   const left = x0 + LINE_PANEL.left;
   const right = x0 + LINE_PANEL.width - LINE_PANEL.right;
@@ -104,13 +104,30 @@ export function panelGeometry(panel: LinePanel, x0: number, y0: number): PanelGe
     xHi = niceCeiling(xHi);
     xTicks = linearTicks(xHi);
   }
-  const yTop = niceCeiling(Math.max(0, ...pts.map((p) => p.y)));
+  const ys = pts.map((p) => p.y);
+  if (panel.yScale === 'log') {
+    const lo = Math.floor(Math.log10(Math.min(...ys)));
+    const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(...ys))));
+    return {
+      xOf: scaleOf(panel.xScale, xLo, xHi, left, right),
+      yOf: scaleOf('log', 10 ** lo, 10 ** hi, bottom, top),
+      xTicks,
+      yTicks: Array.from({ length: hi - lo + 1 }, (_, i) => 10 ** (lo + i)),
+    };
+  }
+  const yTop = niceCeiling(Math.max(0, ...ys));
   return {
     xOf: scaleOf(panel.xScale, xLo, xHi, left, right),
     yOf: scaleOf('linear', 0, yTop, bottom, top),
     xTicks,
     yTicks: linearTicks(yTop),
   };
+}
+
+/** Whether `p` can be drawn on `panel`'s axes: finite, and positive on a log axis. */
+function drawable(panel: LinePanel, p: XY): boolean {
+  if (!Number.isFinite(p.x) || !Number.isFinite(p.y)) return false;
+  return (panel.xScale === 'linear' || p.x > 0) && (panel.yScale !== 'log' || p.y > 0);
 }
 
 function panelSvg(panel: LinePanel, x0: number, y0: number): string {
@@ -152,9 +169,7 @@ function panelSvg(panel: LinePanel, x0: number, y0: number): string {
     `<text x="${f(x0 + 14)}" y="${f((top + bottom) / 2)}" text-anchor="middle" fill="#555" transform="rotate(-90 ${f(x0 + 14)} ${f((top + bottom) / 2)})">${escapeXml(panel.yLabel)}</text>`,
   );
   panel.series.forEach((s, i) => {
-    const pts = [...s.points]
-      .filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y) && (panel.xScale === 'linear' || p.x > 0))
-      .sort((a, b) => a.x - b.x);
+    const pts = s.points.filter((p) => drawable(panel, p)).sort((a, b) => a.x - b.x);
     const color = escapeXml(s.color);
     if (pts.length > 0) {
       const coords = pts.map((p) => `${f(g.xOf(p.x))},${f(g.yOf(p.y))}`);

@@ -10,11 +10,17 @@ import type { LinePanel, LineSeries, XY } from './line-chart.ts';
 import { compactNumber, renderLineChart } from './line-chart.ts';
 
 /** The swept dimensions in chart order, with their axis label and tick text. */
-const DIMENSIONS: readonly { key: string; label: string; format: (x: number) => string }[] = [
-  { key: 'queues', label: 'queues (publishers spread over them)', format: compactNumber },
-  { key: 'connections', label: 'publishing connections', format: compactNumber },
-  { key: 'size', label: 'message size', format: sizeLabel },
-  { key: 'nodes', label: 'cluster nodes', format: compactNumber },
+const DIMENSIONS: readonly {
+  key: string;
+  label: string;
+  format: (x: number) => string;
+  /** Log y where the figures span decades (64 B to 1 MiB bodies). */
+  yScale: 'log' | 'linear';
+}[] = [
+  { key: 'queues', label: 'queues (publishers spread over them)', format: compactNumber, yScale: 'linear' },
+  { key: 'connections', label: 'publishing connections', format: compactNumber, yScale: 'linear' },
+  { key: 'size', label: 'message size', format: sizeLabel, yScale: 'log' },
+  { key: 'nodes', label: 'cluster nodes', format: compactNumber, yScale: 'linear' },
 ];
 
 /** 64 → '64 B', 1024 → '1 KiB', 1048576 → '1 MiB'. */
@@ -43,7 +49,7 @@ export function scalingPanels(results: readonly CaseResult[]): LinePanel[] {
   return DIMENSIONS.flatMap((d) => {
     const rate = sweepSeries(results, d.key, 'throughput');
     if (rate.length === 0) return [];
-    const common = { xLabel: d.label, xScale: 'log' as const, formatX: d.format };
+    const common = { xLabel: d.label, xScale: 'log' as const, yScale: d.yScale, formatX: d.format };
     return [
       { ...common, title: `${d.key}: throughput`, yLabel: 'msg/s', series: rate },
       {
