@@ -141,7 +141,7 @@ async function runOne(
     };
   } catch (err) {
     const usage = cpu();
-    const died = !broker.alive();
+    const died = !broker.alive() && c.killsNode !== true;
     const reason = died
       ? `the broker died: ${(err as Error).message}\n${broker.recentLogs().slice(-20).join('\n')}`
       : (err as Error).message;
@@ -210,7 +210,8 @@ export async function runBench(o: RunOptions): Promise<RunOutcome> {
         push(r);
         casesOnBroker++;
         if (!broker.alive()) {
-          o.progress.log(`${TARGET_LABELS[target]} died during ${c.id}: restarting it for the next case`);
+          if (c.killsNode !== true)
+            o.progress.log(`${TARGET_LABELS[target]} died during ${c.id}: restarting it for the next case`);
           await stop(broker);
           broker = undefined;
         }

@@ -96,6 +96,8 @@ export interface BenchCase {
    * leftovers of earlier cases would distort, such as resident memory.
    */
   readonly freshBroker?: boolean;
+  /** The case kills a node on purpose (o): a dead node afterwards is no failure of the broker. */
+  readonly killsNode?: boolean;
   run(ctx: CaseContext): Promise<CaseOutcome>;
 }
 
