@@ -19,6 +19,11 @@ export const LEADS: readonly { caseId: string; metric: string; what: string }[] 
     metric: 'lateness.max',
     what: 'head-of-line expiry: short messages, lateness max',
   },
+  {
+    caseId: 'o.failover',
+    metric: 'writable',
+    what: 'failover: queues writable again after node 1 was killed',
+  },
   { caseId: 'o.failover', metric: 'all-writable', what: 'failover: node 1 killed → every queue writable' },
   { caseId: 'o.failover', metric: 'failover.p50', what: 'failover: node 1 killed → queue writable, p50' },
   { caseId: 'l.restart', metric: 'first', what: 'restart with a full queue: start → first delivery' },

@@ -116,8 +116,8 @@ export const soak: Scenario = {
           histograms: [],
           series: [
             series('rss', 'RSS', (r) => r.rss),
-            series('anon', 'anonymous', (r) => r.anon),
-            series('file', 'file-backed', (r) => r.file),
+            series('anon', 'anonymous memory', (r) => r.anon),
+            series('file', 'file-backed memory', (r) => r.file),
           ],
           notes: [`broker CPU per message counts each message twice (published, then drained)`],
         };
