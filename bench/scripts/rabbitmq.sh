@@ -7,6 +7,8 @@
 #                                with their own ports, data dirs and epmd; prints one JSON line last:
 #                                {"pids":[..],"urls":[..],"version":..,"dataDir":..} (the bench reads it)
 #   rabbitmq.sh stop             stop every node started here and their epmd, and remove the data dir
+#   rabbitmq.sh stop-keep        stop node 1 of a single-node run cleanly, keeping its data (and epmd)
+#   rabbitmq.sh restart          start that node again on its data; prints the same JSON line as start
 #   rabbitmq.sh status           exit 0 when node 1 runs
 #
 # Everything lives under $STYX_BENCH_RABBITMQ_DIR (default /tmp/styx-bench-rabbitmq). Node i (from 1)
@@ -150,7 +152,12 @@ cmd_start() {
     boot_node "$i"
     [ "$i" = 1 ] || join_node "$i"
   done
-  local version pids="" urls=""
+  print_started "$nodes"
+}
+
+# The JSON line the bench reads: pids and URLs of nodes 1..$1, the version, the data dir.
+print_started() {
+  local nodes=$1 i version pids="" urls=""
   version=$(rabbit_env 1; "$RABBIT_BIN/rabbitmqctl" -q eval 'rabbit_misc:version().' 2>/dev/null | tr -d '"' || echo unknown)
   for i in $(seq 1 "$nodes"); do
     pids+="${pids:+,}$(cat "$(pid_file "$i")")"
@@ -159,18 +166,23 @@ cmd_start() {
   printf '{"pids":[%s],"urls":[%s],"version":"%s","dataDir":"%s"}\n' "$pids" "$urls" "$version" "$BASE"
 }
 
+# Stops node $1 (rabbitmqctl stop: a clean shutdown), killing it only if that fails.
+stop_node() {
+  local i=$1 pid
+  running "$i" || return 0
+  pid=$(cat "$(pid_file "$i")")
+  (rabbit_env "$i"; "$RABBIT_BIN/rabbitmqctl" -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1) || kill "$pid" 2>/dev/null || true
+  # rabbitmqctl stop waits for the pid; wait a little more in case it fell back to kill.
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+}
+
 cmd_stop() {
   installed || exit 0
-  local dir i pid
+  local dir
   # Highest node first, so the others never wait for a peer that left.
   for dir in $(ls -d "$BASE"/node-* 2>/dev/null | sort -r); do
-    i=${dir##*/node-}
-    running "$i" || continue
-    pid=$(cat "$(pid_file "$i")")
-    (rabbit_env "$i"; "$RABBIT_BIN/rabbitmqctl" -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1) || kill "$pid" 2>/dev/null || true
-    # rabbitmqctl stop waits for the pid; wait a little more in case it fell back to kill.
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    stop_node "${dir##*/node-}"
   done
   # Our epmd only: the one on our port.
   epmd -port "$EPMD_PORT" -kill >/dev/null 2>&1 || true
@@ -179,10 +191,27 @@ cmd_stop() {
 
 cmd_status() { running 1; }
 
+# A single node only: restarting one member of a cluster measures something else.
+single_node() {
+  [ -d "$(node_dir 1)" ] || die "no bench node to restart; '$0 start' first"
+  [ ! -d "$(node_dir 2)" ] || die "restart handles a single node, not a cluster"
+}
+
+cmd_stop_keep() { single_node; stop_node 1; }
+
+cmd_restart() {
+  single_node
+  if running 1; then die "node 1 runs; '$0 stop-keep' first"; fi
+  boot_node 1
+  print_started 1
+}
+
 case "${1:-}" in
   install) cmd_install ;;
   start) cmd_start "${2:-1}" ;;
   stop) cmd_stop ;;
+  stop-keep) cmd_stop_keep ;;
+  restart) cmd_restart ;;
   status) cmd_status ;;
-  *) echo "usage: $0 install | start [NODES] | stop | status" >&2; exit 2 ;;
+  *) echo "usage: $0 install | start [NODES] | stop | stop-keep | restart | status" >&2; exit 2 ;;
 esac

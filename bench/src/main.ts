@@ -9,6 +9,8 @@ import type { Target } from './brokers/broker.ts';
 import { RABBITMQ_SCRIPT, rabbitMqInstalled } from './brokers/rabbitmq-broker.ts';
 import { REPO_ROOT } from './brokers/styx-node.ts';
 import { buildReport, writeReport } from './report/build-report.ts';
+import { CPU_TABLE_HEADER, cpuTableRows } from './report/cpu-table.ts';
+import { textTable } from './report/format.ts';
 import { problemsList, ratiosTable, resultsTable } from './report/table.ts';
 import { ProgressLine } from './runner/progress-line.ts';
 import { liveBrokers, runBench } from './runner/run-bench.ts';
@@ -17,11 +19,14 @@ import { FULL_SIZES, QUICK_SIZES, withMessageCount } from './scenarios/sizes.ts'
 
 const USAGE = `Usage: pnpm bench [scenario ...] [options]
 
-Scenarios (default: all; g only with --full): a letter (c), a name (hot-expiry), or a case id or
-prefix (c.burst, d.reject.at-least-once). --list shows them all.
+Scenarios (default: a–f, and g with --full): a letter (c), a name (hot-expiry), a case id or
+prefix (c.burst, d.reject.at-least-once), or a group: scaling (h–k: queues, connections, message
+size, cluster size), leads (e, l, n, o), extras (h–o). h–o run only when named. --list shows them all.
 
 Options:
-  --full                 the issue's sizes (100k messages, 1M for memory, 60 s TTL); default: quick (~3 min)
+  --full                 the issue's sizes (100k messages, 1M for memory and restart, 60 s TTL, 8 s sweep
+                         points up to 1,000 queues/connections and 5 nodes)
+  --quick                CI-sized runs (the default): ~3 min for a–f on both brokers
   --target T             styx | rabbitmq | both (default: both when RabbitMQ is installed, else styx)
   --json PATH            also write the JSON report to PATH
   --out DIR              where report.json, report.md and lateness.svg go (default: bench/results/<timestamp>)
@@ -54,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
       options: {
         full: { type: 'boolean' },
+        quick: { type: 'boolean' },
         target: { type: 'string' },
         json: { type: 'string' },
         out: { type: 'string' },
@@ -74,6 +80,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (values.full === true && values.quick === true) fail('--full and --quick exclude each other');
   let sizes = values.full ? FULL_SIZES : QUICK_SIZES;
   if (values.messages !== undefined) {
     if (!/^[1-9]\d*$/.test(values.messages)) fail(`--messages must be a positive whole number`);
@@ -149,6 +156,11 @@ async function main(argv: string[]): Promise<number> {
   await writeReport(report, outDir, values.json === undefined ? undefined : resolve(values.json));
 
   process.stdout.write(`\n${resultsTable(results)}\n`);
+  const cpuRows = cpuTableRows(results);
+  if (cpuRows.length > 0)
+    process.stdout.write(
+      `\nBroker CPU per message and throughput\n${textTable(CPU_TABLE_HEADER, cpuRows)}\n`,
+    );
   if (report.ratios.length > 0) process.stdout.write(`\nStyx / RabbitMQ\n${ratiosTable(report.ratios)}\n`);
   const problems = problemsList(results);
   if (problems !== '') process.stdout.write(`\nNot run to the end:\n${problems}\n`);

@@ -15,6 +15,10 @@ export interface BrokerUnderTest {
   readonly pid: number;
   /** Every node's OS process (one per cluster node), whose CPU times add up to the broker's. */
   readonly pids: readonly number[];
+  /** Where clients connect to each node, node 1 first. */
+  readonly urls: readonly string[];
+  /** SIGKILLs node `index` (0 = node 1): a crash, for the failover scenario (o). */
+  killNode(index: number): void;
   readonly version: string;
   /** False once the process has exited. */
   alive(): boolean;
@@ -22,6 +26,12 @@ export interface BrokerUnderTest {
   recentLogs(): string[];
   /** Stop the broker and remove its data; idempotent. */
   stop(): Promise<void>;
+  /**
+   * Stops the broker cleanly, keeping its data, and starts it again on the same data (scenario l).
+   * `url`, `pid` and `pids` change. Resolves with how long the clean stop took, ms, once the new
+   * process accepts connections. Single node only: a cluster throws ClusterUnsupportedError.
+   */
+  restart(): Promise<{ readonly stopMs: number }>;
 }
 
 /** The bench cannot launch a cluster of this broker (yet): its cluster cases are skipped. */

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { BrokerUnderTest } from './broker.ts';
-import { BrokerStartError } from './broker.ts';
+import { BrokerStartError, ClusterUnsupportedError } from './broker.ts';
 
 const run = promisify(execFile);
 
@@ -40,17 +40,9 @@ export async function startRabbitMq(nodes = 1): Promise<BrokerUnderTest> {
     const e = err as { stderr?: string; message: string };
     throw new BrokerStartError(`RabbitMQ did not start: ${e.stderr ?? e.message}`, { cause: err });
   }
-  const last = stdout.trim().split('\n').at(-1) ?? '';
-  let started: StartLine;
-  try {
-    started = JSON.parse(last) as StartLine;
-  } catch (err) {
-    throw new BrokerStartError(`unexpected output from rabbitmq.sh start: ${stdout}`, { cause: err });
-  }
-  const [pid] = started.pids;
-  const [url] = started.urls;
-  if (pid === undefined || url === undefined)
-    throw new BrokerStartError(`rabbitmq.sh start reported no node: ${stdout}`);
+  // Replaced by a restart (the node's pid changes; its port does not).
+  let started = parseStartLine(stdout);
+  const url = started.urls[0] as string;
   let stopped: Promise<void> | undefined;
   // A cluster is alive while every node is: a dead member changes what is measured.
   const alive = (): boolean =>
@@ -65,8 +57,21 @@ export async function startRabbitMq(nodes = 1): Promise<BrokerUnderTest> {
   return {
     target: 'rabbitmq',
     url,
-    pid,
-    pids: started.pids,
+    get pid() {
+      return started.pids[0] as number;
+    },
+    get pids() {
+      return started.pids;
+    },
+    get urls() {
+      return started.urls;
+    },
+    killNode(index) {
+      const pid = started.pids[index];
+      if (pid === undefined)
+        throw new RangeError(`no node ${index + 1} in a cluster of ${started.pids.length}`);
+      process.kill(pid, 'SIGKILL');
+    },
     version: started.version,
     alive,
     recentLogs: () => [`see ${join(started.dataDir, 'log')} (removed on stop)`],
@@ -74,5 +79,34 @@ export async function startRabbitMq(nodes = 1): Promise<BrokerUnderTest> {
       stopped ??= run('bash', [RABBITMQ_SCRIPT, 'stop'], { timeout: 60_000 }).then(() => undefined);
       return stopped;
     },
+    async restart() {
+      if (started.pids.length > 1)
+        throw new ClusterUnsupportedError('the bench restarts a single RabbitMQ node only');
+      const t0 = performance.now();
+      await run('bash', [RABBITMQ_SCRIPT, 'stop-keep'], { timeout: 120_000 });
+      const stopMs = performance.now() - t0;
+      try {
+        const { stdout: out } = await run('bash', [RABBITMQ_SCRIPT, 'restart'], { timeout: 300_000 });
+        started = parseStartLine(out);
+      } catch (err) {
+        const e = err as { stderr?: string; message: string };
+        throw new BrokerStartError(`RabbitMQ did not start again: ${e.stderr ?? e.message}`, { cause: err });
+      }
+      return { stopMs };
+    },
   };
+}
+
+/** The JSON line `rabbitmq.sh start|restart` prints last. */
+function parseStartLine(stdout: string): StartLine {
+  const last = stdout.trim().split('\n').at(-1) ?? '';
+  let started: StartLine;
+  try {
+    started = JSON.parse(last) as StartLine;
+  } catch (err) {
+    throw new BrokerStartError(`unexpected output from rabbitmq.sh: ${stdout}`, { cause: err });
+  }
+  if (started.pids[0] === undefined || started.urls[0] === undefined)
+    throw new BrokerStartError(`rabbitmq.sh reported no node: ${stdout}`);
+  return started;
 }

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrokerUnderTest } from './broker.ts';
-import { BrokerStartError } from './broker.ts';
+import { BrokerStartError, ClusterUnsupportedError } from './broker.ts';
 import { startStyxCluster } from './styx-cluster.ts';
 import type { StyxNode } from './styx-node.ts';
 import { REPO_ROOT, startStyxNode } from './styx-node.ts';
@@ -35,21 +35,36 @@ export async function startStyx(nodes = 1): Promise<BrokerUnderTest> {
     await rm(root, { recursive: true, force: true });
     throw err;
   }
-  const all = started;
-  const first = all[0] as StyxNode;
+  // Replaced by a restart (single node only).
+  let all = started;
+  const first = (): StyxNode => all[0] as StyxNode;
   const version = await styxVersion();
   let stopped: Promise<void> | undefined;
   return {
     target: 'styx',
-    url: first.url,
-    pid: first.pid,
-    pids: all.map((n) => n.pid),
+    get url() {
+      return first().url;
+    },
+    get pid() {
+      return first().pid;
+    },
+    get pids() {
+      return all.map((n) => n.pid);
+    },
+    get urls() {
+      return all.map((n) => n.url);
+    },
+    killNode(index) {
+      const node = all[index];
+      if (node === undefined) throw new RangeError(`no node ${index + 1} in a cluster of ${all.length}`);
+      process.kill(node.pid, 'SIGKILL');
+    },
     version,
     // A cluster is alive while every node is: a dead member changes what is measured.
     alive: () => all.every((n) => n.alive()),
     recentLogs: () =>
       all.length === 1
-        ? first.recentLogs()
+        ? first().recentLogs()
         : all.flatMap((n) => n.recentLogs().map((l) => `[${n.name}] ${l}`)),
     stop() {
       stopped ??= (async () => {
@@ -58,6 +73,14 @@ export async function startStyx(nodes = 1): Promise<BrokerUnderTest> {
         process.off('exit', onExit);
       })();
       return stopped;
+    },
+    async restart() {
+      if (all.length > 1) throw new ClusterUnsupportedError('the bench restarts a single Styx node only');
+      const t0 = performance.now();
+      await first().stop();
+      const stopMs = performance.now() - t0;
+      all = [await startSingle(root)];
+      return { stopMs };
     },
   };
 }

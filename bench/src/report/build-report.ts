@@ -9,6 +9,7 @@ import type { Sizes } from '../scenarios/sizes.ts';
 import { latenessSvg } from './lateness-chart.ts';
 import { markdownReport } from './markdown.ts';
 import { computeRatios } from './ratios.ts';
+import { scalingPanels, scalingSvg, soakPanels, soakSvg } from './scaling-chart.ts';
 
 function gitCommit(cwd: string): string | null {
   try {
@@ -32,6 +33,10 @@ export function sizeNotes(sizes: Sizes): string[] {
       `paced streams ${sizes.pacedSeconds} s each, d ${k(sizes.reject)}; e's long message lives ` +
       `${sizes.longTtlMs / 1000} s instead of 60 s; f reads memory at ${k(sizes.memory)} queued instead of 1M; ` +
       "g (3-node cluster) runs only with --full or when named. Run with --full for the issue's sizes.",
+    `Quick mode for the scenarios run when named: sweep points of ${sizes.sweepSeconds} s, queues and ` +
+      `connections up to ${Math.max(...sizes.sweepQueues)}, clusters up to ${Math.max(...sizes.sweepNodes)} nodes; ` +
+      `restart with ${k(sizes.restart)} queued; soak of ${sizes.soakCycles} cycles of ${k(sizes.soakMessages)}; ` +
+      `${sizes.idleQueues.toLocaleString('en-US')} idle queues; failover of ${sizes.failoverQueues} queues.`,
   ];
 }
 
@@ -65,13 +70,17 @@ export function buildReport(input: ReportInput): BenchReport {
   };
 }
 
-/** Writes report.json, report.md and lateness.svg into `dir`, and the JSON also to `jsonPath`. */
+/** Writes report.json, report.md, lateness.svg (and scaling.svg, soak.svg) into `dir`, and the JSON also to `jsonPath`. */
 export async function writeReport(report: BenchReport, dir: string, jsonPath?: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   const json = `${JSON.stringify(report, null, 2)}\n`;
   await writeFile(join(dir, 'report.json'), json);
   await writeFile(join(dir, 'report.md'), markdownReport(report));
   await writeFile(join(dir, 'lateness.svg'), latenessSvg(report.results));
+  // Only when the run has something to draw in them (the sweeps and the soak run when named).
+  if (scalingPanels(report.results).length > 0)
+    await writeFile(join(dir, 'scaling.svg'), scalingSvg(report.results));
+  if (soakPanels(report.results).length > 0) await writeFile(join(dir, 'soak.svg'), soakSvg(report.results));
   if (jsonPath !== undefined) {
     await mkdir(dirname(jsonPath), { recursive: true });
     await writeFile(jsonPath, json);

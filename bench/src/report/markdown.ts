@@ -2,7 +2,10 @@
 import { TARGET_LABELS } from '../brokers/broker.ts';
 import type { BenchReport, CaseResult } from '../runner/results.ts';
 import { SCENARIOS } from '../scenarios/registry.ts';
+import { CPU_TABLE_HEADER, cpuTableRows } from './cpu-table.ts';
 import { formatCpu, formatRatio, formatValue } from './format.ts';
+import { LEADS_HEADER, leadRows } from './leads.ts';
+import { scalingPanels, soakPanels } from './scaling-chart.ts';
 
 /** RabbitMQ 3.10.8 as the issue measured it on this machine kind, for context next to this run. */
 export const RABBITMQ_REFERENCE = [
@@ -84,12 +87,34 @@ export function markdownReport(report: BenchReport): string {
       `host: ${report.host.cpus} × ${report.host.cpuModel}, ${report.host.memoryGiB} GiB, Node ${report.host.node}` +
       (report.host.gitCommit === null ? '' : `, commit ${report.host.gitCommit.slice(0, 12)}`) +
       '. One broker alive at a time. RabbitMQ runs quorum queues; Styx durable queues (synced before confirm). ' +
-      '1 KiB persistent messages. CPU times cover the whole case, setup included; a generator near 100 % of ' +
+      '1 KiB persistent messages (j varies the size). Broker and generator CPU times cover the whole case, setup ' +
+      'included (µs/msg covers only the measured window); a generator near 100 % of ' +
       'one core is saturated and the rate is a lower bound.',
   );
   if (report.notes.length > 0) {
     out.push('');
     for (const n of report.notes) out.push(`- ${n}`);
+  }
+  const cpuRows = cpuTableRows(report.results);
+  if (cpuRows.length > 0) {
+    out.push('', '## CPU per message and throughput', '');
+    out.push(
+      'Broker CPU (user + system of every broker process: each node; beam.smp and its helpers) over ' +
+        "each case's measured window, divided by the messages it moved (µs/msg, lower is better), " +
+        'beside the rate (msg/s). A ratio is Styx / RabbitMQ.',
+      '',
+    );
+    out.push(mdTable(CPU_TABLE_HEADER, cpuRows));
+  }
+  const leads = leadRows(report.results);
+  if (leads.length > 0) {
+    out.push('', '## Leads to keep', '');
+    out.push(
+      'Where Styx leads today (issue 28 asks to keep it): idle queues (n), failover (o), ' +
+        'head-of-line expiry (e), restart with a full queue (l).',
+      '',
+    );
+    out.push(mdTable(LEADS_HEADER, leads));
   }
   if (report.ratios.length > 0) {
     out.push('', '## Styx / RabbitMQ', '');
@@ -141,6 +166,10 @@ export function markdownReport(report: BenchReport): string {
     );
   }
   out.push('## Lateness', '', '![Lateness distributions](lateness.svg)', '');
+  if (scalingPanels(report.results).length > 0)
+    out.push('## Scaling', '', '![Throughput and CPU per message as each dimension grows](scaling.svg)', '');
+  if (soakPanels(report.results).length > 0)
+    out.push('## Soak', '', '![Resident memory over the publish/drain cycles](soak.svg)', '');
   out.push('## Reference: RabbitMQ 3.10.8 on this machine kind (from the issue; runs vary ±30 %)', '');
   for (const r of RABBITMQ_REFERENCE) out.push(`- ${r}`);
   out.push('');

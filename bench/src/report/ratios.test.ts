@@ -1,27 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { CaseResult } from '../runner/results.ts';
 import type { Metric } from '../scenarios/scenario.ts';
 import { computeRatios, ratioOf, verdictOf } from './ratios.ts';
+import { caseResult } from './test-support/case-result.ts';
 
-function result(
-  target: 'styx' | 'rabbitmq',
-  caseId: string,
-  metrics: Metric[],
-  status: CaseResult['status'] = 'ok',
-): CaseResult {
-  return {
-    caseId,
-    scenario: 'a',
-    title: caseId,
-    target,
-    status,
-    params: {},
-    metrics,
-    histograms: [],
-    notes: [],
-    cpu: null,
-  };
-}
+const result = caseResult;
 
 const rate = (value: number): Metric => ({
   key: 'throughput',

@@ -143,6 +143,11 @@ export function renderChart(title: string, panels: readonly ChartPanel[]): strin
       : panels
           .map((p, i) => panelSvg(p, (i % COLUMNS) * PANEL_W, 40 + Math.floor(i / COLUMNS) * PANEL_H))
           .join('\n');
+  return svgDocument(width, height, title, body);
+}
+
+/** A standalone SVG document: white background, `title` centred on top, then `body`. */
+export function svgDocument(width: number, height: number, title: string, body: string): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="white"/>`,

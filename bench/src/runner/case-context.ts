@@ -5,6 +5,7 @@
 import type { BrokerAdapter, QueueSpec } from '../adapters/adapter.ts';
 import type { BenchChannel, BenchConnection } from '../adapters/client-api.ts';
 import type { BrokerUnderTest } from '../brokers/broker.ts';
+import { processTreeCpuMs } from '../brokers/process-stats.ts';
 import type { CaseContext } from '../scenarios/scenario.ts';
 
 /** How long one cleanup step (a close, a delete) may take before it is abandoned, ms. */
@@ -25,9 +26,9 @@ let runCounter = 0;
 export class TrackedCaseContext implements CaseContext {
   readonly target: BrokerUnderTest['target'];
   readonly adapter: BrokerAdapter;
-  readonly brokerPid: number;
   readonly stallTimeoutMs: number;
-  readonly #url: string;
+  /** Read live: a restart (scenario l) gives the broker a new process and, for Styx, a new port. */
+  readonly #broker: BrokerUnderTest;
   readonly #prefix: string;
   readonly #onStatus: (text: string) => void;
   readonly #connections: BenchConnection[] = [];
@@ -44,16 +45,27 @@ export class TrackedCaseContext implements CaseContext {
   ) {
     this.target = broker.target;
     this.adapter = adapter;
-    this.brokerPid = broker.pid;
+    this.#broker = broker;
     this.stallTimeoutMs = stallTimeoutMs;
-    this.#url = broker.url;
     this.#onStatus = onStatus;
     // Unique per run and per case, so a leftover from an interrupted case never collides.
     this.#prefix = `bench.${caseId}.${process.pid}-${++runCounter}`;
   }
 
-  async connect(): Promise<BenchConnection> {
-    const conn = await this.adapter.connect(this.#url);
+  get brokerPid(): number {
+    return this.#broker.pid;
+  }
+
+  get broker(): BrokerUnderTest {
+    return this.#broker;
+  }
+
+  brokerCpuMs(): number | undefined {
+    return processTreeCpuMs(this.#broker.pids);
+  }
+
+  async connect(url: string = this.#broker.url): Promise<BenchConnection> {
+    const conn = await this.adapter.connect(url);
     // A connection error also fails whatever the case awaits; this only keeps it from crashing the bench.
     conn.on('error', () => undefined);
     this.#connections.push(conn);
@@ -106,7 +118,7 @@ export class TrackedCaseContext implements CaseContext {
     if (this.#queues.length === 0 && this.#exchanges.length === 0) return;
     let conn: BenchConnection | undefined;
     try {
-      conn = await this.adapter.connect(this.#url);
+      conn = await this.adapter.connect(this.#broker.url);
       conn.on('error', () => undefined);
       for (const q of this.#queues) await this.#deleteWith(conn, (ch) => ch.deleteQueue(q));
       for (const x of this.#exchanges) await this.#deleteWith(conn, (ch) => ch.deleteExchange(x));

@@ -1,7 +1,7 @@
 /** What one run of the bench produced: the JSON report's shape. */
 import type { Target } from '../brokers/broker.ts';
 import type { PercentilePoint } from '../histogram/hdr-histogram.ts';
-import type { Metric, ScenarioId } from '../scenarios/scenario.ts';
+import type { Metric, ScenarioId, TimeSeries } from '../scenarios/scenario.ts';
 import type { Mode } from '../scenarios/sizes.ts';
 
 /**
@@ -49,6 +49,8 @@ export interface CaseResult {
   /** The case's own metrics, then p50/p99/max of each histogram as '<key>.p50' etc. (ms). */
   readonly metrics: readonly Metric[];
   readonly histograms: readonly HistogramReport[];
+  /** Readings over time (scenario m's memory), when the case took any. */
+  readonly series?: readonly TimeSeries[];
   readonly notes: readonly string[];
   readonly cpu: CpuReport | null;
 }

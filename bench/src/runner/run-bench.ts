@@ -8,7 +8,7 @@ import { rabbitMqAdapter } from '../adapters/rabbitmq-adapter.ts';
 import { styxAdapter } from '../adapters/styx-adapter.ts';
 import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import { ClusterUnsupportedError, TARGET_LABELS } from '../brokers/broker.ts';
-import { generatorCpuMs, processCpuMs } from '../brokers/process-stats.ts';
+import { generatorCpuMs, processTreeCpuMs } from '../brokers/process-stats.ts';
 import { startRabbitMq } from '../brokers/rabbitmq-broker.ts';
 import { startStyx } from '../brokers/styx-broker.ts';
 import type { BenchCase } from '../scenarios/scenario.ts';
@@ -95,17 +95,6 @@ async function stop(broker: BrokerUnderTest): Promise<void> {
   liveBrokers.delete(broker);
 }
 
-/** CPU time of every node of the broker, ms; undefined when one cannot be read. */
-function brokerCpuMs(broker: BrokerUnderTest): number | undefined {
-  let sum = 0;
-  for (const pid of broker.pids) {
-    const ms = processCpuMs(pid);
-    if (ms === undefined) return undefined;
-    sum += ms;
-  }
-  return sum;
-}
-
 async function runOne(
   c: BenchCase,
   broker: BrokerUnderTest,
@@ -118,11 +107,13 @@ async function runOne(
   if (unmet !== undefined) return { ...base, status: 'unsupported', reason: unmet };
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
-  const brokerCpu0 = brokerCpuMs(broker);
+  const pids0 = broker.pids.join(',');
+  const brokerCpu0 = processTreeCpuMs(broker.pids);
   const genCpu0 = generatorCpuMs();
   const wall0 = nowMs();
   const cpu = () => {
-    const brokerCpu1 = brokerCpuMs(broker);
+    // A case that restarted the broker (l) has other processes now: their times do not subtract.
+    const brokerCpu1 = broker.pids.join(',') === pids0 ? processTreeCpuMs(broker.pids) : undefined;
     return {
       brokerMs: brokerCpu0 !== undefined && brokerCpu1 !== undefined ? brokerCpu1 - brokerCpu0 : null,
       generatorMs: generatorCpuMs() - genCpu0,
@@ -144,12 +135,13 @@ async function runOne(
       status: 'ok',
       metrics: [...outcome.metrics, ...histograms.flatMap(histogramMetrics)],
       histograms,
+      ...(outcome.series === undefined ? {} : { series: outcome.series }),
       notes: [...outcome.notes],
       cpu: usage,
     };
   } catch (err) {
     const usage = cpu();
-    const died = !broker.alive();
+    const died = !broker.alive() && c.killsNode !== true;
     const reason = died
       ? `the broker died: ${(err as Error).message}\n${broker.recentLogs().slice(-20).join('\n')}`
       : (err as Error).message;
@@ -218,7 +210,8 @@ export async function runBench(o: RunOptions): Promise<RunOutcome> {
         push(r);
         casesOnBroker++;
         if (!broker.alive()) {
-          o.progress.log(`${TARGET_LABELS[target]} died during ${c.id}: restarting it for the next case`);
+          if (c.killsNode !== true)
+            o.progress.log(`${TARGET_LABELS[target]} died during ${c.id}: restarting it for the next case`);
           await stop(broker);
           broker = undefined;
         }

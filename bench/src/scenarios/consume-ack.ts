@@ -4,6 +4,7 @@ import { perSecond } from './scenario.ts';
 import { ArrivalRecorder } from './support/arrivals.ts';
 import { nowMs } from './support/clock.ts';
 import { startConsumer } from './support/consumer.ts';
+import { openCpuWindow, withCpuFirst } from './support/cpu-window.ts';
 import { publishWithConfirms } from './support/publisher.ts';
 import { waitUntil } from './support/wait.ts';
 
@@ -35,6 +36,7 @@ export const consumeAck: Scenario = {
         });
         const arrivals = new ArrivalRecorder(n);
         const conn = await ctx.connect();
+        const window = openCpuWindow(ctx);
         const startMs = nowMs();
         await startConsumer(conn, queue, CONSUME_PREFETCH, (msg, ch) => {
           arrivals.record(msg.content);
@@ -47,8 +49,9 @@ export const consumeAck: Scenario = {
           stallMs: ctx.stallTimeoutMs,
           onPoll: () => ctx.status(`${arrivals.unique}/${n} consumed`),
         });
+        const cpu = window.close(n);
         return {
-          metrics: [
+          metrics: withCpuFirst(cpu, [
             {
               key: 'throughput',
               label: 'consumed',
@@ -63,7 +66,7 @@ export const consumeAck: Scenario = {
               value: arrivals.firstMs - startMs,
               better: 'lower',
             },
-          ],
+          ]),
           histograms: [],
           notes: arrivals.notes(),
         };

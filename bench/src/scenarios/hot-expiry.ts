@@ -15,6 +15,7 @@ import { perSecond } from './scenario.ts';
 import { latencyHistogram, recordMs } from './support/arrivals.ts';
 import { nowMs, sleep } from './support/clock.ts';
 import { startConsumer } from './support/consumer.ts';
+import { openCpuWindow, withCpuFirst } from './support/cpu-window.ts';
 import { deadLetterTopology, latenessRecorder } from './support/dead-letter-setup.ts';
 import { publishWithConfirms } from './support/publisher.ts';
 import { waitUntil } from './support/wait.ts';
@@ -81,6 +82,8 @@ async function burst(ctx: CaseContext, n: number, strategy: DeadLetterStrategy):
   const earlyExpired = topo.arrivals.unique;
   const wait = published.lastPublishMs + HOT_TTL_MS + RELEASE_MARGIN_MS - nowMs();
   if (wait > 0) await sleep(wait);
+  // Measured: the dead-lettering of the released burst (the publishing is setup here).
+  const window = openCpuWindow(ctx);
   releaseMs = nowMs();
   await Promise.all(holders.map((h) => h.channel.close()));
   await waitUntil(() => topo.arrivals.complete, {
@@ -90,11 +93,12 @@ async function burst(ctx: CaseContext, n: number, strategy: DeadLetterStrategy):
     stallMs: ctx.stallTimeoutMs,
     onPoll: () => ctx.status(`${topo.arrivals.unique}/${n} dead-lettered`),
   });
+  const cpu = window.close(n - earlyExpired);
   const notes = topo.arrivals.notes();
   if (earlyExpired > 0)
     notes.push(`${earlyExpired} messages expired before the holder got them (not part of the burst)`);
   return {
-    metrics: [
+    metrics: withCpuFirst(cpu, [
       {
         key: 'throughput',
         label: 'dead-lettered',
@@ -102,7 +106,7 @@ async function burst(ctx: CaseContext, n: number, strategy: DeadLetterStrategy):
         value: perSecond(n - earlyExpired, topo.arrivals.lastMs - releaseMs),
         better: 'higher',
       },
-    ],
+    ]),
     histograms: [
       { key: 'lateness', label: 'lateness', histogram: lateness },
       { key: 'release', label: 'release → arrival', histogram: afterRelease },
@@ -129,6 +133,8 @@ async function stream(
   const status = (): void =>
     ctx.status(`${progress.confirmed}/${n} published, ${topo.arrivals.unique}/${n} dead-lettered`);
   const ticker = setInterval(status, 250);
+  // Measured: publishing, expiry and dead-lettering of every message.
+  const window = openCpuWindow(ctx);
   let published: Awaited<ReturnType<typeof publishWithConfirms>>;
   try {
     published = await publishWithConfirms(
@@ -153,8 +159,9 @@ async function stream(
     stallMs: ctx.stallTimeoutMs + HOT_TTL_MS,
     onPoll: status,
   });
+  const cpu = window.close(n);
   return {
-    metrics: [
+    metrics: withCpuFirst(cpu, [
       {
         key: 'throughput',
         label: 'dead-lettered',
@@ -169,7 +176,7 @@ async function stream(
         value: perSecond(n, published.lastConfirmMs - published.startMs),
         better: 'higher',
       },
-    ],
+    ]),
     histograms: [{ key: 'lateness', label: 'lateness', histogram: lateness }],
     notes: topo.arrivals.notes(),
   };

@@ -2,6 +2,7 @@
 import type { Scenario } from './scenario.ts';
 import { perSecond } from './scenario.ts';
 import { latencyHistogram, recordMs } from './support/arrivals.ts';
+import { openCpuWindow, withCpuFirst } from './support/cpu-window.ts';
 import { publishWithConfirms } from './support/publisher.ts';
 
 /** Unconfirmed messages allowed at once (the issue's "1,000 in flight"). */
@@ -26,6 +27,7 @@ export const publishConfirms: Scenario = {
         const progress = { published: 0, confirmed: 0 };
         const ticker = setInterval(() => ctx.status(`${progress.confirmed}/${sizes.publish} confirmed`), 250);
         try {
+          const window = openCpuWindow(ctx);
           const r = await publishWithConfirms(
             ch,
             {
@@ -38,7 +40,7 @@ export const publishConfirms: Scenario = {
             progress,
           );
           return {
-            metrics: [
+            metrics: withCpuFirst(window.close(sizes.publish), [
               {
                 key: 'throughput',
                 label: 'published',
@@ -46,7 +48,7 @@ export const publishConfirms: Scenario = {
                 value: perSecond(sizes.publish, r.lastConfirmMs - r.startMs),
                 better: 'higher',
               },
-            ],
+            ]),
             histograms: [{ key: 'confirm', label: 'confirm latency', histogram: confirmLatency }],
             notes: [],
           };

@@ -10,6 +10,7 @@ import { latencyHistogram, recordMs } from './support/arrivals.ts';
 import { readStamp } from './support/body.ts';
 import { nowMs } from './support/clock.ts';
 import { startConsumer } from './support/consumer.ts';
+import { openCpuWindow, withCpuFirst } from './support/cpu-window.ts';
 import { deadLetterTopology } from './support/dead-letter-setup.ts';
 import { publishWithConfirms } from './support/publisher.ts';
 import { waitUntil } from './support/wait.ts';
@@ -55,6 +56,7 @@ export const rejectRepublish: Scenario = {
           let firstRejectMs = 0;
           let lastRejectMs = 0;
           const rejecter = await ctx.connect();
+          const window = openCpuWindow(ctx);
           await startConsumer(rejecter, topo.source, REJECT_PREFETCH, (msg, ch) => {
             const { seq } = readStamp(msg.content);
             const t = nowMs();
@@ -71,8 +73,9 @@ export const rejectRepublish: Scenario = {
             stallMs: ctx.stallTimeoutMs,
             onPoll: () => ctx.status(`${rejected}/${n} rejected, ${topo.arrivals.unique}/${n} arrived`),
           });
+          const cpu = window.close(n);
           return {
-            metrics: [
+            metrics: withCpuFirst(cpu, [
               {
                 key: 'throughput',
                 label: 'dead-lettered',
@@ -87,7 +90,7 @@ export const rejectRepublish: Scenario = {
                 value: perSecond(rejected, lastRejectMs - firstRejectMs),
                 better: 'higher',
               },
-            ],
+            ]),
             histograms: [{ key: 'reject', label: 'reject → arrival', histogram: latency }],
             notes: topo.arrivals.notes(),
           };

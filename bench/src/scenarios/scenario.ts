@@ -4,7 +4,7 @@
  */
 import type { BrokerAdapter, DeadLetterStrategy, QueueSpec } from '../adapters/adapter.ts';
 import type { BenchConnection } from '../adapters/client-api.ts';
-import type { Target } from '../brokers/broker.ts';
+import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import type { HdrHistogram } from '../histogram/hdr-histogram.ts';
 import type { Sizes } from './sizes.ts';
 
@@ -27,9 +27,20 @@ export interface RecordedHistogram {
   readonly histogram: HdrHistogram;
 }
 
+/** Readings over time (the soak's memory), for charts: x in seconds since the case began. */
+export interface TimeSeries {
+  readonly key: string;
+  readonly label: string;
+  /** Of the y values. */
+  readonly unit: string;
+  readonly points: readonly { readonly x: number; readonly y: number }[];
+}
+
 export interface CaseOutcome {
   readonly metrics: readonly Metric[];
   readonly histograms: readonly RecordedHistogram[];
+  /** Readings over time, if the case samples any. */
+  readonly series?: readonly TimeSeries[];
   /** Anything a reader needs to interpret the numbers (duplicates seen, early expiries, ...). */
   readonly notes: readonly string[];
 }
@@ -47,10 +58,17 @@ export interface Requirement {
 export interface CaseContext {
   readonly target: Target;
   readonly adapter: BrokerAdapter;
-  /** The broker's OS process, for memory readings. */
+  /** The broker's OS process (node 1's), for memory readings. */
   readonly brokerPid: number;
-  /** Opens a connection that the runner closes after the case. */
-  connect(): Promise<BenchConnection>;
+  /** The broker under test (scenario l restarts it). */
+  readonly broker: BrokerUnderTest;
+  /**
+   * CPU time so far of every broker process (each node, and for RabbitMQ beam.smp's helpers), ms;
+   * undefined when /proc cannot be read. Support: cpu-window.ts.
+   */
+  brokerCpuMs(): number | undefined;
+  /** Opens a connection (to node 1, or to `url`: another node's) that the runner closes after the case. */
+  connect(url?: string): Promise<BenchConnection>;
   /** Declares a uniquely named queue for `role`; the runner deletes it after the case. */
   declareQueue(role: string, spec?: QueueSpec): Promise<string>;
   /** Declares a uniquely named fanout exchange; the runner deletes it after the case. */
@@ -78,10 +96,28 @@ export interface BenchCase {
    * leftovers of earlier cases would distort, such as resident memory.
    */
   readonly freshBroker?: boolean;
+  /** The case kills a node on purpose (o): a dead node afterwards is no failure of the broker. */
+  readonly killsNode?: boolean;
   run(ctx: CaseContext): Promise<CaseOutcome>;
 }
 
-export const SCENARIO_IDS = ['a', 'b', 'c', 'd', 'e', 'f', 'g'] as const;
+export const SCENARIO_IDS = [
+  'a',
+  'b',
+  'c',
+  'd',
+  'e',
+  'f',
+  'g',
+  'h',
+  'i',
+  'j',
+  'k',
+  'l',
+  'm',
+  'n',
+  'o',
+] as const;
 export type ScenarioId = (typeof SCENARIO_IDS)[number];
 
 export interface Scenario {

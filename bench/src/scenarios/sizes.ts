@@ -24,7 +24,28 @@ export interface Sizes {
   readonly longTtlMs: number;
   /** f: messages queued for the memory reading. */
   readonly memory: number;
+  /** h–k: how long each point of a scaling sweep publishes, s. */
+  readonly sweepSeconds: number;
+  /** h: queue counts; i: connection counts (the sweeps' x values). */
+  readonly sweepQueues: readonly number[];
+  readonly sweepConnections: readonly number[];
+  /** j: message sizes, bytes. */
+  readonly sweepBodyBytes: readonly number[];
+  /** k: cluster sizes. */
+  readonly sweepNodes: readonly number[];
+  /** l: messages queued before the restart. */
+  readonly restart: number;
+  /** m: publish/drain cycles, and messages per cycle. */
+  readonly soakCycles: number;
+  readonly soakMessages: number;
+  /** n: idle queues declared. */
+  readonly idleQueues: number;
+  /** o: queues whose leader node is killed. */
+  readonly failoverQueues: number;
 }
+
+/** j's sizes: 64 B, 1 KiB, 64 KiB, 1 MiB (the issue's). */
+const BODY_SIZES = [64, 1024, 64 * 1024, 1024 * 1024] as const;
 
 export const FULL_SIZES: Sizes = {
   mode: 'full',
@@ -36,6 +57,16 @@ export const FULL_SIZES: Sizes = {
   reject: 100_000,
   longTtlMs: 60_000,
   memory: 1_000_000,
+  sweepSeconds: 8,
+  sweepQueues: [1, 10, 100, 1000],
+  sweepConnections: [1, 10, 100, 1000],
+  sweepBodyBytes: BODY_SIZES,
+  sweepNodes: [1, 3, 5],
+  restart: 1_000_000,
+  soakCycles: 20,
+  soakMessages: 100_000,
+  idleQueues: 10_000,
+  failoverQueues: 2_000,
 };
 
 export const QUICK_SIZES: Sizes = {
@@ -48,6 +79,16 @@ export const QUICK_SIZES: Sizes = {
   reject: 10_000,
   longTtlMs: 5_000,
   memory: 100_000,
+  sweepSeconds: 3,
+  sweepQueues: [1, 10, 100],
+  sweepConnections: [1, 10, 100],
+  sweepBodyBytes: BODY_SIZES,
+  sweepNodes: [1, 3],
+  restart: 100_000,
+  soakCycles: 5,
+  soakMessages: 20_000,
+  idleQueues: 1_000,
+  failoverQueues: 500,
 };
 
 /** `sizes` with every message count set to `messages` (a developer's override). */
@@ -59,5 +100,7 @@ export function withMessageCount(sizes: Sizes, messages: number): Sizes {
     burst: messages,
     stream: messages,
     reject: messages,
+    restart: messages,
+    soakMessages: messages,
   };
 }
