@@ -83,6 +83,13 @@ message Frame {
     BasicRecover basic_recover = 65;
     BasicRecoverOk basic_recover_ok = 66;
   }
+  // 70-79: kept for replicated retry with back-off (the next feature: a consumer's "retry this
+  // later" and its acknowledgement, and retry-policy methods), so its frames extend this oneof
+  // without renumbering anything a deployed client knows. A peer sends them only to one that
+  // announced the \`retry\` capability in its client/server properties' \`capabilities\` table (as
+  // AMQP's capabilities): an older peer never sees a method it cannot decode. New fields in the
+  // messages below are skipped by older decoders (protobuf and fast-codec.ts skip unknown fields).
+  reserved 70 to 79;
 }
 
 // ---------------------------------------------------------------- field values (AMQP 0-9-1 types)
@@ -346,6 +353,8 @@ message BasicDeliver {
   string routing_key = 5;
   BasicProperties properties = 6;
   bytes body = 7;
+  // Kept for replicated retry: the delivery's retry attempt and when it became due.
+  reserved 8 to 11;
 }
 
 message BasicGet {
@@ -360,6 +369,8 @@ message BasicGetOk {
   uint32 message_count = 5;
   BasicProperties properties = 6;
   bytes body = 7;
+  // Kept for replicated retry, as in BasicDeliver.
+  reserved 8 to 11;
 }
 message BasicGetEmpty {}
 
@@ -374,11 +385,15 @@ message BasicNack {
   uint64 delivery_tag = 1;
   bool multiple = 2;
   bool requeue = 3;
+  // Kept for replicated retry: a consumer's requested back-off (delay, or a named policy).
+  reserved 4 to 7;
 }
 
 message BasicReject {
   uint64 delivery_tag = 1;
   bool requeue = 2;
+  // Kept for replicated retry, as in BasicNack.
+  reserved 3 to 6;
 }
 
 message BasicRecover {
