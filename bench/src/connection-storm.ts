@@ -17,7 +17,7 @@ import { rabbitMqAdapter } from './adapters/rabbitmq-adapter.ts';
 import { styxAdapter } from './adapters/styx-adapter.ts';
 import type { BrokerUnderTest, Target } from './brokers/broker.ts';
 import { TARGET_LABELS } from './brokers/broker.ts';
-import { generatorCpuMs, processCpuMs } from './brokers/process-stats.ts';
+import { generatorCpuMs, processTreeCpuMs } from './brokers/process-stats.ts';
 import { rabbitMqInstalled, startRabbitMq } from './brokers/rabbitmq-broker.ts';
 import { startStyx } from './brokers/styx-broker.ts';
 
@@ -34,7 +34,8 @@ interface Storm {
 }
 
 function brokerCpuMs(broker: BrokerUnderTest): number {
-  return broker.pids.reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0);
+  // Every process of the broker (RabbitMQ's beam.smp and its helpers, Styx's node).
+  return processTreeCpuMs(broker.pids) ?? 0;
 }
 
 /** Open `count` connections at once, each with a channel, a queue and a consumer; close them after. */
