@@ -20,7 +20,7 @@ import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { canAccess } from '../metadata/permissions.ts';
 import type { PermissionKind, UserRecord } from '../metadata/types.ts';
 import { forbidden, notFound } from './api-error.ts';
-import { exchangeFromPath } from './topology-api.ts';
+import { exchangeFromPath } from './exchange-path.ts';
 
 export const ADMINISTRATOR = 'administrator';
 /** Reads the whole node's state and health (RabbitMQ's `monitoring` tag). */

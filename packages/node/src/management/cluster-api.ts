@@ -13,7 +13,7 @@
 import type { ClusterMemberStatus, ClusterView } from '../cluster/cluster-view.ts';
 import { clusterAddressProblem } from '../cluster/cluster-view.ts';
 import { badRequest, fromClusterError, notFound } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import type { NodeStats } from './node-stats.ts';
 import { objectBody, requiredString } from './request-body.ts';
 import type { Json } from './views.ts';

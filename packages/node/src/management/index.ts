@@ -2,9 +2,9 @@
 
 export type { ApiErrorCode } from './api-error.ts';
 export { ApiError } from './api-error.ts';
+export type { ApiRequest, ApiResponse } from './api-types.ts';
 export type { BasicAuthOptions } from './basic-auth.ts';
 export { BasicAuthenticator } from './basic-auth.ts';
-export type { ApiRequest, ApiResponse } from './management-api.ts';
 export { ManagementApi } from './management-api.ts';
 export type { ManagementServerOptions } from './management-server.ts';
 export { DEFAULT_MANAGEMENT_PORT, ManagementListenError, ManagementServer } from './management-server.ts';

@@ -42,7 +42,7 @@ import {
 import type { MetadataReply } from '../metadata/metadata-machine.ts';
 import type { ClusterNodeRecord } from '../metadata/types.ts';
 import { badRequest, fromBrokerError, fromMetadataError, notFound } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import { isClustered, nodeNames } from './queue-replicas-api.ts';
 import type { Json } from './views.ts';
 

@@ -76,6 +76,7 @@ import { clusterRoutes } from './cluster-api.ts';
 import { connectionRoutes } from './connections-api.ts';
 import { deadLetterRoutes } from './dead-letter-api.ts';
 import { definitionsRoutes } from './definitions-api.ts';
+import { exchangeFromPath } from './exchange-path.ts';
 import { featureFlagRoutes } from './feature-flags-api.ts';
 import { healthCheckRoutes } from './health-checks-api.ts';
 import { maintenanceRoutes } from './maintenance-api.ts';
@@ -89,7 +90,7 @@ import { nodeNames, queueReplicaRoutes, replicaNames } from './queue-replicas-ap
 import { redriveRoutes } from './redrive-api.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
-import { exchangeFromPath, topologyRoutes } from './topology-api.ts';
+import { topologyRoutes } from './topology-api.ts';
 import type { Json } from './views.ts';
 import {
   bindingJson,

@@ -23,7 +23,7 @@ import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import type { QueueRecord } from '../metadata/types.ts';
 import type { QueueCheckStatus } from '../queue/replica-check.ts';
 import { fromQueueReplicaError, notFound } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import type { Json } from './views.ts';
 
 /** The broker's checks (a test may give a fake). */

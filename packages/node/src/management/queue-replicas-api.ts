@@ -25,7 +25,7 @@ import type { MetadataMachine } from '../metadata/metadata-machine.ts';
 import { NamePattern, NamePatternError } from '../metadata/name-pattern.ts';
 import type { ClusterNodeRecord, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { badRequest, fromQueueReplicaError, notFound } from './api-error.ts';
-import type { ApiRequest, ApiResponse, Route } from './management-api.ts';
+import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import type { BodyObject } from './request-body.ts';
 import { objectBody, optionalString, requiredString } from './request-body.ts';
 import type { Json, QueueReplicaNames } from './views.ts';

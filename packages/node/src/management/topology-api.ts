@@ -29,6 +29,7 @@ import type { BindingRecord, DestinationKind, QueueRecord, UserRecord } from '..
 import { ApiError, badRequest, fromBrokerError, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Route } from './api-types.ts';
 import { bindingPropertiesKey } from './binding-props.ts';
+import { exchangeFromPath } from './exchange-path.ts';
 import type { BodyObject } from './request-body.ts';
 import {
   objectBody,
@@ -40,14 +41,6 @@ import {
 } from './request-body.ts';
 import type { Json } from './views.ts';
 import { bindingJson, defaultBindingJson } from './views.ts';
-
-/** The path segment naming the default exchange '' (as RabbitMQ's API does). */
-export const DEFAULT_EXCHANGE_ALIAS = 'amq.default';
-
-/** The exchange a path segment names. */
-export function exchangeFromPath(segment: string): string {
-  return segment === DEFAULT_EXCHANGE_ALIAS ? '' : segment;
-}
 
 const CREATED: ApiResponse = { status: 201 };
 const NO_CONTENT: ApiResponse = { status: 204 };
