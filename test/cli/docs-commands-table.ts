@@ -161,6 +161,11 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
     how: HELP,
   },
   { command: 'npx -y pnpm@10 bench --target styx|rabbitmq|both', how: USAGE },
+  // The named runs (scaling sweeps, extras, leads): minutes each against both brokers.
+  {
+    command: /^npx -y pnpm@10 bench (scaling|extras|leads|leads soak|restart soak idle-queues)( #.*)?$/,
+    how: HELP,
+  },
   {
     command: /^bash bench\/scripts\/rabbitmq\.sh install( #.*)?$/,
     how: { skip: 'installs rabbitmq-server with apt-get (root)', files: ['bench/scripts/rabbitmq.sh'] },
