@@ -212,13 +212,17 @@ describe('styx ctl and the clients of a running node', () => {
     expect(usage.stderr).toContain('close_connection takes 2 arguments, got 1');
   });
 
-  it("status prints the node's version, listeners, memory and connection count", async () => {
+  it("status prints the node's version, listeners, memory, disk, descriptors and connection count", async () => {
     const r = await sh('styx ctl status');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Status of node .+ \.\.\.\nRuntime\n/);
     expect(r.stdout).toMatch(/Styx version: \d+\.\d+\.\d+/);
     expect(r.stdout).toContain(`Interface: 127.0.0.1, port: ${broker.port}, protocol: styx`);
     expect(r.stdout).toMatch(/Memory\n\nUsed: [\d.]+ MiB/);
+    expect(r.stdout).toMatch(
+      /Free Disk Space\n\nLow free disk space watermark: [\d.]+ MiB\nFree disk space: [\d.]+ MiB/,
+    );
+    expect(r.stdout).toMatch(/File Descriptors\n\nTotal: \d+, limit: \d+\nSockets: \d+, limit: \d+/);
     expect(r.stdout).toMatch(/Alarms\n\n\(none\)/);
     expect(r.stdout).toMatch(/Connection count: \d+/);
   });

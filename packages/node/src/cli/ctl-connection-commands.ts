@@ -126,6 +126,15 @@ function statusLines(overview: Overview, node: Row): string[] {
       ),
     ),
     ...section('Memory', [`Used: ${mib(node.mem_used)}, budget: ${limit}`]),
+    // As rabbitmqctl status' "Free Disk Space" and "File Descriptors" sections (null: not measured).
+    ...section('Free Disk Space', [
+      `Low free disk space watermark: ${mib(node.disk_free_limit)}`,
+      `Free disk space: ${mib(node.disk_free)}`,
+    ]),
+    ...section('File Descriptors', [
+      `Total: ${cell(node.fd_used)}, limit: ${cell(node.fd_total)}`,
+      `Sockets: ${cell(node.sockets_used)}, limit: ${cell(node.sockets_total)}`,
+    ]),
     ...section('Alarms', alarms),
     ...section('Totals', [`Connection count: ${cell(node.sockets_used)}`]),
   ];
