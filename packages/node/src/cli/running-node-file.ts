@@ -4,8 +4,10 @@
  * data dir the way rabbitmqctl finds its local node, whatever ports it was started on. A node killed
  * with SIGKILL leaves the file behind: its pid, no longer alive, tells a reader the file is stale.
  */
+
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isAlive } from '../broker/data-dir.ts';
 
 /** The file's name in the data dir. */
 export const RUNNING_NODE_FILE = 'running-node.json';
@@ -69,13 +71,4 @@ export async function readRunningNode(dataDir: string): Promise<RunningNodeLooku
   const node = parsed as RunningNode;
   if (typeof node?.pid !== 'number' || typeof node.url !== 'string') return { state: 'none' };
   return { state: isAlive(node.pid) ? 'running' : 'stale', node };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

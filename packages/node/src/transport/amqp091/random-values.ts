@@ -4,17 +4,8 @@
 import type { BasicProperties, FieldTable, FieldValue } from '@styx/client/wire';
 import type { FieldDef, MethodDef } from './spec.gen.ts';
 
-/** A small seeded PRNG (mulberry32): the same seed gives the same sequence on every run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The project's one seeded generator (mulberry32), re-exported for the codec tests.
+export { seededRandom } from '../../test-support/seeded-random.ts';
 
 /** Random integer in [min, max]. */
 export function int(rng: () => number, min: number, max: number): number {
