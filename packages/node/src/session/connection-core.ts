@@ -68,6 +68,8 @@ export interface ConnectionCoreOptions {
    * once the connection is open); a client that sends more is refused.
    */
   readonly maxHeldCommands: number;
+  /** The refusal's text (default: 'more than N commands sent before the connection was open'). */
+  readonly heldRefusal?: string;
 }
 
 /** See the module comment. `C`: the transport's channel; `Held`: a command as its decoder makes it. */
@@ -76,6 +78,7 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
   readonly #logger: Logger;
   readonly #wire: ConnectionWire;
   readonly #maxHeld: number;
+  readonly #heldRefusal: string;
   channelMax: number;
   readonly #channels = new Map<number, C>();
   #held: Held[] | undefined;
@@ -96,6 +99,9 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
     this.#wire = options.wire;
     this.channelMax = options.channelMax;
     this.#maxHeld = options.maxHeldCommands;
+    this.#heldRefusal =
+      options.heldRefusal ??
+      `more than ${options.maxHeldCommands} commands sent before the connection was open`;
   }
 
   // ---------------------------------------------------------------------------------- channels
@@ -169,10 +175,7 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
     const held = this.#held;
     if (held === undefined) throw new Error('hold() while not holding commands');
     if (held.length >= this.#maxHeld) {
-      throw new ConnectionError(
-        Code.COMMAND_INVALID,
-        `more than ${this.#maxHeld} commands sent before the connection was open`,
-      );
+      throw new ConnectionError(Code.COMMAND_INVALID, this.#heldRefusal);
     }
     held.push(command);
   }
