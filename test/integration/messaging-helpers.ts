@@ -132,7 +132,7 @@ export async function drain(ch: Channel, queue: string): Promise<string[]> {
 }
 
 /** The one message basic.get finds (noAck unless told otherwise); fails when the queue is empty. */
-export async function getOne(ch: Channel, queue: string, noAck = true): Promise<GetMessage> {
+export async function getOne(ch: Pick<Channel, 'get'>, queue: string, noAck = true): Promise<GetMessage> {
   const msg = await ch.get(queue, { noAck });
   if (msg === false) throw new Error(`queue '${queue}' is empty`);
   return msg;
@@ -151,7 +151,15 @@ export async function fill(
 
 /** The outcome of one confirmed publish: 'ack', or 'nack' when the callback gets an error. */
 export function confirmOutcome(
-  ch: ConfirmChannel,
+  ch: {
+    publish(
+      exchange: string,
+      routingKey: string,
+      content: Buffer,
+      options: amqp.PublishOptions | undefined,
+      callback: (err: Error | null) => void,
+    ): boolean;
+  },
   exchange: string,
   routingKey: string,
   body: string,
