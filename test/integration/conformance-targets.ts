@@ -8,8 +8,8 @@
 //      client-local locator), then by the test's own declare on n3, which finds it and answers
 //      declare-ok as for any existing queue. The variant checks on n3's management API that the
 //      queue is known there and led by n2 before the test goes on, so every publish, get, consume,
-//      ack, reject and x-death read of the test crosses from n3 to the queue's leader. (Non-durable
-//      queues have no replicas and live on the node that created them: n2, by the same route.)
+//      ack, reject and x-death read of the test crosses from n3 to the queue's leader. (A non-durable
+//      queue has no leader: it lives on the node that created it, its one member, n2.)
 // and, only when STYX_DLX_CONFORMANCE_RABBITMQ="amqp://127.0.0.1:PORT,http://127.0.0.1:MGMT_PORT"
 // is set, amqplib against that RabbitMQ: the check that the test bodies are RabbitMQ-true. The
 // suite never starts RabbitMQ; the tests it fails where Styx deliberately differs say so.
@@ -50,7 +50,11 @@ export interface Variant {
   start(): Promise<Running>;
 }
 
-/** `styx server` flags for an AMQP listener on a free loopback port, and that port's URL. */
+/**
+ * `styx server` flags for an AMQP listener on a chosen free loopback port (kept across a restart,
+ * like the node's other ports), and that port's URL. They come after startBroker's own
+ * `--amqp-port 0`, and the last one counts.
+ */
 async function amqpListener(): Promise<{ args: string[]; url: string }> {
   const port = await freePort();
   return { args: ['--amqp-port', String(port)], url: `amqp://127.0.0.1:${port}` };
@@ -61,12 +65,10 @@ export async function startNodeFor(
   client: ClientDriver,
   options: StartOptions = {},
 ): Promise<{ broker: BrokerProcess; url: string }> {
-  const amqp = client.protocol === 'amqp' ? await amqpListener() : undefined;
-  const broker = await startBroker({
-    ...options,
-    extraArgs: [...(options.extraArgs ?? []), ...(amqp?.args ?? [])],
-  });
-  return { broker, url: amqp?.url ?? broker.url };
+  const broker = await startBroker({ ...options, amqp: client.protocol === 'amqp' });
+  const url = client.protocol === 'amqp' ? broker.amqpUrl : broker.url;
+  if (url === undefined) throw new Error('the node did not log its AMQP URL');
+  return { broker, url };
 }
 
 /** One node; the client talks to the listener of its protocol. */
@@ -127,8 +129,9 @@ function clusterNonLeader(client: ClientDriver): Variant {
           `${CLIENT_NODE} to know queue '${queue}' led by ${HOME_NODE}`,
           async () => {
             const json = await cluster.queue(CLIENT_NODE, queue);
-            // No replicas (a non-durable queue): it lives where it was created, on n2.
-            return json.members === undefined || json.leader === HOME_NODE;
+            // A non-durable queue has no leader: its one member is the node it lives on.
+            const home = json.leader ?? (json.members?.length === 1 ? json.members[0] : undefined);
+            return home === HOME_NODE;
           },
           10_000,
           20,
