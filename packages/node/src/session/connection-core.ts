@@ -6,7 +6,7 @@
  * taken. The transport keeps only what its wire decides: how a heartbeat, a blocked notice or a
  * close is encoded, and how its socket is paused.
  */
-import type { Broker } from '../broker/broker.ts';
+import type { Broker, Session } from '../broker/broker.ts';
 import type { ClientChannel } from '../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../errors/amqp-error.ts';
@@ -68,6 +68,8 @@ export interface ConnectionCoreOptions {
    * once the connection is open); a client that sends more is refused.
    */
   readonly maxHeldCommands: number;
+  /** The refusal's text (default: 'more than N commands sent before the connection was open'). */
+  readonly heldRefusal?: string;
 }
 
 /** See the module comment. `C`: the transport's channel; `Held`: a command as its decoder makes it. */
@@ -76,6 +78,7 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
   readonly #logger: Logger;
   readonly #wire: ConnectionWire;
   readonly #maxHeld: number;
+  readonly #heldRefusal: string;
   channelMax: number;
   readonly #channels = new Map<number, C>();
   #held: Held[] | undefined;
@@ -96,6 +99,9 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
     this.#wire = options.wire;
     this.channelMax = options.channelMax;
     this.#maxHeld = options.maxHeldCommands;
+    this.#heldRefusal =
+      options.heldRefusal ??
+      `more than ${options.maxHeldCommands} commands sent before the connection was open`;
   }
 
   // ---------------------------------------------------------------------------------- channels
@@ -169,10 +175,7 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
     const held = this.#held;
     if (held === undefined) throw new Error('hold() while not holding commands');
     if (held.length >= this.#maxHeld) {
-      throw new ConnectionError(
-        Code.COMMAND_INVALID,
-        `more than ${this.#maxHeld} commands sent before the connection was open`,
-      );
+      throw new ConnectionError(Code.COMMAND_INVALID, this.#heldRefusal);
     }
     held.push(command);
   }
@@ -318,5 +321,50 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
     for (const channel of this.#channels.values()) abandon(channel);
     this.#broker.counters.channelsClosed += this.#channels.size;
     this.#channels.clear();
+  }
+}
+
+/**
+ * What a transport's connection answers the broker from its connection core alone (the counts and
+ * channels of `ClientConnection`, its session, resource alarms), written once for every protocol.
+ */
+export abstract class CoreConnection<C extends ConnectionChannel, Held> {
+  protected abstract readonly core: ConnectionCore<C, Held>;
+  /** Who is connected, once the handshake authenticated them. */
+  protected sessionValue: Session | undefined;
+
+  get session(): Session {
+    if (this.sessionValue === undefined) throw new Error('session used before the handshake completed');
+    return this.sessionValue;
+  }
+
+  /** Channels open on this connection (metrics). */
+  get channelCount(): number {
+    return this.core.channelCount;
+  }
+
+  /** Of the open channels, those that have published (metrics: `rabbitmq_global_publishers`). */
+  get publisherCount(): number {
+    return this.core.publisherCount;
+  }
+
+  /** Consumers registered on this connection's channels (metrics: `rabbitmq_global_consumers`). */
+  get consumerCount(): number {
+    return this.core.consumerCount;
+  }
+
+  /** The open channels. */
+  openChannels(): Iterable<ClientChannel> {
+    return this.core.openChannels();
+  }
+
+  /** The open channel with this number, if any (queues deliver to it as its owner). */
+  channelFor(number: number): ClientChannel | undefined {
+    return this.core.channelFor(number);
+  }
+
+  /** A resource alarm is in effect, or the last one cleared: throttle publishers, telling them `reason`. */
+  setMemoryBlocked(blocked: boolean, reason?: string): void {
+    this.core.setMemoryBlocked(blocked, reason);
   }
 }
