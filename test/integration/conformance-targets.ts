@@ -20,7 +20,7 @@ import { TestCluster } from '../support/cluster-processes.ts';
 import { eventually } from '../support/eventually.ts';
 import type { ClientChannel, ClientConnection, ClientDriver, Credentials } from './client-drivers.ts';
 import { amqplibClient, styxClient } from './client-drivers.ts';
-import { WAIT_MS, withTimeout } from './messaging-helpers.ts';
+import { guestApi, WAIT_MS, withTimeout } from './messaging-helpers.ts';
 
 /** What a test sees of the broker it runs against. */
 export interface Target {
@@ -219,25 +219,12 @@ export function useVariant(variant: Variant): Target {
   };
 }
 
-/** A management API call as guest on the target (JSON; the status is the caller's to check). */
-export async function targetApi(
+/** A management API call as guest on the target (the status is the caller's to check). */
+export function targetApi(
   target: Target,
   method: string,
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: unknown }> {
-  const response = await withTimeout(
-    fetch(`${target.managementUrl()}${path}`, {
-      method,
-      headers: {
-        Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
-        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-    WAIT_MS,
-    `${method} ${path}`,
-  );
-  const text = await response.text();
-  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+  return guestApi(target.managementUrl(), method, path, body);
 }

@@ -68,6 +68,32 @@ export function useBroker(options: StartOptions = {}): {
   };
 }
 
+/**
+ * A management API call as guest against `baseUrl` (JSON in and out, bounded). The status is the
+ * caller's to check; an empty answer is `undefined`.
+ */
+export async function guestApi(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  const response = await withTimeout(
+    fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    WAIT_MS,
+    `${method} ${path}`,
+  );
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+}
+
 /** `promise`, or a rejection naming `what` after `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
