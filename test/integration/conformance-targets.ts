@@ -12,7 +12,8 @@
 //      queue has no leader: it lives on the node that created it, its one member, n2.)
 // and, only when STYX_DLX_CONFORMANCE_RABBITMQ="amqp://127.0.0.1:PORT,http://127.0.0.1:MGMT_PORT"
 // is set, amqplib against that RabbitMQ: the check that the test bodies are RabbitMQ-true. The
-// suite never starts RabbitMQ; the tests it fails where Styx deliberately differs say so.
+// suite never starts RabbitMQ; the tests it fails where Styx deliberately differs say so. The Java
+// scenarios use the guide's fixed, durable queue names: give each run a fresh vhost '/'.
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { BrokerProcess, StartOptions } from '../support/broker-process.ts';
 import { freePort, startBroker } from '../support/broker-process.ts';
