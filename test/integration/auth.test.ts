@@ -1,7 +1,7 @@
 import { networkInterfaces } from 'node:os';
 import * as amqp from '@styx/client';
 import { describe, expect, it } from 'vitest';
-import { rejectionOf, unique, useBroker, WAIT_MS, withTimeout } from './messaging-helpers.ts';
+import { guestApi, rejectionOf, unique, useBroker, WAIT_MS, withTimeout } from './messaging-helpers.ts';
 
 // Authentication and vhosts against a real `styx server`: the default user guest/guest on the
 // default vhost '/', and the codes a refused handshake gives (403 bad credentials, 530 vhost).
@@ -16,22 +16,9 @@ const EXTERNAL_ADDRESS = Object.values(networkInterfaces())
   .flatMap((list) => list ?? [])
   .find((entry) => entry.family === 'IPv4' && !entry.internal)?.address;
 
-/** A management API call as guest (setup of users, vhosts and permissions). */
+/** A management API call as guest (setup of users, vhosts and permissions): its status. */
 async function manage(method: string, path: string, body?: unknown): Promise<number> {
-  const response = await withTimeout(
-    fetch(`${broker().managementUrl as string}${path}`, {
-      method,
-      headers: {
-        Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
-        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-    WAIT_MS,
-    `${method} ${path}`,
-  );
-  await response.arrayBuffer();
-  return response.status;
+  return (await guestApi(broker().managementUrl as string, method, path, body)).status;
 }
 
 describe('the default user and vhost', () => {

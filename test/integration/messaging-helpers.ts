@@ -68,6 +68,32 @@ export function useBroker(options: StartOptions = {}): {
   };
 }
 
+/**
+ * A management API call as guest against `baseUrl` (JSON in and out, bounded). The status is the
+ * caller's to check; an empty answer is `undefined`.
+ */
+export async function guestApi(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  const response = await withTimeout(
+    fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        Authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    WAIT_MS,
+    `${method} ${path}`,
+  );
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
+}
+
 /** `promise`, or a rejection naming `what` after `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -132,7 +158,7 @@ export async function drain(ch: Channel, queue: string): Promise<string[]> {
 }
 
 /** The one message basic.get finds (noAck unless told otherwise); fails when the queue is empty. */
-export async function getOne(ch: Channel, queue: string, noAck = true): Promise<GetMessage> {
+export async function getOne(ch: Pick<Channel, 'get'>, queue: string, noAck = true): Promise<GetMessage> {
   const msg = await ch.get(queue, { noAck });
   if (msg === false) throw new Error(`queue '${queue}' is empty`);
   return msg;
@@ -151,7 +177,15 @@ export async function fill(
 
 /** The outcome of one confirmed publish: 'ack', or 'nack' when the callback gets an error. */
 export function confirmOutcome(
-  ch: ConfirmChannel,
+  ch: {
+    publish(
+      exchange: string,
+      routingKey: string,
+      content: Buffer,
+      options: amqp.PublishOptions | undefined,
+      callback: (err: Error | null) => void,
+    ): boolean;
+  },
   exchange: string,
   routingKey: string,
   body: string,
