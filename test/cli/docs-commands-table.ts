@@ -161,9 +161,9 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
     how: HELP,
   },
   { command: 'npx -y pnpm@10 bench --target styx|styx-amqp|rabbitmq|both|all', how: USAGE },
-  // The AMQP column beside the SDK one (and RabbitMQ's): single cases, a comma list of targets.
+  // The AMQP column beside the SDK one (and RabbitMQ's): named cases, all targets or a comma list.
   {
-    command: /^npx -y pnpm@10 bench (a|g\.a|a g\.a) --target (styx,styx-amqp|all)( #.*)?$/,
+    command: /^npx -y pnpm@10 bench (a|g\.a)( [a-z][a-z.-]*)* --target (styx,styx-amqp|all)( #.*)?$/,
     how: HELP,
   },
   // The named runs (scaling sweeps, extras, leads): minutes each against both brokers.
