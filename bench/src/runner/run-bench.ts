@@ -13,18 +13,10 @@ import type { BenchCase } from '../scenarios/scenario.ts';
 import { nowMs } from '../scenarios/support/clock.ts';
 import { TrackedCaseContext } from './case-context.ts';
 import { histogramMetrics, histogramReport } from './histogram-report.ts';
-import { ProbeCache } from './probes.ts';
+import { ProbeCache, unmetRequirement } from './probes.ts';
 import type { ProgressLine } from './progress-line.ts';
 import type { BrokerInfo, CaseResult } from './results.ts';
 import { warmUp } from './warm-up.ts';
-
-/**
- * Columns whose broker has, through another column, every feature the cases probe for: a failed
- * probe there is a gap in that column's client path, so the case fails (and with it the run's exit
- * code) rather than being reported unsupported beside the other columns' numbers.
- */
-const GAPS_ARE_ERRORS: ReadonlySet<Target> = new Set<Target>(['styx-amqp']);
-const GAPS_ARE_ERRORS_WHY = "Styx's AMQP path lacks what this case needs (Styx has it through the SDK)";
 
 export interface RunOptions {
   readonly targets: readonly Target[];
@@ -104,10 +96,7 @@ async function runOne(
 ): Promise<CaseResult> {
   const base = skeleton(c, broker.target);
   const unmet = await probes.check(c.requires);
-  if (unmet !== undefined)
-    return GAPS_ARE_ERRORS.has(broker.target)
-      ? { ...base, status: 'error', reason: `${GAPS_ARE_ERRORS_WHY}: ${unmet}` }
-      : { ...base, status: 'unsupported', reason: unmet };
+  if (unmet !== undefined) return { ...base, ...unmetRequirement(broker.target, unmet) };
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
   const pids0 = broker.pids.join(',');
