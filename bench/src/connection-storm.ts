@@ -1,5 +1,5 @@
 /**
- * `node bench/src/connection-storm.ts [CONNECTIONS] [--target styx|rabbitmq|both]`: a reconnection
+ * `node bench/src/connection-storm.ts [CONNECTIONS] [--target styx|styx-amqp|rabbitmq|both|all]`: a reconnection
  * storm (issue 28 item 8). When a node dies its clients all reconnect to the others at once; this
  * opens CONNECTIONS (default 1,000) connections at once as guest, each with a channel, its own
  * non-durable queue and a consumer on it, and reports the time until the last consumer is ready
@@ -7,25 +7,20 @@
  * the second storm is the same clients coming back (a node restarted, a flapping network).
  *
  * The broker is one `styx server` (fresh temp data dir) or, with `--target rabbitmq` and RabbitMQ
- * installed (`bash bench/scripts/rabbitmq.sh install`), one RabbitMQ node; `both` (the default when
- * RabbitMQ is installed) runs them in turn, one alive at a time.
+ * installed (`bash bench/scripts/rabbitmq.sh install`), one RabbitMQ node; `styx-amqp` is Styx again
+ * with its clients on amqplib over AMQP 0-9-1; `both` (styx and rabbitmq, the default when RabbitMQ is
+ * installed), `all` or a comma list run them in turn, one alive at a time.
  */
 import { parseArgs } from 'node:util';
 import type { BrokerAdapter } from './adapters/adapter.ts';
 import type { BenchConnection } from './adapters/client-api.ts';
-import { rabbitMqAdapter } from './adapters/rabbitmq-adapter.ts';
-import { styxAdapter } from './adapters/styx-adapter.ts';
+import { ADAPTERS } from './adapters/registry.ts';
 import type { BrokerUnderTest, Target } from './brokers/broker.ts';
 import { TARGET_LABELS } from './brokers/broker.ts';
+import { LAUNCHERS } from './brokers/launchers.ts';
 import { generatorCpuMs, processTreeCpuMs } from './brokers/process-stats.ts';
-import { rabbitMqInstalled, startRabbitMq } from './brokers/rabbitmq-broker.ts';
-import { startStyx } from './brokers/styx-broker.ts';
-
-const ADAPTERS: Readonly<Record<Target, BrokerAdapter>> = { styx: styxAdapter, rabbitmq: rabbitMqAdapter };
-const START: Readonly<Record<Target, () => Promise<BrokerUnderTest>>> = {
-  styx: () => startStyx(),
-  rabbitmq: () => startRabbitMq(),
-};
+import { rabbitMqInstalled } from './brokers/rabbitmq-broker.ts';
+import { parseTargets, TARGET_SYNOPSIS } from './target-arg.ts';
 
 interface Storm {
   readonly wallMs: number;
@@ -76,7 +71,7 @@ async function main(): Promise<void> {
   });
   if (values.help === true) {
     process.stdout.write(
-      'Usage: node bench/src/connection-storm.ts [CONNECTIONS] [--target styx|rabbitmq|both]\n',
+      `Usage: node bench/src/connection-storm.ts [CONNECTIONS] [--target styx|styx-amqp|rabbitmq|both|all]\n\n--target: ${TARGET_SYNOPSIS} (default: both when RabbitMQ is installed, else styx)\n`,
     );
     return;
   }
@@ -87,11 +82,15 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
-  const target = values.target ?? (rabbitMqInstalled() ? 'both' : 'styx');
-  const targets: Target[] = target === 'both' ? ['styx', 'rabbitmq'] : [target as Target];
+  let targets: Target[];
+  try {
+    targets = parseTargets(values.target ?? (rabbitMqInstalled() ? 'both' : 'styx'));
+  } catch (err) {
+    process.stderr.write(`connection-storm: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
   for (const t of targets) {
-    if (!(t in START)) throw new Error(`unknown target '${t}'`);
-    const broker = await START[t]();
+    const broker = await LAUNCHERS[t](1);
     try {
       for (const [run, name] of [
         [1, 'first storm'],

@@ -9,13 +9,14 @@ import type { Target } from './brokers/broker.ts';
 import { RABBITMQ_SCRIPT, rabbitMqInstalled } from './brokers/rabbitmq-broker.ts';
 import { REPO_ROOT } from './brokers/styx-node.ts';
 import { buildReport, writeReport } from './report/build-report.ts';
-import { CPU_TABLE_HEADER, cpuTableRows } from './report/cpu-table.ts';
+import { headlineTables } from './report/cpu-table.ts';
 import { textTable } from './report/format.ts';
 import { problemsList, ratiosTable, resultsTable } from './report/table.ts';
 import { ProgressLine } from './runner/progress-line.ts';
 import { liveBrokers, runBench } from './runner/run-bench.ts';
 import { SCENARIOS, selectCases } from './scenarios/registry.ts';
 import { FULL_SIZES, QUICK_SIZES, withMessageCount } from './scenarios/sizes.ts';
+import { defaultTargets, parseTargets } from './target-arg.ts';
 
 const USAGE = `Usage: pnpm bench [scenario ...] [options]
 
@@ -26,8 +27,11 @@ size, cluster size), leads (e, l, n, o), extras (h–o). h–o run only when nam
 Options:
   --full                 the issue's sizes (100k messages, 1M for memory and restart, 60 s TTL, 8 s sweep
                          points up to 1,000 queues/connections and 5 nodes)
-  --quick                CI-sized runs (the default): ~3 min for a–f on both brokers
-  --target T             styx | rabbitmq | both (default: both when RabbitMQ is installed, else styx)
+  --quick                CI-sized runs (the default): ~1.5 min for a–f per broker column
+  --target T             which brokers run, in turn: styx (Styx through its SDK), styx-amqp (Styx
+                         through amqplib over AMQP 0-9-1), rabbitmq (through amqplib), both (styx,
+                         rabbitmq), all, or a comma list (styx,styx-amqp). Default: all, without
+                         rabbitmq when it is not installed
   --json PATH            also write the JSON report to PATH
   --out DIR              where report.json, report.md and lateness.svg go (default: bench/results/<timestamp>)
   --messages N           override every case's message count (a, b, c, d)
@@ -99,24 +103,19 @@ async function main(argv: string[]): Promise<number> {
   const progress = new ProgressLine();
   const notes: string[] = [];
   let targets: Target[];
-  switch (values.target) {
-    case 'styx':
-    case 'rabbitmq':
-      targets = [values.target];
-      break;
-    case 'both':
-      targets = ['styx', 'rabbitmq'];
-      break;
-    case undefined:
-      targets = rabbitMqInstalled() ? ['styx', 'rabbitmq'] : ['styx'];
-      if (targets.length === 1) {
-        const note = `RabbitMQ is not installed, so Styx runs alone (install it: bash ${RABBITMQ_SCRIPT} install)`;
-        progress.log(note);
-        notes.push(note);
-      }
-      break;
-    default:
-      fail(`--target must be styx, rabbitmq or both, got '${values.target}'`);
+  if (values.target === undefined) {
+    targets = defaultTargets(rabbitMqInstalled());
+    if (!targets.includes('rabbitmq')) {
+      const note = `RabbitMQ is not installed, so Styx runs alone (install it: bash ${RABBITMQ_SCRIPT} install)`;
+      progress.log(note);
+      notes.push(note);
+    }
+  } else {
+    try {
+      targets = parseTargets(values.target);
+    } catch (err) {
+      fail(`${(err as Error).message}`);
+    }
   }
   let cases: ReturnType<typeof selectCases>;
   try {
@@ -156,11 +155,8 @@ async function main(argv: string[]): Promise<number> {
   await writeReport(report, outDir, values.json === undefined ? undefined : resolve(values.json));
 
   process.stdout.write(`\n${resultsTable(results)}\n`);
-  const cpuRows = cpuTableRows(results);
-  if (cpuRows.length > 0)
-    process.stdout.write(
-      `\nBroker CPU per message and throughput\n${textTable(CPU_TABLE_HEADER, cpuRows)}\n`,
-    );
+  for (const f of headlineTables(results))
+    process.stdout.write(`\n${f.title}\n${textTable(f.header, f.rows)}\n`);
   if (report.ratios.length > 0) process.stdout.write(`\nStyx / RabbitMQ\n${ratiosTable(report.ratios)}\n`);
   const problems = problemsList(results);
   if (problems !== '') process.stdout.write(`\nNot run to the end:\n${problems}\n`);

@@ -160,7 +160,12 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
       /^npx -y pnpm@10 bench( (g --full )?--target both| --full| hot-expiry| --json out\.json| --list)?( #.*)?$/,
     how: HELP,
   },
-  { command: 'npx -y pnpm@10 bench --target styx|rabbitmq|both', how: USAGE },
+  { command: 'npx -y pnpm@10 bench --target styx|styx-amqp|rabbitmq|both|all', how: USAGE },
+  // The AMQP column beside the SDK one (and RabbitMQ's): named cases, all targets or a comma list.
+  {
+    command: /^npx -y pnpm@10 bench (a|g\.a)( [a-z][a-z.-]*)* --target (styx,styx-amqp|all)( #.*)?$/,
+    how: HELP,
+  },
   // The named runs (scaling sweeps, extras, leads): minutes each against both brokers.
   {
     command: /^npx -y pnpm@10 bench (scaling|extras|leads|leads soak|restart soak idle-queues)( #.*)?$/,

@@ -1,15 +1,29 @@
 /** A broker process under test, started by the bench and stopped by it. */
 
-/** The brokers the bench compares. */
-export const TARGETS = ['styx', 'rabbitmq'] as const;
+/**
+ * The columns the bench compares: Styx through its SDK (WebSocket), Styx through amqplib over
+ * AMQP 0-9-1 (the same broker, the same client code as RabbitMQ's column: the protocol cost apart),
+ * and RabbitMQ through amqplib.
+ */
+export const TARGETS = ['styx', 'styx-amqp', 'rabbitmq'] as const;
 export type Target = (typeof TARGETS)[number];
 
+/** The reference every ratio divides by. */
+export const REFERENCE_TARGET = 'rabbitmq' satisfies Target;
+/** The Styx columns, each compared with RabbitMQ. */
+export const STYX_TARGETS = ['styx', 'styx-amqp'] as const satisfies readonly Target[];
+export type StyxTarget = (typeof STYX_TARGETS)[number];
+
 /** Display names, for tables and charts. */
-export const TARGET_LABELS: Readonly<Record<Target, string>> = { styx: 'Styx', rabbitmq: 'RabbitMQ' };
+export const TARGET_LABELS: Readonly<Record<Target, string>> = {
+  styx: 'Styx',
+  'styx-amqp': 'Styx AMQP',
+  rabbitmq: 'RabbitMQ',
+};
 
 export interface BrokerUnderTest {
   readonly target: Target;
-  /** Where clients connect (ws:// for Styx, amqp:// for RabbitMQ). */
+  /** Where clients connect (ws:// for Styx's SDK, amqp:// for Styx AMQP and RabbitMQ). */
   readonly url: string;
   /** The OS process of the node clients connect to (beam.smp for RabbitMQ), for memory readings. */
   readonly pid: number;

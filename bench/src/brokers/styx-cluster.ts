@@ -9,9 +9,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BrokerStartError } from './broker.ts';
-import { freeLoopbackPort } from './free-port.ts';
+import { distinctFreePorts } from './free-port.ts';
 import type { StyxNode } from './styx-node.ts';
-import { startStyxNode } from './styx-node.ts';
+import { amqpListenerArgs, startStyxNode } from './styx-node.ts';
 
 /**
  * How long the nodes get to form the cluster once all listen, ms. Here a 3-node cluster is formed
@@ -43,36 +43,47 @@ export interface ClusterJson {
 
 /**
  * Starts `count` nodes with data dirs and the secret under `root` (which the caller made and
- * removes) and waits until they form one cluster; resolves to the nodes, node 1 first. On any failure every node started is stopped
+ * removes) and waits until they form one cluster; resolves to the nodes, node 1 first. Node i's
+ * AMQP listener is on `amqpPorts[i]` (0: off). On any failure every node started is stopped
  * before the BrokerStartError is thrown.
  */
-export async function startStyxCluster(count: number, root: string): Promise<StyxNode[]> {
+export async function startStyxCluster(
+  count: number,
+  root: string,
+  amqpPorts: readonly number[],
+): Promise<StyxNode[]> {
   const secretFile = join(root, 'cluster-secret');
   await writeClusterSecret(secretFile);
   const names = Array.from({ length: count }, (_, i) => `styx-bench-${i + 1}`);
   const managementPorts = await distinctFreePorts(count);
   const started: StyxNode[] = [];
   const start = async (i: number, joinAddress: string | undefined): Promise<StyxNode> => {
-    const node = await startStyxNode(names[i] as string, [
-      '--data-dir',
-      join(root, `node-${i + 1}`),
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      // The management API is how the bench sees the cluster form (port 0 would turn it off).
-      '--management-port',
-      String(managementPorts[i]),
-      // Port 0: the node takes a free port and logs it; the others learn it from node 1's log, so
-      // no port is picked ahead and lost to a race.
-      '--cluster-listen',
-      '127.0.0.1:0',
-      '--node-name',
+    const amqpPort = amqpPorts[i] ?? 0;
+    const node = await startStyxNode(
       names[i] as string,
-      '--cluster-secret-file',
-      secretFile,
-      ...(joinAddress === undefined ? [] : ['--join', joinAddress]),
-    ]);
+      [
+        '--data-dir',
+        join(root, `node-${i + 1}`),
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        // The management API is how the bench sees the cluster form (port 0 would turn it off).
+        '--management-port',
+        String(managementPorts[i]),
+        // Port 0: the node takes a free port and logs it; the others learn it from node 1's log, so
+        // no port is picked ahead and lost to a race.
+        '--cluster-listen',
+        '127.0.0.1:0',
+        '--node-name',
+        names[i] as string,
+        '--cluster-secret-file',
+        secretFile,
+        ...(joinAddress === undefined ? [] : ['--join', joinAddress]),
+        ...amqpListenerArgs(amqpPort),
+      ],
+      amqpPort === 0 ? undefined : amqpPort,
+    );
     started.push(node);
     return node;
   };
@@ -172,13 +183,6 @@ async function clusterStatus(managementPort: number): Promise<ClusterJson> {
  */
 async function writeClusterSecret(file: string): Promise<void> {
   await writeFile(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
-}
-
-/** `count` free loopback ports, all different (the OS may hand a just-freed port out again). */
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freeLoopbackPort());
-  return [...ports];
 }
 
 /** The last lines of every node's log, each under its name. */

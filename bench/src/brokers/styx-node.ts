@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { BrokerStartError } from './broker.ts';
+import { waitForLoopbackListener } from './free-port.ts';
 
 /** The repository root (this file is bench/src/brokers/styx-node.ts). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..');
@@ -39,6 +40,11 @@ export interface StyxNode {
   stop(): Promise<void>;
 }
 
+/** The flags that put a node's AMQP 0-9-1 listener on `port` (0: off, so it never takes 5672). */
+export function amqpListenerArgs(port: number): string[] {
+  return ['--amqp-port', String(port)];
+}
+
 /**
  * Every node process not yet exited, from its spawn on (also while it starts, before any stop()
  * can reach it), so that the bench exiting (an interrupt, a crash) never leaves one behind.
@@ -57,11 +63,17 @@ interface LogEntry {
 }
 
 /**
- * Starts `styx server` with `serverArgs` (the flags after `server`) and waits until it listens.
+ * Starts `styx server` with `serverArgs` (the flags after `server`) and waits until it listens, and
+ * also until `alsoListensOn` (another listener's port, e.g. `--amqp-port`'s) accepts connections.
  * On failure (exited, or silent past the timeout) the process is killed and a BrokerStartError
  * carries its log.
  */
-export async function startStyxNode(name: string, serverArgs: readonly string[]): Promise<StyxNode> {
+export async function startStyxNode(
+  name: string,
+  serverArgs: readonly string[],
+  alsoListensOn?: number,
+): Promise<StyxNode> {
+  const deadline = performance.now() + START_TIMEOUT_MS;
   // STYX_BENCH_NODE_ARGS: extra node flags for the broker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
   const nodeArgs = (process.env.STYX_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const args = [...nodeArgs, CLI, 'server', ...serverArgs, '--log-format', 'json', '--log-level', 'info'];
@@ -83,7 +95,12 @@ export async function startStyxNode(name: string, serverArgs: readonly string[])
   // A failed spawn emits 'error' (and maybe no 'exit'): without a listener it would crash the bench.
   const spawnFailed = new Promise<Error>((done) => child.once('error', done));
   const isAlive = (): boolean => child.exitCode === null && child.signalCode === null;
-  createInterface({ input: child.stderr }).on('line', keep);
+  // The first thing it said on stderr (a usage error, a busy port) heads a launch error's first line.
+  let firstStderr: string | undefined;
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    if (firstStderr === undefined && line.trim() !== '') firstStderr = line.trim();
+    keep(line);
+  });
   let clusterAddress: string | undefined;
   const url = await new Promise<string>((resolveUrl, reject) => {
     let timedOut = false;
@@ -103,7 +120,9 @@ export async function startStyxNode(name: string, serverArgs: readonly string[])
     });
     void exited.then(() => {
       clearTimeout(timer);
-      const why = timedOut ? `did not listen within ${START_TIMEOUT_MS} ms` : 'exited before listening';
+      const why =
+        (timedOut ? `did not listen within ${START_TIMEOUT_MS} ms` : 'exited before listening') +
+        (firstStderr === undefined ? '' : ` (${firstStderr})`);
       reject(new BrokerStartError(`Styx node ${name} ${why}\n${logs.join('\n')}`));
     });
     void spawnFailed.then((err) => {
@@ -114,6 +133,20 @@ export async function startStyxNode(name: string, serverArgs: readonly string[])
   const pid = child.pid;
   if (pid === undefined) throw new BrokerStartError(`Styx node ${name} started without a pid`);
   let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopped ??= stopChild(child, exited);
+    return stopped;
+  };
+  if (alsoListensOn !== undefined) {
+    try {
+      await waitForLoopbackListener(alsoListensOn, deadline - performance.now(), isAlive);
+    } catch (err) {
+      await stop();
+      throw new BrokerStartError(`Styx node ${name}: ${(err as Error).message}\n${logs.join('\n')}`, {
+        cause: err,
+      });
+    }
+  }
   return {
     name,
     url,
@@ -121,10 +154,7 @@ export async function startStyxNode(name: string, serverArgs: readonly string[])
     pid,
     alive: isAlive,
     recentLogs: () => [...logs],
-    stop() {
-      stopped ??= stopChild(child, exited);
-      return stopped;
-    },
+    stop,
   };
 }
 

@@ -28,7 +28,7 @@ export function sizeNotes(sizes: Sizes): string[] {
   if (sizes.mode === 'full') return [];
   const k = (n: number): string => `${n / 1000}k`;
   return [
-    `Quick mode: fewer messages than the issue's 100k so that both brokers run in about three minutes: ` +
+    `Quick mode: fewer messages than the issue's 100k so that each broker column runs in about a minute and a half: ` +
       `a ${k(sizes.publish)}, b ${k(sizes.consume)}, c burst ${k(sizes.burst)}, c stream ${k(sizes.stream)}, ` +
       `paced streams ${sizes.pacedSeconds} s each, d ${k(sizes.reject)}; e's long message lives ` +
       `${sizes.longTtlMs / 1000} s instead of 60 s; f reads memory at ${k(sizes.memory)} queued instead of 1M; ` +

@@ -1,41 +1,42 @@
 /**
- * The bench's first figure: broker CPU µs per message beside msgs/s, for each case both brokers
- * ran, with the Styx/RabbitMQ ratio of each. One row per case, in the order of the results.
+ * The bench's first figures: broker CPU µs per message, then msg/s, for each case, one column per
+ * broker column that ran (Styx SDK, Styx AMQP, RabbitMQ) with the ratios of `columns.ts` beside
+ * them. One row per case, in the order of the results.
  */
-import type { Target } from '../brokers/broker.ts';
 import type { CaseResult } from '../runner/results.ts';
-import { formatCount, formatRatio } from './format.ts';
+import type { Metric } from '../scenarios/scenario.ts';
+import { comparisonCells, comparisonHeader, targetsIn } from './columns.ts';
+import { formatCount } from './format.ts';
+import type { Headline } from './headline.ts';
 import { headlineOf } from './headline.ts';
-import { ratioOf } from './ratios.ts';
 
-export const CPU_TABLE_HEADER = [
-  'case',
-  'Styx µs/msg',
-  'RabbitMQ µs/msg',
-  'CPU ratio',
-  'Styx msg/s',
-  'RabbitMQ msg/s',
-  'rate ratio',
-] as const;
+export interface FigureTable {
+  readonly title: string;
+  readonly header: readonly string[];
+  readonly rows: readonly (readonly string[])[];
+}
 
-/** The rows of the table; a case with neither figure for either broker is left out. */
-export function cpuTableRows(results: readonly CaseResult[]): string[][] {
+/** The two headline figures, each a table of its own. */
+const FIGURES: readonly { title: string; pick: (h: Headline) => Metric | undefined }[] = [
+  { title: 'Broker CPU per message (µs/msg, lower is better)', pick: (h) => h.cpuPerMessage },
+  { title: 'Throughput (msg/s, higher is better)', pick: (h) => h.throughput },
+];
+
+/** One table per figure; a figure no case has for any broker gives no table, a case without it no row. */
+export function headlineTables(results: readonly CaseResult[]): FigureTable[] {
+  const targets = targetsIn(results);
   const caseIds = [...new Set(results.map((r) => r.caseId))];
-  const rows: string[][] = [];
-  for (const caseId of caseIds) {
-    const pick = (target: Target) => {
-      const r = results.find((x) => x.caseId === caseId && x.target === target && x.status === 'ok');
-      return r === undefined ? undefined : headlineOf(r);
-    };
-    const styx = pick('styx');
-    const rabbit = pick('rabbitmq');
-    const cpu = [styx?.cpuPerMessage?.value, rabbit?.cpuPerMessage?.value];
-    const rate = [styx?.throughput?.value, rabbit?.throughput?.value];
-    if ([...cpu, ...rate].every((v) => v === undefined)) continue;
-    const text = (v: number | undefined): string => (v === undefined ? '' : formatCount(v));
-    const ratio = ([s, r]: (number | undefined)[]): string =>
-      s === undefined || r === undefined ? '' : formatRatio(ratioOf(s, r));
-    rows.push([caseId, text(cpu[0]), text(cpu[1]), ratio(cpu), text(rate[0]), text(rate[1]), ratio(rate)]);
-  }
-  return rows;
+  return FIGURES.flatMap((figure) => {
+    const rows = caseIds.flatMap((caseId) => {
+      const cells = comparisonCells(targets, (t) => {
+        const r = results.find((x) => x.caseId === caseId && x.target === t && x.status === 'ok');
+        const m = r === undefined ? undefined : figure.pick(headlineOf(r));
+        return m === undefined ? undefined : { value: m.value, text: formatCount(m.value) };
+      });
+      return cells === undefined ? [] : [[caseId, ...cells]];
+    });
+    return rows.length === 0
+      ? []
+      : [{ title: figure.title, header: comparisonHeader('case', targets), rows }];
+  });
 }

@@ -8,7 +8,11 @@ import { renderChart } from './svg-chart.ts';
 /** Histogram keys charted: expiry lateness (c, e) and reject → arrival (d). */
 export const CHARTED_KEYS = ['lateness', 'reject'] as const;
 
-export const SERIES_COLORS: Readonly<Record<Target, string>> = { styx: '#1f77b4', rabbitmq: '#ff7f0e' };
+export const SERIES_COLORS: Readonly<Record<Target, string>> = {
+  styx: '#1f77b4',
+  'styx-amqp': '#2ca02c',
+  rabbitmq: '#ff7f0e',
+};
 
 /** One panel per case and charted histogram, each broker's curve in it (absent if it did not run). */
 export function latenessPanels(results: readonly CaseResult[]): ChartPanel[] {

@@ -4,10 +4,9 @@
  * restart with a full queue.
  * Picked out of the run's results so report.md shows them together, whichever of them ran.
  */
-import type { Target } from '../brokers/broker.ts';
 import type { CaseResult } from '../runner/results.ts';
-import { formatRatio, formatValue } from './format.ts';
-import { ratioOf } from './ratios.ts';
+import { comparisonCells, comparisonHeader, targetsIn } from './columns.ts';
+import { formatValue } from './format.ts';
 
 /** (case, metric) pairs of the leads, with what each shows. */
 export const LEADS: readonly { caseId: string; metric: string; what: string }[] = [
@@ -29,20 +28,20 @@ export const LEADS: readonly { caseId: string; metric: string; what: string }[] 
   { caseId: 'l.restart', metric: 'first', what: 'restart with a full queue: start → first delivery' },
 ];
 
-export const LEADS_HEADER = ['lead', 'Styx', 'RabbitMQ', 'Styx/RabbitMQ'] as const;
-
-/** One row per lead both or either broker measured in `results`. */
-export function leadRows(results: readonly CaseResult[]): string[][] {
-  return LEADS.flatMap((l) => {
-    const value = (t: Target) =>
-      results
+/**
+ * One row per lead any broker measured in `results`: a column per broker column that ran, then the
+ * ratios of `columns.ts`.
+ */
+export function leadTable(results: readonly CaseResult[]): { header: string[]; rows: string[][] } {
+  const targets = targetsIn(results);
+  const rows = LEADS.flatMap((l) => {
+    const cells = comparisonCells(targets, (t) => {
+      const m = results
         .find((r) => r.caseId === l.caseId && r.target === t && r.status === 'ok')
-        ?.metrics.find((m) => m.key === l.metric);
-    const s = value('styx');
-    const r = value('rabbitmq');
-    if (s === undefined && r === undefined) return [];
-    const text = (m: typeof s): string => (m === undefined ? '' : formatValue(m.value, m.unit));
-    const ratio = s === undefined || r === undefined ? '' : formatRatio(ratioOf(s.value, r.value));
-    return [[`${l.what} (${l.caseId})`, text(s), text(r), ratio]];
+        ?.metrics.find((x) => x.key === l.metric);
+      return m === undefined ? undefined : { value: m.value, text: formatValue(m.value, m.unit) };
+    });
+    return cells === undefined ? [] : [[`${l.what} (${l.caseId})`, ...cells]];
   });
+  return { header: comparisonHeader('lead', targets), rows };
 }

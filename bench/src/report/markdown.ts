@@ -1,10 +1,12 @@
 /** report.md: the run's context, the Styx/RabbitMQ ratios, every case's numbers, and what did not run. */
-import { TARGET_LABELS } from '../brokers/broker.ts';
+import { TARGET_LABELS, TARGETS } from '../brokers/broker.ts';
 import type { BenchReport, CaseResult } from '../runner/results.ts';
 import { SCENARIOS } from '../scenarios/registry.ts';
-import { CPU_TABLE_HEADER, cpuTableRows } from './cpu-table.ts';
+import type { Metric } from '../scenarios/scenario.ts';
+import { comparisonCells, comparisonHeader, ratioColumns, STYX_CLIENT } from './columns.ts';
+import { headlineTables } from './cpu-table.ts';
 import { formatCpu, formatRatio, formatValue } from './format.ts';
-import { LEADS_HEADER, leadRows } from './leads.ts';
+import { leadTable } from './leads.ts';
 import { scalingPanels, soakPanels } from './scaling-chart.ts';
 
 /** RabbitMQ 3.10.8 as the issue measured it on this machine kind, for context next to this run. */
@@ -31,42 +33,35 @@ function verdictText(v: string): string {
   return v === 'better' ? 'Styx better' : v === 'worse' ? 'Styx worse' : v;
 }
 
-/** Every metric of a case, one column per broker, plus the ratio where both ran. */
+/** Every metric of a case, one column per broker column of the run, plus the ratios where both sides ran. */
 function caseTable(report: BenchReport, caseId: string): string {
   const runs = report.results.filter((r) => r.caseId === caseId);
-  const targets = report.targets;
-  const keys: { key: string; label: string; unit: string }[] = [];
+  const targets = TARGETS.filter((t) => report.targets.includes(t));
+  const keys: Metric[] = [];
   for (const r of runs) for (const m of r.metrics) if (!keys.some((k) => k.key === m.key)) keys.push(m);
-  const metricText = (r: CaseResult | undefined, key: string): string => {
-    if (r === undefined) return '';
-    if (r.status !== 'ok') return r.status;
-    const m = r.metrics.find((x) => x.key === key);
-    return m === undefined ? '' : formatValue(m.value, m.unit);
-  };
-  const both = targets.length === 2;
-  const header = ['metric', ...targets.map((t) => TARGET_LABELS[t]), ...(both ? ['Styx/RabbitMQ'] : [])];
   const rows = keys.map((k) => {
-    const ratio = report.ratios.find((q) => q.caseId === caseId && q.metric === k.key);
-    return [
-      `${k.label} (${k.unit})`,
-      ...targets.map((t) =>
-        metricText(
-          runs.find((r) => r.target === t),
-          k.key,
-        ),
-      ),
-      ...(both
-        ? [ratio === undefined ? '' : `${formatRatio(ratio.ratio)} ${verdictText(ratio.verdict)}`]
-        : []),
-    ];
+    const cells = comparisonCells(
+      targets,
+      (t) => {
+        const r = runs.find((x) => x.target === t);
+        if (r === undefined) return undefined;
+        // A case that did not run says so in its column.
+        if (r.status !== 'ok') return { text: r.status };
+        const m = r.metrics.find((x) => x.key === k.key);
+        return m === undefined ? undefined : { value: m.value, text: formatValue(m.value, m.unit) };
+      },
+      k.better,
+    );
+    return [`${k.label} (${k.unit})`, ...(cells ?? targets.map(() => ''))];
   });
+  const ratioBlanks = ratioColumns(targets).map(() => '');
   const cpuRow = (label: string, pick: (r: CaseResult) => string): string[] => [
     label,
     ...targets.map((t) => {
       const r = runs.find((x) => x.target === t);
       return r?.cpu == null ? '' : pick(r);
     }),
-    ...(both ? [''] : []),
+    ...ratioBlanks,
   ];
   rows.push(
     cpuRow('broker CPU (share of wall)', (r) => formatCpu(r.cpu?.brokerMs ?? null, r.cpu?.wallMs ?? 0)),
@@ -75,7 +70,7 @@ function caseTable(report: BenchReport, caseId: string): string {
     cpuRow('generator CPU (share of wall)', (r) => formatCpu(r.cpu?.generatorMs ?? null, r.cpu?.wallMs ?? 0)),
   );
   rows.push(cpuRow('wall time', (r) => `${((r.cpu?.wallMs ?? 0) / 1000).toFixed(1)} s`));
-  return mdTable(header, rows);
+  return mdTable(comparisonHeader('metric', targets), rows);
 }
 
 export function markdownReport(report: BenchReport): string {
@@ -86,7 +81,9 @@ export function markdownReport(report: BenchReport): string {
     `Mode **${report.mode}**; brokers: ${report.brokers.map((b) => `${TARGET_LABELS[b.target]} ${b.version}`).join(', ') || 'none'}; ` +
       `host: ${report.host.cpus} × ${report.host.cpuModel}, ${report.host.memoryGiB} GiB, Node ${report.host.node}` +
       (report.host.gitCommit === null ? '' : `, commit ${report.host.gitCommit.slice(0, 12)}`) +
-      '. One broker alive at a time. RabbitMQ runs quorum queues; Styx durable queues (synced before confirm). ' +
+      '. One broker alive at a time. RabbitMQ runs quorum queues; Styx durable queues (synced before confirm), ' +
+      "through its SDK (WebSocket) in the Styx column and through amqplib over AMQP 0-9-1 (RabbitMQ's client " +
+      'code) in the Styx AMQP column. ' +
       '1 KiB persistent messages (j varies the size). Broker and generator CPU times cover the whole case, setup ' +
       'included (µs/msg covers only the measured window); a generator near 100 % of ' +
       'one core is saturated and the rate is a lower bound.',
@@ -95,35 +92,37 @@ export function markdownReport(report: BenchReport): string {
     out.push('');
     for (const n of report.notes) out.push(`- ${n}`);
   }
-  const cpuRows = cpuTableRows(report.results);
-  if (cpuRows.length > 0) {
+  const figures = headlineTables(report.results);
+  if (figures.length > 0) {
     out.push('', '## CPU per message and throughput', '');
     out.push(
       'Broker CPU (user + system of every broker process: each node; beam.smp and its helpers) over ' +
         "each case's measured window, divided by the messages it moved (µs/msg, lower is better), " +
-        'beside the rate (msg/s). A ratio is Styx / RabbitMQ.',
-      '',
+        'then the rate (msg/s). A ratio is Styx / RabbitMQ; where the Styx AMQP column ran, ' +
+        '"same client" is amqplib over AMQP against both brokers, the ratio that counts (issue 28), ' +
+        "and AMQP/SDK is the protocol's own cost on Styx.",
     );
-    out.push(mdTable(CPU_TABLE_HEADER, cpuRows));
+    for (const f of figures) out.push('', `**${f.title}**`, '', mdTable(f.header, f.rows));
   }
-  const leads = leadRows(report.results);
-  if (leads.length > 0) {
+  const leads = leadTable(report.results);
+  if (leads.rows.length > 0) {
     out.push('', '## Leads to keep', '');
     out.push(
       'Where Styx leads today (issue 28 asks to keep it): idle queues (n), failover (o), ' +
         'head-of-line expiry (e), restart with a full queue (l).',
       '',
     );
-    out.push(mdTable(LEADS_HEADER, leads));
+    out.push(mdTable(leads.header, leads.rows));
   }
   if (report.ratios.length > 0) {
     out.push('', '## Styx / RabbitMQ', '');
     out.push(
       mdTable(
-        ['case', 'metric', 'Styx', 'RabbitMQ', 'ratio', ''],
+        ['case', 'metric', 'Styx client', 'Styx', 'RabbitMQ', 'ratio', ''],
         report.ratios.map((q) => [
           q.caseId,
           q.label,
+          STYX_CLIENT[q.target],
           formatValue(q.styx, q.unit),
           formatValue(q.rabbitmq, q.unit),
           formatRatio(q.ratio),

@@ -55,6 +55,7 @@ describe('computeRatios', () => {
     expect(ratios).toEqual([
       expect.objectContaining({
         caseId: 'c.burst',
+        target: 'styx',
         metric: 'throughput',
         styx: 20_000,
         rabbitmq: 10_000,
@@ -63,6 +64,28 @@ describe('computeRatios', () => {
       }),
       expect.objectContaining({ metric: 'lateness.p99', ratio: 0.1, verdict: 'better' }),
     ]);
+  });
+
+  it('gives each Styx column its ratios over RabbitMQ, per case the SDK before the AMQP column', () => {
+    const ratios = computeRatios([
+      result('styx', 'a', [rate(30)]),
+      result('styx', 'b', [rate(10)]),
+      result('styx-amqp', 'a', [rate(15)]),
+      result('styx-amqp', 'b', [rate(5)], 'error'),
+      result('rabbitmq', 'a', [rate(20)]),
+      result('rabbitmq', 'b', [rate(10)]),
+    ]);
+    expect(ratios.map((r) => [r.caseId, r.target, r.styx, r.rabbitmq, r.ratio, r.verdict])).toEqual([
+      ['a', 'styx', 30, 20, 1.5, 'better'],
+      ['a', 'styx-amqp', 15, 20, 0.75, 'worse'],
+      ['b', 'styx', 10, 10, 1, 'same'],
+    ]);
+  });
+
+  it('has no ratio without RabbitMQ: the two Styx columns are not compared here', () => {
+    expect(computeRatios([result('styx', 'a', [rate(30)]), result('styx-amqp', 'a', [rate(15)])])).toEqual(
+      [],
+    );
   });
 
   it('leaves out cases one broker did not run to the end, and metrics only one side has', () => {

@@ -1,5 +1,7 @@
-/** Styx/RabbitMQ ratios: each metric of each case both brokers ran to the end. */
+/** Styx/RabbitMQ ratios: each metric of each case a Styx column and RabbitMQ ran to the end. */
 
+import type { StyxTarget } from '../brokers/broker.ts';
+import { REFERENCE_TARGET, STYX_TARGETS } from '../brokers/broker.ts';
 import type { CaseResult, Ratio } from '../runner/results.ts';
 import type { Better, Metric } from '../scenarios/scenario.ts';
 
@@ -23,10 +25,11 @@ export function ratioOf(styx: number, rabbitmq: number): number | null {
   return styx / rabbitmq;
 }
 
-function ratioFor(caseId: string, s: Metric, r: Metric): Ratio {
+function ratioFor(caseId: string, target: StyxTarget, s: Metric, r: Metric): Ratio {
   const ratio = ratioOf(s.value, r.value);
   return {
     caseId,
+    target,
     metric: s.key,
     label: s.label,
     unit: s.unit,
@@ -37,18 +40,24 @@ function ratioFor(caseId: string, s: Metric, r: Metric): Ratio {
   };
 }
 
-/** Pairs the 'ok' results of the two brokers by case and metric key, in the order of the results. */
+/**
+ * Pairs the 'ok' results of each Styx column (SDK, AMQP) with RabbitMQ's by case and metric key:
+ * cases in the order of the results, within a case the SDK's ratios before the AMQP column's.
+ */
 export function computeRatios(results: readonly CaseResult[]): Ratio[] {
   const ratios: Ratio[] = [];
-  for (const styx of results) {
-    if (styx.target !== 'styx' || styx.status !== 'ok') continue;
-    const rabbit = results.find(
-      (r) => r.target === 'rabbitmq' && r.caseId === styx.caseId && r.status === 'ok',
-    );
+  const ok = (target: string, caseId: string): CaseResult | undefined =>
+    results.find((r) => r.target === target && r.caseId === caseId && r.status === 'ok');
+  for (const caseId of new Set(results.map((r) => r.caseId))) {
+    const rabbit = ok(REFERENCE_TARGET, caseId);
     if (rabbit === undefined) continue;
-    for (const s of styx.metrics) {
-      const r = rabbit.metrics.find((m) => m.key === s.key);
-      if (r !== undefined) ratios.push(ratioFor(styx.caseId, s, r));
+    for (const target of STYX_TARGETS) {
+      const styx = ok(target, caseId);
+      if (styx === undefined) continue;
+      for (const s of styx.metrics) {
+        const r = rabbit.metrics.find((m) => m.key === s.key);
+        if (r !== undefined) ratios.push(ratioFor(caseId, target, s, r));
+      }
     }
   }
   return ratios;

@@ -1,6 +1,7 @@
 /** The tables printed on stdout at the end of a run. */
 import { TARGET_LABELS } from '../brokers/broker.ts';
 import type { CaseResult, Ratio } from '../runner/results.ts';
+import { STYX_CLIENT } from './columns.ts';
 import { formatCount, formatCpu, formatMs, formatRatio, formatValue, textTable } from './format.ts';
 import { headlineOf } from './headline.ts';
 
@@ -51,15 +52,16 @@ export function problemsList(results: readonly CaseResult[]): string {
     .join('\n');
 }
 
-/** Styx/RabbitMQ ratios of each case's headline metrics (rate, latency p50/p99/max, others). */
+/** Styx/RabbitMQ ratios of each case's headline metrics (rate, latency p50/p99/max, others), per Styx column. */
 export function ratiosTable(ratios: readonly Ratio[]): string {
   const rows = ratios.map((q) => [
     q.caseId,
     q.label,
+    STYX_CLIENT[q.target],
     formatValue(q.styx, q.unit),
     formatValue(q.rabbitmq, q.unit),
     formatRatio(q.ratio),
     q.verdict === 'better' ? 'Styx better' : q.verdict === 'worse' ? 'Styx worse' : q.verdict,
   ]);
-  return textTable(['case', 'metric', 'Styx', 'RabbitMQ', 'Styx/RabbitMQ', ''], rows);
+  return textTable(['case', 'metric', 'Styx client', 'Styx', 'RabbitMQ', 'Styx/RabbitMQ', ''], rows);
 }

@@ -4,7 +4,7 @@
  * instead of a stall or a failed run.
  */
 import type { BrokerAdapter } from '../adapters/adapter.ts';
-import type { BrokerUnderTest } from '../brokers/broker.ts';
+import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import type { Requirement } from '../scenarios/scenario.ts';
 import { BodyWriter } from '../scenarios/support/body.ts';
 import { nowMs } from '../scenarios/support/clock.ts';
@@ -20,6 +20,26 @@ const PROBE_TTL_MS = 50;
 
 /** A probe's verdict: undefined when supported, else why not. */
 export type ProbeVerdict = string | undefined;
+
+/**
+ * Columns whose broker has, through another column, every feature the cases probe for: a failed
+ * probe there is a gap in that column's client path, so the case fails (and with it the run's exit
+ * code) rather than being reported unsupported beside the other columns' numbers.
+ */
+const GAPS_ARE_ERRORS: Readonly<Partial<Record<Target, string>>> = {
+  'styx-amqp': "Styx's AMQP path lacks what this case needs (Styx has it through the SDK)",
+};
+
+/** How a case whose probe failed with `why` is reported on `target`. */
+export function unmetRequirement(
+  target: Target,
+  why: string,
+): { readonly status: 'unsupported' | 'error'; readonly reason: string } {
+  const gap = GAPS_ARE_ERRORS[target];
+  return gap === undefined
+    ? { status: 'unsupported', reason: why }
+    : { status: 'error', reason: `${gap}: ${why}` };
+}
 
 export function requirementKey(r: Requirement): string {
   return `${r.kind}:${r.reason}:${r.strategy}`;

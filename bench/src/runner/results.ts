@@ -1,5 +1,5 @@
 /** What one run of the bench produced: the JSON report's shape. */
-import type { Target } from '../brokers/broker.ts';
+import type { StyxTarget, Target } from '../brokers/broker.ts';
 import type { PercentilePoint } from '../histogram/hdr-histogram.ts';
 import type { Metric, ScenarioId, TimeSeries } from '../scenarios/scenario.ts';
 import type { Mode } from '../scenarios/sizes.ts';
@@ -55,12 +55,15 @@ export interface CaseResult {
   readonly cpu: CpuReport | null;
 }
 
-/** Styx over RabbitMQ for one metric of one case. */
+/** A Styx column over RabbitMQ for one metric of one case. */
 export interface Ratio {
   readonly caseId: string;
+  /** Which Styx column: through the SDK, or through amqplib over AMQP (the same client as RabbitMQ's). */
+  readonly target: StyxTarget;
   readonly metric: string;
   readonly label: string;
   readonly unit: string;
+  /** That Styx column's value. */
   readonly styx: number;
   readonly rabbitmq: number;
   /** styx / rabbitmq; null when RabbitMQ's value is 0. */

@@ -4,27 +4,19 @@
  * probe its requirements, run it with CPU readings of the broker and the generator, and clean up.
  */
 import type { BrokerAdapter } from '../adapters/adapter.ts';
-import { rabbitMqAdapter } from '../adapters/rabbitmq-adapter.ts';
-import { styxAdapter } from '../adapters/styx-adapter.ts';
+import { ADAPTERS } from '../adapters/registry.ts';
 import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import { ClusterUnsupportedError, TARGET_LABELS } from '../brokers/broker.ts';
+import { LAUNCHERS } from '../brokers/launchers.ts';
 import { generatorCpuMs, processTreeCpuMs } from '../brokers/process-stats.ts';
-import { startRabbitMq } from '../brokers/rabbitmq-broker.ts';
-import { startStyx } from '../brokers/styx-broker.ts';
 import type { BenchCase } from '../scenarios/scenario.ts';
 import { nowMs } from '../scenarios/support/clock.ts';
 import { TrackedCaseContext } from './case-context.ts';
 import { histogramMetrics, histogramReport } from './histogram-report.ts';
-import { ProbeCache } from './probes.ts';
+import { ProbeCache, unmetRequirement } from './probes.ts';
 import type { ProgressLine } from './progress-line.ts';
 import type { BrokerInfo, CaseResult } from './results.ts';
 import { warmUp } from './warm-up.ts';
-
-const ADAPTERS: Readonly<Record<Target, BrokerAdapter>> = { styx: styxAdapter, rabbitmq: rabbitMqAdapter };
-const LAUNCHERS: Readonly<Record<Target, (nodes: number) => Promise<BrokerUnderTest>>> = {
-  styx: startStyx,
-  rabbitmq: startRabbitMq,
-};
 
 export interface RunOptions {
   readonly targets: readonly Target[];
@@ -104,7 +96,7 @@ async function runOne(
 ): Promise<CaseResult> {
   const base = skeleton(c, broker.target);
   const unmet = await probes.check(c.requires);
-  if (unmet !== undefined) return { ...base, status: 'unsupported', reason: unmet };
+  if (unmet !== undefined) return { ...base, ...unmetRequirement(broker.target, unmet) };
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
   const pids0 = broker.pids.join(',');
