@@ -42,6 +42,7 @@ describe('parseServerOptions', () => {
       memoryBudgetMib: 4096,
       diskFreeLimitBytes: 50_000_000,
       frameMax: 8 * 1024 * 1024,
+      maxMessageSize: 16 * 1024 * 1024,
       heartbeatS: 60,
       cluster: undefined,
       tls: undefined,

@@ -22,6 +22,7 @@ import {
   ManagementListenError,
   ManagementServer,
 } from '../management/management-server.ts';
+import { DEFAULT_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE_LIMIT } from '../session/message-size.ts';
 import { openNodeStorage } from '../storage/node-storage.ts';
 import { PRETEND_OLDER_ENV } from '../test-support/pretend-older.ts';
 import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
@@ -69,6 +70,8 @@ Options:
                         blocked, cluster-wide: bytes with a unit (50MB, 2GB, 1GiB) or
                         mem_relative:FACTOR of the machine's memory (default: 50MB)
   --frame-max BYTES     largest WebSocket message in either direction (default: 8388608)
+  --max-message-size BYTES  largest message body a client may publish; larger ones are refused
+                        with 406 PRECONDITION_FAILED (default: 16777216, at most 536870912)
   --heartbeat SECONDS   heartbeat interval proposed to clients, 0 = off (default: 60)
   -h, --help            show this help
 
@@ -107,6 +110,8 @@ export interface ServerOptions {
   readonly diskFreeLimitBytes: number;
   /** Largest WebSocket message, bytes. */
   readonly frameMax: number;
+  /** Largest message body a client may publish, bytes (`--max-message-size`). */
+  readonly maxMessageSize: number;
   /** Heartbeat interval proposed to clients, seconds; 0 = off. */
   readonly heartbeatS: number;
   /** Clustering (`--cluster-listen` and the flags that need it); undefined: the node runs alone. */
@@ -145,6 +150,7 @@ export const SERVER_FLAGS = {
   'memory-budget': { type: 'string' },
   'disk-free-limit': { type: 'string' },
   'frame-max': { type: 'string' },
+  'max-message-size': { type: 'string' },
   heartbeat: { type: 'string' },
   'cluster-listen': { type: 'string' },
   join: { type: 'string', multiple: true },
@@ -216,6 +222,13 @@ export function parseServerOptions(
     4096,
     256 * 1024 * 1024,
   );
+  const maxMessageSize = parseIntegerFlag(
+    'max-message-size',
+    values['max-message-size'],
+    DEFAULT_MAX_MESSAGE_SIZE,
+    1,
+    MAX_MESSAGE_SIZE_LIMIT,
+  );
   const heartbeatS = parseIntegerFlag('heartbeat', values.heartbeat, 60, 0, 3600);
   return {
     dataDir: resolve(values['data-dir'] ?? 'styx-data'),
@@ -231,6 +244,7 @@ export function parseServerOptions(
     memoryBudgetMib,
     diskFreeLimitBytes,
     frameMax,
+    maxMessageSize,
     heartbeatS,
     cluster: parseClusterFlags(values),
     tls: parseTlsFlags(values, port),
@@ -418,6 +432,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
       logger,
       memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
       diskFreeLimitBytes: options.diskFreeLimitBytes,
+      maxMessageSize: options.maxMessageSize,
       storage,
       ...(cluster !== undefined ? { cluster } : {}),
     });
