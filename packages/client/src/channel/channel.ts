@@ -21,7 +21,9 @@ import {
 } from '../errors.ts';
 import type { ChannelClose, Frame, MethodMap, MethodName } from '../wire/index.ts';
 import {
+  batchEntrySize,
   encodeAckFrame,
+  encodeBodyParts,
   encodeNackFrame,
   encodeProperties,
   encodePublishFrame,
@@ -45,6 +47,7 @@ import {
 } from './args.ts';
 import type { ConfirmCallback } from './confirm-tracker.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
+import { IncomingBodies } from './incoming-bodies.ts';
 import type { ContentOf } from './message.ts';
 import { deliveryMessage, getMessage, returnMessage } from './message.ts';
 import type { PendingRpc } from './rpc-queue.ts';
@@ -79,6 +82,10 @@ export interface ChannelHost {
   fit(bytes: Uint8Array): Uint8Array;
   /** Queues an encoded frame for this tick's batch. */
   enqueue(bytes: Uint8Array): void;
+  /** The negotiated largest WebSocket message, bytes. */
+  readonly frameMax: number;
+  /** Whether the server takes bodies in BodyPart frames (it announced `body_parts`). */
+  readonly bodyParts: boolean;
   /** True while below the write high-water mark; otherwise remembers to emit 'drain' on `ch`. */
   writable(ch: Channel): boolean;
   /** The channel is closed: free its number. */
@@ -118,6 +125,8 @@ function checkString(name: string, value: unknown): void {
 
 const NO_REPLY = 'Channel ended, no reply will be forthcoming';
 
+const EMPTY = new Uint8Array(0);
+
 /** A channel: amqplib's Channel with the same methods, options, replies and events. */
 export class Channel extends Emitter<ChannelEvents> {
   /** The connection this channel belongs to (amqplib exposes it too). */
@@ -135,6 +144,8 @@ export class Channel extends Emitter<ChannelEvents> {
   #closeWaiters: { resolve(): void; reject(err: Error): void }[] = [];
   /** The error to emit when our ChannelClose is acknowledged (a client-detected failure). */
   #closeError: Error | null = null;
+  /** A body arriving in parts. */
+  #bodies = new IncomingBodies();
 
   /** @internal Created by Connection.createChannel. */
   constructor(host: ChannelHost, number: number, connection: Connection) {
@@ -168,6 +179,15 @@ export class Channel extends Emitter<ChannelEvents> {
     if (this.#state === 'closed') return;
     this.#toClosed(stackCapture(reason), cause);
     this.emit('close');
+  }
+
+  /**
+   * @internal The frame to handle now (`_accept`): `f`, or the method whose body just came in
+   * parts; undefined while parts are due. Throws WireError on parts out of place (see
+   * IncomingBodies): a connection error.
+   */
+  _joinBody(f: Frame): Frame | undefined {
+    return this.#bodies.take(f);
   }
 
   /** @internal Handles one frame for this channel. */
@@ -352,20 +372,18 @@ export class Channel extends Emitter<ChannelEvents> {
     checkString('routingKey', routingKey);
     if (!(content instanceof Uint8Array)) throw new TypeError('content is not a buffer');
     const p = publishArgs(exchange, routingKey, content, options);
-    const bytes = this.#host.fit(
-      encodePublishFrame(
-        this.ch,
-        p.exchange,
-        p.routingKey,
-        p.mandatory,
-        p.immediate,
-        p.properties == null ? undefined : encodeProperties(p.properties),
-        p.body,
-      ),
+    const properties = p.properties == null ? undefined : encodeProperties(p.properties);
+    const frames = this.#publishFrames(
+      p.exchange,
+      p.routingKey,
+      p.mandatory,
+      p.immediate,
+      properties,
+      p.body,
     );
-    // Registered only once the frame is known to be sendable, so sequence numbers stay dense.
+    // Registered only once the frames are known to be sendable, so sequence numbers stay dense.
     this.#confirms?.register(confirm);
-    this.#host.enqueue(bytes);
+    for (const bytes of frames) this.#host.enqueue(bytes);
     return this.#host.writable(this);
   }
 
@@ -470,6 +488,48 @@ export class Channel extends Emitter<ChannelEvents> {
 
   #assertUsable(): void {
     if (this.#refusal !== null) throw this.#refusal;
+  }
+
+  /**
+   * The frames of a publish: one, or — when the body does not fit in one WebSocket message and the
+   * server takes body parts — the publish declaring `body_size` and the body in BodyPart frames.
+   * Throws MessageTooLargeError when it cannot be sent (nothing queued).
+   */
+  #publishFrames(
+    exchange: string,
+    routingKey: string,
+    mandatory: boolean,
+    immediate: boolean,
+    properties: Uint8Array | undefined,
+    body: Uint8Array,
+  ): Uint8Array[] {
+    const { frameMax, bodyParts } = this.#host;
+    // Strings are at most 3 UTF-8 bytes per UTF-16 unit; 64 covers the rest of the frame.
+    const bound = body.length + (properties?.length ?? 0) + 3 * (exchange.length + routingKey.length) + 64;
+    if (bodyParts && bound > frameMax) {
+      const header = this.#host.fit(
+        encodePublishFrame(
+          this.ch,
+          exchange,
+          routingKey,
+          mandatory,
+          immediate,
+          properties,
+          EMPTY,
+          body.length,
+        ),
+      );
+      // The whole frame is the header with the body field for the body_size one, give or take the
+      // method's length varint.
+      if (batchEntrySize(header.length + body.length + 4) > frameMax) {
+        return [header, ...encodeBodyParts(this.ch, body, frameMax)];
+      }
+    }
+    return [
+      this.#host.fit(
+        encodePublishFrame(this.ch, exchange, routingKey, mandatory, immediate, properties, body),
+      ),
+    ];
   }
 
   /** Queues a frame the fast encoders wrote (an ack, nack or reject). */

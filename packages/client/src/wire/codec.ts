@@ -1,4 +1,5 @@
 // Batch encode/decode: the only place bytes become frames and back.
+import { hasBatchRoom } from './batch-room.ts';
 import { decodeFrames } from './fast-codec.ts';
 import { encodePropertiesMessage, readPropertiesMessage } from './properties-codec.ts';
 import { BatchType, FrameType } from './schema.ts';
@@ -103,6 +104,8 @@ export function batchEntrySize(frameLength: number): number {
  * encodeBatch would give for the frames themselves. `end` defaults to all of them.
  */
 export function joinEncodedFrames(frames: readonly Uint8Array[], start = 0, end = frames.length): Uint8Array {
+  if (end - start === 1 && hasBatchRoom(frames[start] as Uint8Array))
+    return inPlace(frames[start] as Uint8Array);
   let total = 0;
   for (let i = start; i < end; i++) total += batchEntrySize((frames[i] as Uint8Array).length);
   const out = new Uint8Array(total);
@@ -119,6 +122,21 @@ export function joinEncodedFrames(frames: readonly Uint8Array[], start = 0, end 
     out.set(f, pos);
     pos += f.length;
   }
+  return out;
+}
+
+/** The batch of one frame allocated with room for its prefix: the prefix written there, no copy. */
+function inPlace(f: Uint8Array): Uint8Array {
+  const room = batchEntrySize(f.length) - f.length;
+  const out = new Uint8Array(f.buffer, f.byteOffset - room, room + f.length);
+  let pos = 0;
+  out[pos++] = FRAMES_TAG;
+  let n = f.length;
+  while (n > 0x7f) {
+    out[pos++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  out[pos] = n;
   return out;
 }
 

@@ -1,6 +1,14 @@
 import type { Socket } from 'node:net';
 import type { FieldTable, Frame, Hello } from '@styx/client/wire';
-import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
+import {
+  announcesBodyParts,
+  decodeBatch,
+  encodeFrame,
+  PROTOCOL_VERSION,
+  sendInBatches,
+  WireError,
+  withBodyPartsCapability,
+} from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
 import type { ClientChannel, ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
@@ -84,7 +92,10 @@ export class Connection implements ChannelHost, ClientConnection {
   /** Frames queued this turn: Frame objects, or frames already encoded (the hot ones, see fast-codec). */
   private outgoing: (Frame | Uint8Array)[] = [];
   private flushScheduled = false;
-  private frameMax: number;
+  /** The negotiated largest WebSocket message, bytes (the channels split bodies by it). */
+  frameMax: number;
+  /** Whether the client takes bodies in BodyPart frames (it announced `body_parts`). */
+  takesBodyParts = false;
   private heartbeatMs = 0;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
@@ -101,7 +112,7 @@ export class Connection implements ChannelHost, ClientConnection {
   /** When the socket opened, ms since the epoch (`info`). */
   private readonly connectedAt = Date.now();
   /** The socket's two ends, read once: the socket is gone after the close (`info`). */
-  private readonly ends: { peerPort: number; host: string; port: number };
+  private readonly ends: { peerPort: number; host: string; port: number; tls: boolean };
   /** What the client said of itself in its hello (`info`). */
   private clientProperties: FieldTable | null | undefined;
 
@@ -125,6 +136,8 @@ export class Connection implements ChannelHost, ClientConnection {
       peerPort: socket?.remotePort ?? 0,
       host: socket?.localAddress ?? '',
       port: socket?.localPort ?? 0,
+      // A wss listener's socket is a TLSSocket, whose `encrypted` is true.
+      tls: (socket as { encrypted?: boolean } | undefined)?.encrypted === true,
     };
     ws.binaryType = 'nodebuffer';
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
@@ -189,6 +202,7 @@ export class Connection implements ChannelHost, ClientConnection {
       peerPort: this.ends.peerPort,
       host: this.ends.host,
       port: this.ends.port,
+      ssl: this.ends.tls,
       state: this.state === 'open' ? (this.pausedForMemory ? 'blocked' : 'running') : 'closing',
       connectedAt: this.connectedAt,
       heartbeatMs: this.heartbeatMs,
@@ -275,7 +289,7 @@ export class Connection implements ChannelHost, ClientConnection {
     }
     // Closing gracefully: a publish sent after the decision is not taken, so the client's failing
     // it (unconfirmed at the close) is exact: sending it again duplicates nothing.
-    if (frame.method === 'basicPublish' && !this.takingPublishes) return;
+    if ((frame.method === 'basicPublish' || frame.method === 'bodyPart') && !this.takingPublishes) return;
     if (frame.method === 'basicPublish' && !this.publisher) {
       this.publisher = true;
       // A connection that starts publishing while an alarm is in effect is blocked at once.
@@ -331,6 +345,7 @@ export class Connection implements ChannelHost, ClientConnection {
     if (this.state === 'closed') return;
     this.sessionValue = session;
     this.clientProperties = hello.clientProperties;
+    this.takesBodyParts = announcesBodyParts(hello.clientProperties);
     if (hello.frameMax > 0) this.frameMax = Math.min(this.frameMax, Math.max(hello.frameMax, 4096));
     const requested = hello.heartbeatMs;
     this.heartbeatMs =
@@ -346,7 +361,7 @@ export class Connection implements ChannelHost, ClientConnection {
         heartbeatMs: this.heartbeatMs,
         frameMax: this.frameMax,
         channelMax: this.limits.channelMax,
-        serverProperties: this.broker.serverProperties,
+        serverProperties: withBodyPartsCapability(this.broker.serverProperties),
         connectionName: this.id,
       },
     });
