@@ -14,6 +14,7 @@ import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import { DnsDiscovery } from '../cluster/dns-discovery.ts';
 import { ClusterError } from '../cluster/errors.ts';
+import { DEFAULT_MAX_FRAME_BYTES } from '../cluster/libp2p-transport.ts';
 import { loadNodeIdentity } from '../cluster/node-identity.ts';
 import type { LogLevel } from '../logging/logger.ts';
 import { createLogger, LOG_LEVELS } from '../logging/logger.ts';
@@ -129,6 +130,13 @@ export interface ServerTlsOptions {
   readonly managementPort: number | undefined;
 }
 
+/**
+ * The largest max_message_size a clustered node takes: an enqueue crosses nodes (forwarded, then
+ * replicated) in one frame of at most the cluster transport's bound, with its command, properties
+ * and the rest of its batch beside the body; 16 MiB of that bound is left for them.
+ */
+const CLUSTER_MESSAGE_SIZE_LIMIT = DEFAULT_MAX_FRAME_BYTES - 16 * 1024 * 1024;
+
 /** `styx server`'s flags, for parseArgs; each but --help and --config has a key in CONFIG_KEYS. */
 export const SERVER_FLAGS = {
   config: { type: 'string' },
@@ -230,6 +238,13 @@ export function parseServerOptions(
     MAX_MESSAGE_SIZE_LIMIT,
   );
   const heartbeatS = parseIntegerFlag('heartbeat', values.heartbeat, 60, 0, 3600);
+  const cluster = parseClusterFlags(values);
+  if (cluster !== undefined && maxMessageSize > CLUSTER_MESSAGE_SIZE_LIMIT) {
+    throw new UsageError(
+      `--max-message-size above ${CLUSTER_MESSAGE_SIZE_LIMIT} is not supported in a cluster (a message crosses ` +
+        `nodes in one frame of at most ${DEFAULT_MAX_FRAME_BYTES} bytes), got ${maxMessageSize}`,
+    );
+  }
   return {
     dataDir: resolve(values['data-dir'] ?? 'styx-data'),
     host,
@@ -246,7 +261,7 @@ export function parseServerOptions(
     frameMax,
     maxMessageSize,
     heartbeatS,
-    cluster: parseClusterFlags(values),
+    cluster,
     tls: parseTlsFlags(values, port),
   };
 }
