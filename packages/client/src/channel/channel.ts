@@ -347,8 +347,10 @@ export class Channel extends Emitter<ChannelEvents> {
   /**
    * Publishes a message. Returns false when the connection's write buffer is above its high-water
    * mark (keep publishing only after 'drain'); the message is queued either way. Throws
-   * IllegalOperationError on a closed channel and MessageTooLargeError for a message that cannot
-   * fit in frameMax.
+   * IllegalOperationError on a closed channel and MessageTooLargeError for a message that cannot be
+   * sent (see MessageTooLargeError). A body larger than one frame goes in BodyPart frames; one over
+   * the server's max_message_size (`connection.serverProperties.max_message_size`) closes the
+   * channel with 406.
    */
   publish(exchange: string, routingKey: string, content: Uint8Array, options?: PublishOptions): boolean {
     return this._publish(exchange, routingKey, content, options, undefined);
