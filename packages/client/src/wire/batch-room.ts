@@ -11,7 +11,14 @@ export function markBatchRoom(frame: Uint8Array): Uint8Array {
   return frame;
 }
 
-/** Whether `frame` was allocated with room for its batch prefix. */
+/**
+ * Frames shorter than this are never looked up: the small frames of the hot path (acks, small
+ * deliveries) cost a length test, not a WeakSet lookup. A small frame with room (the last part of a
+ * body) is then joined as any other, which is only a copy of a few bytes.
+ */
+const LOOKED_UP_FROM = 1024;
+
+/** Whether `frame` was allocated with room for its batch prefix (and is worth writing in place). */
 export function hasBatchRoom(frame: Uint8Array): boolean {
-  return roomy.has(frame);
+  return frame.length >= LOOKED_UP_FROM && roomy.has(frame);
 }

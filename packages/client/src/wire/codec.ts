@@ -143,7 +143,8 @@ function inPlace(f: Uint8Array): Uint8Array {
 /**
  * Joins encoded frames into as few batches (WebSocket messages) as `frameMax` allows, in order, and
  * hands each to `send`: a batch is cut at a frame boundary before it would exceed `frameMax`; a
- * frame larger than `frameMax` on its own goes alone (the caller decides whether that may happen).
+ * frame larger than `frameMax` on its own goes alone (the caller decides whether that may happen),
+ * and so does a frame allocated with batch room (a large body: sent without a second copy).
  */
 export function sendInBatches(
   frames: readonly Uint8Array[],
@@ -154,7 +155,9 @@ export function sendInBatches(
   while (start < frames.length) {
     let size = batchEntrySize((frames[start] as Uint8Array).length);
     let end = start + 1;
-    while (end < frames.length) {
+    // A frame with batch room (a large body) goes alone, written in place rather than copied.
+    while (end < frames.length && !hasBatchRoom(frames[start] as Uint8Array)) {
+      if (hasBatchRoom(frames[end] as Uint8Array)) break;
       const next = batchEntrySize((frames[end] as Uint8Array).length);
       if (size + next > frameMax) break;
       size += next;

@@ -14,6 +14,7 @@
 //    field, are decoded by protobufjs whole. fast-codec.test.ts checks all of this against protobufjs on
 //    random frames and on malformed bytes.
 import type protobuf from 'protobufjs';
+import { markBatchRoom } from './batch-room.ts';
 import { createNumberReader } from './number-reader.ts';
 import { readPropertiesMessage } from './properties-codec.ts';
 import { rememberPropertiesEncoding } from './properties-encoding.ts';
@@ -349,6 +350,18 @@ function writeTrue(out: Uint8Array, p: number, tag: number): number {
   return p + 2;
 }
 
+/**
+ * Frames of this many bytes or more (a large body) are allocated with room for their batch prefix
+ * in front (batch-room.ts): sent alone in a WebSocket message, as such a frame usually is, it is not
+ * copied again into the batch. Smaller ones come from Buffer's pool and are joined as usual.
+ */
+const BATCH_ROOM_FROM = 64 * 1024;
+
+function allocWithBatchRoom(size: number): Uint8Array {
+  const room = 1 + varint32Size(size);
+  return markBatchRoom(alloc(room + size).subarray(room));
+}
+
 /** The frame being written (module state, released by `finishFrame`). */
 let frameOut: Uint8Array = EMPTY_BYTES;
 
@@ -357,7 +370,7 @@ function startFrame(channel: number, methodField: number, inner: number): number
   const methodTag = (methodField << 3) | LEN;
   const size =
     (channel === 0 ? 0 : 1 + varint32Size(channel)) + varint32Size(methodTag) + varint32Size(inner) + inner;
-  const out = alloc(size);
+  const out = size < BATCH_ROOM_FROM ? alloc(size) : allocWithBatchRoom(size);
   let p = 0;
   if (channel !== 0) {
     out[p++] = 0x08;
