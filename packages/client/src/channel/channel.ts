@@ -21,14 +21,14 @@ import {
 } from '../errors.ts';
 import type { ChannelClose, Frame, MethodMap, MethodName } from '../wire/index.ts';
 import {
-  batchEntrySize,
   encodeAckFrame,
-  encodeBodyParts,
   encodeNackFrame,
   encodeProperties,
   encodePublishFrame,
   encodeRejectFrame,
+  encodeWithBody,
   frame,
+  otherBytesBound,
   ReplyCode,
 } from '../wire/index.ts';
 import {
@@ -124,8 +124,6 @@ function checkString(name: string, value: unknown): void {
 }
 
 const NO_REPLY = 'Channel ended, no reply will be forthcoming';
-
-const EMPTY = new Uint8Array(0);
 
 /** A channel: amqplib's Channel with the same methods, options, replies and events. */
 export class Channel extends Emitter<ChannelEvents> {
@@ -375,14 +373,7 @@ export class Channel extends Emitter<ChannelEvents> {
     if (!(content instanceof Uint8Array)) throw new TypeError('content is not a buffer');
     const p = publishArgs(exchange, routingKey, content, options);
     const properties = p.properties == null ? undefined : encodeProperties(p.properties);
-    const frames = this.#publishFrames(
-      p.exchange,
-      p.routingKey,
-      p.mandatory,
-      p.immediate,
-      properties,
-      p.body,
-    );
+    const frames = this.#publishFrames(p, properties);
     // Registered only once the frames are known to be sendable, so sequence numbers stay dense.
     this.#confirms?.register(confirm);
     for (const bytes of frames) this.#host.enqueue(bytes);
@@ -497,41 +488,18 @@ export class Channel extends Emitter<ChannelEvents> {
    * server takes body parts — the publish declaring `body_size` and the body in BodyPart frames.
    * Throws MessageTooLargeError when it cannot be sent (nothing queued).
    */
-  #publishFrames(
-    exchange: string,
-    routingKey: string,
-    mandatory: boolean,
-    immediate: boolean,
-    properties: Uint8Array | undefined,
-    body: Uint8Array,
-  ): Uint8Array[] {
+  #publishFrames(p: ReturnType<typeof publishArgs>, properties: Uint8Array | undefined): Uint8Array[] {
+    const { exchange, routingKey, mandatory, immediate, body } = p;
+    const encode = (b: Uint8Array, bodySize: number): Uint8Array =>
+      encodePublishFrame(this.ch, exchange, routingKey, mandatory, immediate, properties, b, bodySize);
     const { frameMax, bodyParts } = this.#host;
-    // Strings are at most 3 UTF-8 bytes per UTF-16 unit; 64 covers the rest of the frame.
-    const bound = body.length + (properties?.length ?? 0) + 3 * (exchange.length + routingKey.length) + 64;
-    if (bodyParts && bound > frameMax) {
-      const header = this.#host.fit(
-        encodePublishFrame(
-          this.ch,
-          exchange,
-          routingKey,
-          mandatory,
-          immediate,
-          properties,
-          EMPTY,
-          body.length,
-        ),
-      );
-      // The whole frame is the header with the body field for the body_size one, give or take the
-      // method's length varint.
-      if (batchEntrySize(header.length + body.length + 4) > frameMax) {
-        return [header, ...encodeBodyParts(this.ch, body, frameMax)];
-      }
-    }
-    return [
-      this.#host.fit(
-        encodePublishFrame(this.ch, exchange, routingKey, mandatory, immediate, properties, body),
-      ),
-    ];
+    const frames = bodyParts
+      ? encodeWithBody(this.ch, body, frameMax, otherBytesBound(properties, exchange, routingKey), encode)
+      : encode(body, 0);
+    // A whole frame, or a header (its properties and names), may still not fit: nothing is queued.
+    if (frames instanceof Uint8Array) return [this.#host.fit(frames)];
+    this.#host.fit(frames[0] as Uint8Array);
+    return frames;
   }
 
   /** Queues a frame the fast encoders wrote (an ack, nack or reject). */

@@ -2,6 +2,7 @@
 // proto/styx.proto: a method's `body_size`, then BodyPart frames on its channel adding up to it).
 // Shared by the broker and the SDK, so both sides cut and check bodies the same way.
 import { markBatchRoom } from './batch-room.ts';
+import { batchEntrySize } from './codec.ts';
 import { tableGet, tableSet } from './field-table.ts';
 import { ReplyCode } from './reply-codes.ts';
 import { FrameType } from './schema.ts';
@@ -41,12 +42,37 @@ export function bodyPartCapacity(frameMax: number): number {
   return frameMax - BODY_PART_OVERHEAD;
 }
 
+const EMPTY = new Uint8Array(0);
+
 /**
- * Whether a method frame carrying `bodyLength` body bytes beside `headerBytes` of other fields must
- * send its body in parts: when the whole frame would not fit in a batch of `frameMax`.
+ * The frames of a method carrying `body` to a peer that takes body parts: `encode(body, 0)`, the
+ * method with its body, when that fits in a batch of `frameMax`; else `encode(empty, body.length)`,
+ * the method declaring `body_size`, and the body's BodyPart frames. `otherBytes` bounds the rest of
+ * the method (properties, names): below it nothing is measured, so small messages are encoded once.
  */
-export function needsBodyParts(headerBytes: number, bodyLength: number, frameMax: number): boolean {
-  return bodyLength > 0 && headerBytes + bodyLength + BODY_PART_OVERHEAD > frameMax;
+export function encodeWithBody(
+  channel: number,
+  body: Uint8Array,
+  frameMax: number,
+  otherBytes: number,
+  encode: (body: Uint8Array, bodySize: number) => Uint8Array,
+): Uint8Array | Uint8Array[] {
+  if (body.length + otherBytes + BODY_PART_OVERHEAD <= frameMax) return encode(body, 0);
+  const header = encode(EMPTY, body.length);
+  // The whole method is the header with the body field for the body_size one (as long), give or
+  // take its length varint.
+  if (batchEntrySize(header.length + body.length + 4) <= frameMax) return encode(body, 0);
+  return [header, ...encodeBodyParts(channel, body, frameMax)];
+}
+
+/**
+ * Bytes a method with these strings (UTF-16 units, at most 3 UTF-8 bytes each) and `properties`
+ * encoded bytes takes besides its body, at most: 64 covers its other fields and tags.
+ */
+export function otherBytesBound(properties: Uint8Array | undefined, ...strings: string[]): number {
+  let units = 0;
+  for (const s of strings) units += s.length;
+  return (properties?.length ?? 0) + 3 * units + 64;
 }
 
 /**

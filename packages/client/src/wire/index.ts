@@ -10,7 +10,8 @@ export {
   BodyAssembler,
   bodyPartCapacity,
   encodeBodyParts,
-  needsBodyParts,
+  encodeWithBody,
+  otherBytesBound,
   withBodyPartsCapability,
 } from './body-parts.ts';
 export {

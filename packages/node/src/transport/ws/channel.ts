@@ -1,14 +1,14 @@
 import type { BasicProperties, BasicPublish, Frame } from '@styx/client/wire';
 import {
   BodyAssembler,
-  batchEntrySize,
   encodeAckFrame,
-  encodeBodyParts,
   encodeDeliverFrame,
   encodeFrame,
   encodeNackFrame,
   encodeProperties,
   encodePropertiesOnce,
+  encodeWithBody,
+  otherBytesBound,
   WireError,
 } from '@styx/client/wire';
 import type { Broker, Session } from '../../broker/broker.ts';
@@ -41,14 +41,6 @@ export interface ChannelHost {
 type PreparedDelivery = Uint8Array | readonly Uint8Array[];
 
 const EMPTY_BODY = new Uint8Array(0);
-
-/**
- * Bytes a deliver frame takes besides its body and properties, at most, for strings of these
- * lengths in UTF-16 units (each at most 3 UTF-8 bytes): below it, no delivery needs measuring.
- */
-function deliverOverheadBound(consumerTag: string, exchange: string, routingKey: string): number {
-  return 3 * (consumerTag.length + exchange.length + routingKey.length) + 64;
-}
 
 /**
  * One channel of a WebSocket connection: a thin adapter between protobuf frames and the channel
@@ -178,30 +170,27 @@ export class Channel implements ChannelOutput<PreparedDelivery> {
   // ------------------------------------------------------------------------- ChannelOutput
 
   reply(reply: ChannelReply): void {
-    if (reply.method === 'basic.get-ok' && this.splitsBody(reply.body.length)) {
-      this.sendInParts(frameOfReply(this.number, { ...reply, body: EMPTY_BODY }), reply.body);
+    if (reply.method === 'basic.get-ok') {
+      this.sendWithBody(frameOfReply(this.number, { ...reply, body: EMPTY_BODY }), reply.body);
       return;
     }
     this.host.send(frameOfReply(this.number, reply));
   }
 
-  /** Whether a body of `length` bytes may need parts (then measured exactly by `sendInParts`). */
-  private splitsBody(length: number): boolean {
-    return this.host.takesBodyParts && length + 1024 > this.host.frameMax;
-  }
-
   /**
    * Send `frame` (a get-ok or return, its body left out) with `body`: whole in it when that fits in
-   * one WebSocket message, else with `body_size` and the body in parts.
+   * one WebSocket message (or the client takes no body parts), else declaring `body_size`, the body
+   * in parts.
    */
-  private sendInParts(frame: Frame, body: Uint8Array): void {
-    const header = encodeFrame(withBodySize(frame, body.length));
-    if (batchEntrySize(header.length + body.length + 4) <= this.host.frameMax) {
-      this.host.send(encodeFrame(withBody(frame, body)));
+  private sendWithBody(frame: Frame, body: Uint8Array): void {
+    const encode = (b: Uint8Array, bodySize: number): Uint8Array => encodeFrame(withBody(frame, b, bodySize));
+    if (!this.host.takesBodyParts) {
+      this.host.send(encode(body, 0));
       return;
     }
-    this.host.send(header);
-    for (const part of encodeBodyParts(this.number, body, this.host.frameMax)) this.host.send(part);
+    const frames = encodeWithBody(this.number, body, this.host.frameMax, otherBytesBound(undefined), encode);
+    if (frames instanceof Uint8Array) this.host.send(frames);
+    else for (const f of frames) this.host.send(f);
   }
 
   prepareDelivery(
@@ -215,14 +204,9 @@ export class Channel implements ChannelOutput<PreparedDelivery> {
     // publisher's bytes are kept); per-delivery properties (x-delivery-count) are encoded each time.
     const encoded =
       properties === message.properties ? encodePropertiesOnce(properties) : encodeProperties(properties);
-    const body = message.body;
-    const { exchange, routingKey } = message;
-    if (
-      this.host.takesBodyParts &&
-      body.length + encoded.length + deliverOverheadBound(consumerTag, exchange, routingKey) >
-        this.host.frameMax
-    ) {
-      const header = encodeDeliverFrame(
+    const { exchange, routingKey, body } = message;
+    const encode = (b: Uint8Array, bodySize: number): Uint8Array =>
+      encodeDeliverFrame(
         this.number,
         consumerTag,
         deliveryTag,
@@ -230,24 +214,12 @@ export class Channel implements ChannelOutput<PreparedDelivery> {
         exchange,
         routingKey,
         encoded,
-        EMPTY_BODY,
-        body.length,
+        b,
+        bodySize,
       );
-      // The whole frame is the header with the body field for the body_size one (as long), give or
-      // take the method's length varint.
-      if (batchEntrySize(header.length + body.length + 4) > this.host.frameMax)
-        return [header, ...encodeBodyParts(this.number, body, this.host.frameMax)];
-    }
-    return encodeDeliverFrame(
-      this.number,
-      consumerTag,
-      deliveryTag,
-      redelivered,
-      exchange,
-      routingKey,
-      encoded,
-      body,
-    );
+    if (!this.host.takesBodyParts) return encode(body, 0);
+    const other = otherBytesBound(encoded, consumerTag, exchange, routingKey);
+    return encodeWithBody(this.number, body, this.host.frameMax, other, encode);
   }
 
   sendDelivery(prepared: PreparedDelivery): void {
@@ -262,14 +234,10 @@ export class Channel implements ChannelOutput<PreparedDelivery> {
   }
 
   returned(message: ReturnedMessage): void {
-    if (this.splitsBody(message.body.length)) {
-      this.sendInParts(
-        { channel: this.number, method: 'basicReturn', basicReturn: { ...message, body: EMPTY_BODY } },
-        message.body,
-      );
-      return;
-    }
-    this.host.send({ channel: this.number, method: 'basicReturn', basicReturn: message });
+    this.sendWithBody(
+      { channel: this.number, method: 'basicReturn', basicReturn: { ...message, body: EMPTY_BODY } },
+      message.body,
+    );
   }
 
   cancelled(consumerTag: string): void {
@@ -293,17 +261,10 @@ export class Channel implements ChannelOutput<PreparedDelivery> {
   }
 }
 
-/** `frame` (a get-ok or return) declaring a body of `size` bytes in parts. */
-function withBodySize(frame: Frame, size: number): Frame {
-  if (frame.method === 'basicGetOk') return { ...frame, basicGetOk: { ...frame.basicGetOk, bodySize: size } };
+/** `frame` (a get-ok or return) with `body`, or declaring `bodySize` bytes in parts. */
+function withBody(frame: Frame, body: Uint8Array, bodySize: number): Frame {
+  if (frame.method === 'basicGetOk') return { ...frame, basicGetOk: { ...frame.basicGetOk, body, bodySize } };
   if (frame.method === 'basicReturn')
-    return { ...frame, basicReturn: { ...frame.basicReturn, bodySize: size } };
-  return frame;
-}
-
-/** `frame` (a get-ok or return) carrying `body` whole. */
-function withBody(frame: Frame, body: Uint8Array): Frame {
-  if (frame.method === 'basicGetOk') return { ...frame, basicGetOk: { ...frame.basicGetOk, body } };
-  if (frame.method === 'basicReturn') return { ...frame, basicReturn: { ...frame.basicReturn, body } };
+    return { ...frame, basicReturn: { ...frame.basicReturn, body, bodySize } };
   return frame;
 }
