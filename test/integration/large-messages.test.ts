@@ -211,6 +211,20 @@ describe('body parts from raw clients', () => {
     await expectConnectionClose(client, ReplyCode.FRAME_ERROR, /carries 4 body bytes itself/);
   });
 
+  it('a client that does not announce body_parts (an older SDK) gets a large body whole, in one frame', async () => {
+    const conn = await connect();
+    const ch = await conn.createConfirmChannel();
+    const queue = unique('large.old-client');
+    await ch.assertQueue(queue, { durable: false });
+    const body = patterned(9 * MIB, 8);
+    await publishConfirmed(ch, queue, body);
+    const { client } = await open();
+    client.send([frame(1, 'basicGet', { queue, noAck: true })]);
+    const got = await client.next('basicGetOk', 1, WAIT_MS);
+    expect(got.basicGetOk.bodySize).toBe(0);
+    expect(digest(got.basicGetOk.body)).toBe(digest(body));
+  });
+
   it('the node is still up and serves a healthy client afterwards', async () => {
     const conn = await connect();
     const ch = await conn.createConfirmChannel();
