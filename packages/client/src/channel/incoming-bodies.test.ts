@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { wireErrorCode as codeOf } from '../test-support/wire-error-code.ts';
 import type { Frame } from '../wire/index.ts';
 import {
   decodeBatch,
@@ -6,7 +7,6 @@ import {
   encodeDeliverFrame,
   joinEncodedFrames,
   ReplyCode,
-  WireError,
 } from '../wire/index.ts';
 import { IncomingBodies } from './incoming-bodies.ts';
 
@@ -16,16 +16,6 @@ const decoded = (...frames: Uint8Array[]): Frame[] =>
 
 const deliver = (bodySize: number, body = new Uint8Array(0)): Uint8Array =>
   encodeDeliverFrame(1, 'c', 7, false, 'x', 'k', undefined, body, bodySize);
-
-function codeOf(f: () => unknown): number | undefined {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof WireError) return err.code;
-    throw err;
-  }
-  return undefined;
-}
 
 describe('IncomingBodies', () => {
   it('holds a delivery declaring body_size until its parts came, then gives it whole', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rng } from '../test-support/random-wire.ts';
+import { wireErrorCode as codeOf } from '../test-support/wire-error-code.ts';
 import {
   announcesBodyParts,
   BodyAssembler,
@@ -19,23 +20,12 @@ import {
 import { encodeDeliverFrame } from './fast-codec.ts';
 import { ReplyCode } from './reply-codes.ts';
 import type { Frame } from './types.ts';
-import { WireError } from './wire-error.ts';
 
 function randomBytes(seed: number, length: number): Uint8Array {
   const r = rng(seed);
   const out = new Uint8Array(length);
   for (let i = 0; i < length; i++) out[i] = Math.floor(r() * 256);
   return out;
-}
-
-function codeOf(f: () => unknown): number | undefined {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof WireError) return err.code;
-    throw err;
-  }
-  return undefined;
 }
 
 describe('body parts', () => {
