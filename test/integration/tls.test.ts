@@ -130,6 +130,20 @@ describe('the SDK over wss', () => {
     ch.sendToQueue(queue, Buffer.from('over TLS'));
     await withTimeout(ch.waitForConfirms(), WAIT_MS, 'confirm');
     expect((await getOne(ch, queue)).content.toString()).toBe('over TLS');
+    // A body larger than one frame (8 MiB), in parts over TLS.
+    const large = Buffer.alloc(10 * 1024 * 1024, 'styx');
+    ch.sendToQueue(queue, large);
+    await withTimeout(ch.waitForConfirms(), WAIT_MS, 'confirm of 10 MiB');
+    expect((await getOne(ch, queue)).content.equals(large)).toBe(true);
+    // The connection facts say which connection is over TLS (RabbitMQ's `ssl`).
+    const overPlain = await connect(plain as string, {});
+    const response = await fetch(`${a.managementUrl}/api/connections`, {
+      headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+      signal: AbortSignal.timeout(WAIT_MS),
+    });
+    const listed = (await response.json()) as Array<{ styx_connection_id: string; ssl: boolean }>;
+    const sslOf = (c: Connection) => listed.find((l) => l.styx_connection_id === c.connectionName)?.ssl;
+    expect([sslOf(conn), sslOf(overPlain)]).toEqual([true, false]);
   });
 
   it('without the CA, fails with a certificate error', async () => {

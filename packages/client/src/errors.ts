@@ -43,7 +43,11 @@ export class ProtocolError extends Error {
   }
 }
 
-/** A frame (in practice a message) larger than the negotiated frameMax; nothing was sent. */
+/**
+ * A frame larger than the negotiated frameMax; nothing was sent. A message body larger than one
+ * frame is sent in parts when the server takes them (Styx nodes announce `body_parts`), so this is
+ * a message to an older server, or one whose properties alone do not fit in a frame.
+ */
 export class MessageTooLargeError extends Error {
   override readonly name = 'MessageTooLargeError';
   readonly code = ReplyCode.CONTENT_TOO_LARGE;

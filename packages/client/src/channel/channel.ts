@@ -26,7 +26,9 @@ import {
   encodeProperties,
   encodePublishFrame,
   encodeRejectFrame,
+  encodeWithBody,
   frame,
+  otherBytesBound,
   ReplyCode,
 } from '../wire/index.ts';
 import {
@@ -45,6 +47,7 @@ import {
 } from './args.ts';
 import type { ConfirmCallback } from './confirm-tracker.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
+import { IncomingBodies } from './incoming-bodies.ts';
 import type { ContentOf } from './message.ts';
 import { deliveryMessage, getMessage, returnMessage } from './message.ts';
 import type { PendingRpc } from './rpc-queue.ts';
@@ -79,6 +82,10 @@ export interface ChannelHost {
   fit(bytes: Uint8Array): Uint8Array;
   /** Queues an encoded frame for this tick's batch. */
   enqueue(bytes: Uint8Array): void;
+  /** The negotiated largest WebSocket message, bytes. */
+  readonly frameMax: number;
+  /** Whether the server takes bodies in BodyPart frames (it announced `body_parts`). */
+  readonly bodyParts: boolean;
   /** True while below the write high-water mark; otherwise remembers to emit 'drain' on `ch`. */
   writable(ch: Channel): boolean;
   /** The channel is closed: free its number. */
@@ -135,6 +142,8 @@ export class Channel extends Emitter<ChannelEvents> {
   #closeWaiters: { resolve(): void; reject(err: Error): void }[] = [];
   /** The error to emit when our ChannelClose is acknowledged (a client-detected failure). */
   #closeError: Error | null = null;
+  /** A body arriving in parts. */
+  #bodies = new IncomingBodies();
 
   /** @internal Created by Connection.createChannel. */
   constructor(host: ChannelHost, number: number, connection: Connection) {
@@ -168,6 +177,15 @@ export class Channel extends Emitter<ChannelEvents> {
     if (this.#state === 'closed') return;
     this.#toClosed(stackCapture(reason), cause);
     this.emit('close');
+  }
+
+  /**
+   * @internal The frame to handle now (`_accept`): `f`, or the method whose body just came in
+   * parts; undefined while parts are due. Throws WireError on parts out of place (see
+   * IncomingBodies): a connection error.
+   */
+  _joinBody(f: Frame): Frame | undefined {
+    return this.#bodies.take(f);
   }
 
   /** @internal Handles one frame for this channel. */
@@ -327,8 +345,10 @@ export class Channel extends Emitter<ChannelEvents> {
   /**
    * Publishes a message. Returns false when the connection's write buffer is above its high-water
    * mark (keep publishing only after 'drain'); the message is queued either way. Throws
-   * IllegalOperationError on a closed channel and MessageTooLargeError for a message that cannot
-   * fit in frameMax.
+   * IllegalOperationError on a closed channel and MessageTooLargeError for a message that cannot be
+   * sent (see MessageTooLargeError). A body larger than one frame goes in BodyPart frames; one over
+   * the server's max_message_size (`connection.serverProperties.max_message_size`) closes the
+   * channel with 406.
    */
   publish(exchange: string, routingKey: string, content: Uint8Array, options?: PublishOptions): boolean {
     return this._publish(exchange, routingKey, content, options, undefined);
@@ -352,20 +372,11 @@ export class Channel extends Emitter<ChannelEvents> {
     checkString('routingKey', routingKey);
     if (!(content instanceof Uint8Array)) throw new TypeError('content is not a buffer');
     const p = publishArgs(exchange, routingKey, content, options);
-    const bytes = this.#host.fit(
-      encodePublishFrame(
-        this.ch,
-        p.exchange,
-        p.routingKey,
-        p.mandatory,
-        p.immediate,
-        p.properties == null ? undefined : encodeProperties(p.properties),
-        p.body,
-      ),
-    );
-    // Registered only once the frame is known to be sendable, so sequence numbers stay dense.
+    const properties = p.properties == null ? undefined : encodeProperties(p.properties);
+    const frames = this.#publishFrames(p, properties);
+    // Registered only once the frames are known to be sendable, so sequence numbers stay dense.
     this.#confirms?.register(confirm);
-    this.#host.enqueue(bytes);
+    for (const bytes of frames) this.#host.enqueue(bytes);
     return this.#host.writable(this);
   }
 
@@ -470,6 +481,25 @@ export class Channel extends Emitter<ChannelEvents> {
 
   #assertUsable(): void {
     if (this.#refusal !== null) throw this.#refusal;
+  }
+
+  /**
+   * The frames of a publish: one, or — when the body does not fit in one WebSocket message and the
+   * server takes body parts — the publish declaring `body_size` and the body in BodyPart frames.
+   * Throws MessageTooLargeError when it cannot be sent (nothing queued).
+   */
+  #publishFrames(p: ReturnType<typeof publishArgs>, properties: Uint8Array | undefined): Uint8Array[] {
+    const { exchange, routingKey, mandatory, immediate, body } = p;
+    const encode = (b: Uint8Array, bodySize: number): Uint8Array =>
+      encodePublishFrame(this.ch, exchange, routingKey, mandatory, immediate, properties, b, bodySize);
+    const { frameMax, bodyParts } = this.#host;
+    const frames = bodyParts
+      ? encodeWithBody(this.ch, body, frameMax, otherBytesBound(properties, exchange, routingKey), encode)
+      : encode(body, 0);
+    // A whole frame, or a header (its properties and names), may still not fit: nothing is queued.
+    if (frames instanceof Uint8Array) return [this.#host.fit(frames)];
+    this.#host.fit(frames[0] as Uint8Array);
+    return frames;
   }
 
   /** Queues a frame the fast encoders wrote (an ack, nack or reject). */

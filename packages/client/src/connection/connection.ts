@@ -23,12 +23,15 @@ import type { SocketFactory, StyxSocket } from '../socket/socket.ts';
 import { SDK_PRODUCT, SDK_VERSION } from '../version.ts';
 import type { ConnectionClose, Frame, HelloOk, JsFieldTable } from '../wire/index.ts';
 import {
+  announcesBodyParts,
+  BODY_PARTS_CAPABILITY,
   decodeBatch,
   fieldTableToJs,
   frame,
   jsToFieldTable,
   PROTOCOL_VERSION,
   ReplyCode,
+  WireError,
 } from '../wire/index.ts';
 import { FrameWriter } from './frame-writer.ts';
 import { Heartbeater } from './heartbeat.ts';
@@ -73,6 +76,8 @@ const CAPABILITIES = {
   consumer_cancel_notify: true,
   'connection.blocked': true,
   authentication_failure_close: true,
+  // Bodies larger than one WebSocket message come in BodyPart frames (proto/styx.proto).
+  [BODY_PARTS_CAPABILITY]: true,
 };
 
 /** The reply codes with which a server close is not reported as an 'error' (amqplib's isFatalError). */
@@ -113,6 +118,8 @@ export class Connection extends Emitter<ConnectionEvents> {
   } | null = null;
   #closeWaiters: (() => void)[] = [];
   #host: ChannelHost;
+  /** Whether the server takes bodies in BodyPart frames (it announced `body_parts`). */
+  #bodyParts = false;
 
   /** @internal Use connect(). */
   constructor(platform: Platform, target: ConnectTarget, options: SocketOptions = {}) {
@@ -138,6 +145,12 @@ export class Connection extends Emitter<ConnectionEvents> {
     );
     const writer = this.#writer;
     this.#host = {
+      get frameMax(): number {
+        return conn.frameMax;
+      },
+      get bodyParts(): boolean {
+        return conn.#bodyParts;
+      },
       content: platform.content,
       encode: (f) => writer.encode(f),
       fit: (bytes) => writer.fit(bytes),
@@ -313,6 +326,7 @@ export class Connection extends Emitter<ConnectionEvents> {
     this.#handshake = null;
     if (handshake?.timer != null) clearTimeout(handshake.timer);
     this.serverProperties = fieldTableToJs(ok.serverProperties);
+    this.#bodyParts = announcesBodyParts(ok.serverProperties);
     this.connectionName = ok.connectionName;
     this.heartbeat = ok.heartbeatMs / 1000;
     this.frameMax = ok.frameMax > 0 ? ok.frameMax : this.#target.frameMax;
@@ -391,7 +405,15 @@ export class Connection extends Emitter<ConnectionEvents> {
       );
       return;
     }
-    ch._accept(f);
+    let whole: Frame | undefined;
+    try {
+      whole = ch._joinBody(f);
+    } catch (err) {
+      if (!(err instanceof WireError)) throw err;
+      this.#closeWithError(err.code, err.message, new ProtocolError(err.message, err.code));
+      return;
+    }
+    if (whole !== undefined) ch._accept(whole);
   }
 
   // ------------------------------------------------------------ channels and back-pressure

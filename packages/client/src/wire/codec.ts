@@ -1,4 +1,5 @@
 // Batch encode/decode: the only place bytes become frames and back.
+import { hasBatchRoom } from './batch-room.ts';
 import { decodeFrames } from './fast-codec.ts';
 import { encodePropertiesMessage, readPropertiesMessage } from './properties-codec.ts';
 import { BatchType, FrameType } from './schema.ts';
@@ -103,6 +104,8 @@ export function batchEntrySize(frameLength: number): number {
  * encodeBatch would give for the frames themselves. `end` defaults to all of them.
  */
 export function joinEncodedFrames(frames: readonly Uint8Array[], start = 0, end = frames.length): Uint8Array {
+  if (end - start === 1 && hasBatchRoom(frames[start] as Uint8Array))
+    return inPlace(frames[start] as Uint8Array);
   let total = 0;
   for (let i = start; i < end; i++) total += batchEntrySize((frames[i] as Uint8Array).length);
   const out = new Uint8Array(total);
@@ -122,10 +125,26 @@ export function joinEncodedFrames(frames: readonly Uint8Array[], start = 0, end 
   return out;
 }
 
+/** The batch of one frame allocated with room for its prefix: the prefix written there, no copy. */
+function inPlace(f: Uint8Array): Uint8Array {
+  const room = batchEntrySize(f.length) - f.length;
+  const out = new Uint8Array(f.buffer, f.byteOffset - room, room + f.length);
+  let pos = 0;
+  out[pos++] = FRAMES_TAG;
+  let n = f.length;
+  while (n > 0x7f) {
+    out[pos++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  out[pos] = n;
+  return out;
+}
+
 /**
  * Joins encoded frames into as few batches (WebSocket messages) as `frameMax` allows, in order, and
  * hands each to `send`: a batch is cut at a frame boundary before it would exceed `frameMax`; a
- * frame larger than `frameMax` on its own goes alone (the caller decides whether that may happen).
+ * frame larger than `frameMax` on its own goes alone (the caller decides whether that may happen),
+ * and so does a frame allocated with batch room (a large body: sent without a second copy).
  */
 export function sendInBatches(
   frames: readonly Uint8Array[],
@@ -136,7 +155,9 @@ export function sendInBatches(
   while (start < frames.length) {
     let size = batchEntrySize((frames[start] as Uint8Array).length);
     let end = start + 1;
-    while (end < frames.length) {
+    // A frame with batch room (a large body) goes alone, written in place rather than copied.
+    while (end < frames.length && !hasBatchRoom(frames[start] as Uint8Array)) {
+      if (hasBatchRoom(frames[end] as Uint8Array)) break;
       const next = batchEntrySize((frames[end] as Uint8Array).length);
       if (size + next > frameMax) break;
       size += next;

@@ -43,6 +43,13 @@ interface DeliverArgs {
   routingKey: string;
   properties: BasicProperties | undefined;
   body: Uint8Array;
+  /** 0: the body is whole in the frame. */
+  bodySize: number;
+}
+
+/** A body_size: usually none, else one at the varint boundaries (as delivery tags). */
+function randomBodySize(r: Rand): number {
+  return r() < 0.75 ? 0 : randomTag(r);
 }
 
 function randomDeliver(r: Rand): DeliverArgs {
@@ -55,6 +62,7 @@ function randomDeliver(r: Rand): DeliverArgs {
     routingKey: randomString(r),
     properties: randomProperties(r),
     body: randomBody(r),
+    bodySize: randomBodySize(r),
   };
 }
 
@@ -67,6 +75,7 @@ function deliverFrame(a: DeliverArgs): Frame {
     routingKey: a.routingKey,
     ...(a.properties === undefined ? {} : { properties: a.properties }),
     body: a.body,
+    ...(a.bodySize === 0 ? {} : { bodySize: a.bodySize }),
   });
 }
 
@@ -79,6 +88,7 @@ function publishFrame(r: Rand): Frame {
     immediate: r() < 0.2,
     ...(properties === undefined ? {} : { properties }),
     body: randomBody(r),
+    bodySize: randomBodySize(r),
   });
 }
 
@@ -251,6 +261,7 @@ describe('fast encoders', () => {
         a.routingKey,
         a.properties === undefined ? undefined : encodeProperties(a.properties),
         a.body,
+        a.bodySize,
       );
       const reference = deliverFrame(a);
       expect(Buffer.from(bytes).toString('hex')).toBe(Buffer.from(encodeFrame(reference)).toString('hex'));
@@ -266,6 +277,7 @@ describe('fast encoders', () => {
       expect(back.basicDeliver.routingKey).toBe(a.routingKey);
       expect(Buffer.from(back.basicDeliver.body).equals(Buffer.from(a.body))).toBe(true);
       expect(back.basicDeliver.properties === null).toBe(a.properties === undefined);
+      expect(back.basicDeliver.bodySize).toBe(a.bodySize);
     }
   });
 
@@ -283,6 +295,7 @@ describe('fast encoders', () => {
         p.immediate,
         p.properties == null ? undefined : encodeProperties(p.properties),
         p.body,
+        p.bodySize,
       );
       expect(Buffer.from(bytes).toString('hex')).toBe(Buffer.from(encodeFrame(f)).toString('hex'));
       const [back] = decodeBatch(encodeBatch([f]));
@@ -388,8 +401,9 @@ describe('decodeBatch (fast decoder) on what protobufjs writes', () => {
         'routingKey',
         'properties',
         'body',
+        'bodySize',
       ],
-      basicPublish: ['exchange', 'routingKey', 'mandatory', 'immediate', 'properties', 'body'],
+      basicPublish: ['exchange', 'routingKey', 'mandatory', 'immediate', 'properties', 'body', 'bodySize'],
       basicAck: ['deliveryTag', 'multiple'],
       basicNack: ['deliveryTag', 'multiple', 'requeue'],
       basicReject: ['deliveryTag', 'requeue'],

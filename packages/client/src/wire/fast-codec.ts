@@ -14,6 +14,7 @@
 //    field, are decoded by protobufjs whole. fast-codec.test.ts checks all of this against protobufjs on
 //    random frames and on malformed bytes.
 import type protobuf from 'protobufjs';
+import { markBatchRoom } from './batch-room.ts';
 import { createNumberReader } from './number-reader.ts';
 import { readPropertiesMessage } from './properties-codec.ts';
 import { rememberPropertiesEncoding } from './properties-encoding.ts';
@@ -116,6 +117,7 @@ function decodePublish(end: number): BasicPublish {
   let rawStart = 0;
   let rawEnd = 0;
   let body: Uint8Array = EMPTY_BYTES;
+  let bodySize = 0;
   while (cursor.pos < end) {
     const tag = readTag(end);
     const field = tag >>> 3;
@@ -130,6 +132,7 @@ function decodePublish(end: number): BasicPublish {
       rawEnd = cursor.pos;
       propertiesFields++;
     } else if (field === 6 && wireType === LEN) body = readBytesOrDefault(end);
+    else if (field === 7 && wireType === VARINT) bodySize = readUint64(end);
     else skipField(wireType, 2, field, end);
   }
   // The publisher's bytes are these properties' encoding, unless the field came in several pieces
@@ -140,7 +143,7 @@ function decodePublish(end: number): BasicPublish {
       properties as BasicProperties,
       new Uint8Array(cursor.buf.subarray(rawStart, rawEnd)),
     );
-  return { exchange, routingKey, mandatory, immediate, properties, body };
+  return { exchange, routingKey, mandatory, immediate, properties, body, bodySize };
 }
 
 function decodeDeliver(end: number): BasicDeliver {
@@ -151,6 +154,7 @@ function decodeDeliver(end: number): BasicDeliver {
   let routingKey = '';
   let properties: BasicProperties | null = null;
   let body: Uint8Array = EMPTY_BYTES;
+  let bodySize = 0;
   while (cursor.pos < end) {
     const tag = readTag(end);
     const field = tag >>> 3;
@@ -162,9 +166,10 @@ function decodeDeliver(end: number): BasicDeliver {
     else if (field === 5 && wireType === LEN) routingKey = readString(end);
     else if (field === 6 && wireType === LEN) properties = readProperties(end, properties);
     else if (field === 7 && wireType === LEN) body = readBytesOrDefault(end);
+    else if (field === 12 && wireType === VARINT) bodySize = readUint64(end);
     else skipField(wireType, 2, field, end);
   }
-  return { consumerTag, deliveryTag, redelivered, exchange, routingKey, properties, body };
+  return { consumerTag, deliveryTag, redelivered, exchange, routingKey, properties, body, bodySize };
 }
 
 function decodeAck(end: number): BasicAck {
@@ -345,6 +350,18 @@ function writeTrue(out: Uint8Array, p: number, tag: number): number {
   return p + 2;
 }
 
+/**
+ * Frames of this many bytes or more (a large body) are allocated with room for their batch prefix
+ * in front (batch-room.ts): sent alone in a WebSocket message, as such a frame usually is, it is not
+ * copied again into the batch. Smaller ones come from Buffer's pool and are joined as usual.
+ */
+const BATCH_ROOM_FROM = 64 * 1024;
+
+function allocWithBatchRoom(size: number): Uint8Array {
+  const room = 1 + varint32Size(size);
+  return markBatchRoom(alloc(room + size).subarray(room));
+}
+
 /** The frame being written (module state, released by `finishFrame`). */
 let frameOut: Uint8Array = EMPTY_BYTES;
 
@@ -353,7 +370,7 @@ function startFrame(channel: number, methodField: number, inner: number): number
   const methodTag = (methodField << 3) | LEN;
   const size =
     (channel === 0 ? 0 : 1 + varint32Size(channel)) + varint32Size(methodTag) + varint32Size(inner) + inner;
-  const out = alloc(size);
+  const out = size < BATCH_ROOM_FROM ? alloc(size) : allocWithBatchRoom(size);
   let p = 0;
   if (channel !== 0) {
     out[p++] = 0x08;
@@ -384,10 +401,13 @@ export function encodeDeliverFrame(
   routingKey: string,
   properties: Uint8Array | undefined,
   body: Uint8Array,
+  bodySize = 0,
 ): Uint8Array {
   const consumerTagLength = utf8Length(consumerTag);
   const exchangeLength = utf8Length(exchange);
   const routingKeyLength = utf8Length(routingKey);
+  // Measured before the delivery tag, whose split the tag writer uses next.
+  const bodySizeBytes = tagFieldSize(bodySize);
   const inner =
     stringFieldSize(consumerTagLength) +
     tagFieldSize(deliveryTag) +
@@ -395,7 +415,8 @@ export function encodeDeliverFrame(
     stringFieldSize(exchangeLength) +
     stringFieldSize(routingKeyLength) +
     (properties === undefined ? 0 : lenFieldSize(properties.length)) +
-    (body.length === 0 ? 0 : lenFieldSize(body.length));
+    (body.length === 0 ? 0 : lenFieldSize(body.length)) +
+    bodySizeBytes;
   let p = startFrame(channel >>> 0, BASIC_DELIVER, inner);
   const out = frameOut;
   p = writeOptionalString(out, p, 0x0a, consumerTag, consumerTagLength);
@@ -404,7 +425,11 @@ export function encodeDeliverFrame(
   p = writeOptionalString(out, p, 0x22, exchange, exchangeLength);
   p = writeOptionalString(out, p, 0x2a, routingKey, routingKeyLength);
   if (properties !== undefined) p = writeBytesField(out, p, 0x32, properties);
-  if (body.length !== 0) writeBytesField(out, p, 0x3a, body);
+  if (body.length !== 0) p = writeBytesField(out, p, 0x3a, body);
+  if (bodySize !== 0) {
+    tagFieldSize(bodySize); // measured again: the varint writer writes what was measured last
+    writeTagField(out, p, 0x60, bodySize);
+  }
   return finishFrame();
 }
 
@@ -420,6 +445,7 @@ export function encodePublishFrame(
   immediate: boolean,
   properties: Uint8Array | undefined,
   body: Uint8Array,
+  bodySize = 0,
 ): Uint8Array {
   const exchangeLength = utf8Length(exchange);
   const routingKeyLength = utf8Length(routingKey);
@@ -429,7 +455,8 @@ export function encodePublishFrame(
     (mandatory ? 2 : 0) +
     (immediate ? 2 : 0) +
     (properties === undefined ? 0 : lenFieldSize(properties.length)) +
-    (body.length === 0 ? 0 : lenFieldSize(body.length));
+    (body.length === 0 ? 0 : lenFieldSize(body.length)) +
+    tagFieldSize(bodySize);
   let p = startFrame(channel >>> 0, BASIC_PUBLISH, inner);
   const out = frameOut;
   p = writeOptionalString(out, p, 0x0a, exchange, exchangeLength);
@@ -437,7 +464,11 @@ export function encodePublishFrame(
   if (mandatory) p = writeTrue(out, p, 0x18);
   if (immediate) p = writeTrue(out, p, 0x20);
   if (properties !== undefined) p = writeBytesField(out, p, 0x2a, properties);
-  if (body.length !== 0) writeBytesField(out, p, 0x32, body);
+  if (body.length !== 0) p = writeBytesField(out, p, 0x32, body);
+  if (bodySize !== 0) {
+    tagFieldSize(bodySize); // measured again: the varint writer writes what was measured last
+    writeTagField(out, p, 0x38, bodySize);
+  }
   return finishFrame();
 }
 

@@ -5,6 +5,16 @@
 // JS numbers, exact up to 2^53 - 1 (Number.MAX_SAFE_INTEGER); beyond that they lose precision.
 
 export {
+  announcesBodyParts,
+  BODY_PARTS_CAPABILITY,
+  BodyAssembler,
+  bodyPartCapacity,
+  encodeBodyParts,
+  encodeWithBody,
+  otherBytesBound,
+  withBodyPartsCapability,
+} from './body-parts.ts';
+export {
   batchEntrySize,
   decodeBatch,
   decodeProperties,

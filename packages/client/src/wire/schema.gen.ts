@@ -12,6 +12,14 @@ export const STYX_PROTO_SOURCE = `// Styx wire protocol, version 1.
 // code written for amqplib maps one-to-one. Synchronous requests on a channel are answered in the
 // order they were sent; asynchronous ones (publish, ack, nack, reject, deliver, return) have no reply.
 //
+// A body too large for one frame (one WebSocket message of at most the negotiated frame_max) is
+// carried as AMQP carries content: the method (BasicPublish, BasicDeliver, BasicGetOk, BasicReturn)
+// goes with an empty body and \`body_size\` set to the body's length, and BodyPart frames on the same
+// channel follow, in order and with no other frame of that channel between them, until their data
+// adds up to exactly \`body_size\`. A peer splits bodies only towards one that announced the
+// \`body_parts\` capability (client/server properties' \`capabilities\` table): an older peer sees
+// whole bodies, as before.
+//
 // Header values keep AMQP 0-9-1 field types exactly (see FieldValue), so an x-death table written by
 // RabbitMQ round-trips through Styx byte-for-byte in meaning and type.
 syntax = "proto3";
@@ -82,6 +90,9 @@ message Frame {
     BasicReject basic_reject = 64;
     BasicRecover basic_recover = 65;
     BasicRecoverOk basic_recover_ok = 66;
+
+    // ---- content (80-89) ----
+    BodyPart body_part = 80;
   }
   // 70-79: kept for replicated retry with back-off (the next feature: a consumer's "retry this
   // later" and its acknowledgement, and retry-policy methods), so its frames extend this oneof
@@ -334,6 +345,7 @@ message BasicPublish {
   bool immediate = 4;         // refused, as in RabbitMQ
   BasicProperties properties = 5;
   bytes body = 6;
+  uint64 body_size = 7;       // set (body then empty): the body follows in BodyPart frames
 }
 
 message BasicReturn {
@@ -343,6 +355,7 @@ message BasicReturn {
   string routing_key = 4;
   BasicProperties properties = 5;
   bytes body = 6;
+  uint64 body_size = 7;       // as in BasicPublish
 }
 
 message BasicDeliver {
@@ -355,6 +368,7 @@ message BasicDeliver {
   bytes body = 7;
   // Kept for replicated retry: the delivery's retry attempt and when it became due.
   reserved 8 to 11;
+  uint64 body_size = 12;      // as in BasicPublish
 }
 
 message BasicGet {
@@ -371,6 +385,7 @@ message BasicGetOk {
   bytes body = 7;
   // Kept for replicated retry, as in BasicDeliver.
   reserved 8 to 11;
+  uint64 body_size = 12;      // as in BasicPublish
 }
 message BasicGetEmpty {}
 
@@ -394,6 +409,13 @@ message BasicReject {
   bool requeue = 2;
   // Kept for replicated retry, as in BasicNack.
   reserved 3 to 6;
+}
+
+// ---------------------------------------------------------------- content
+
+// The next piece of the body of the method before it on this channel (see \`body_size\` above).
+message BodyPart {
+  bytes data = 1;
 }
 
 message BasicRecover {

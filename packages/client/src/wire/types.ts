@@ -305,6 +305,8 @@ export interface BasicPublish {
   immediate: boolean;
   properties?: BasicProperties | null;
   body: Uint8Array;
+  /** Set (and `body` empty) when the body follows in `bodyPart` frames: its length. */
+  bodySize?: number;
 }
 
 export interface BasicReturn {
@@ -314,6 +316,8 @@ export interface BasicReturn {
   routingKey: string;
   properties?: BasicProperties | null;
   body: Uint8Array;
+  /** Set (and `body` empty) when the body follows in `bodyPart` frames: its length. */
+  bodySize?: number;
 }
 
 export interface BasicDeliver {
@@ -324,6 +328,8 @@ export interface BasicDeliver {
   routingKey: string;
   properties?: BasicProperties | null;
   body: Uint8Array;
+  /** Set (and `body` empty) when the body follows in `bodyPart` frames: its length. */
+  bodySize?: number;
 }
 
 export interface BasicGet {
@@ -338,6 +344,8 @@ export interface BasicGetOk {
   messageCount: number;
   properties?: BasicProperties | null;
   body: Uint8Array;
+  /** Set (and `body` empty) when the body follows in `bodyPart` frames: its length. */
+  bodySize?: number;
 }
 export type BasicGetEmpty = EmptyMessage;
 
@@ -363,6 +371,11 @@ export interface BasicRecover {
   requeue: boolean;
 }
 export type BasicRecoverOk = EmptyMessage;
+
+/** The next piece of a body whose method said `bodySize` (see proto/styx.proto). */
+export interface BodyPart {
+  data: Uint8Array;
+}
 
 // ---------------------------------------------------------------- frames
 
@@ -416,6 +429,7 @@ export const METHOD_NAMES = [
   'basicReject',
   'basicRecover',
   'basicRecoverOk',
+  'bodyPart',
 ] as const;
 
 /** The name of a frame's method: the member set in the Frame `method` oneof. */
@@ -471,6 +485,7 @@ export interface MethodMap {
   basicReject: BasicReject;
   basicRecover: BasicRecover;
   basicRecoverOk: BasicRecoverOk;
+  bodyPart: BodyPart;
 }
 
 /** A frame carrying the method `K` on `channel` (0 = the connection). */

@@ -38,6 +38,7 @@ import { QueueFlowCounters } from '../queue/queue-flow-counters.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { route } from '../router/route.ts';
+import { DEFAULT_MAX_MESSAGE_SIZE } from '../session/message-size.ts';
 import { withCompaction } from '../storage/compaction-policy.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
@@ -123,6 +124,11 @@ export interface BrokerOptions {
    * (`disk_free_limit`); default `DEFAULT_DISK_FREE_LIMIT_BYTES` (50 MB). Watched only with `storage`.
    */
   readonly diskFreeLimitBytes?: number;
+  /**
+   * The largest message body a client may publish, bytes (`max_message_size`); default
+   * `DEFAULT_MAX_MESSAGE_SIZE` (16 MiB, as RabbitMQ 4). Checked by the channel core.
+   */
+  readonly maxMessageSize?: number;
   /** The user created on a fresh node (RabbitMQ's guest/guest). */
   readonly defaultUser?: { readonly name: string; readonly password: string };
   /** Users that may only connect from a loopback address (RabbitMQ's `loopback_users`). */
@@ -205,6 +211,11 @@ export class Broker {
   readonly listeners = new NodeListeners();
 
   /** Resident memory above which publishers are blocked, bytes; 0 when unlimited. */
+  /** The largest message body a client may publish, bytes (`max_message_size`). */
+  get maxMessageSize(): number {
+    return this.options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE;
+  }
+
   get memoryBudgetBytes(): number {
     return this.options.memoryBudgetBytes;
   }
@@ -391,6 +402,8 @@ export class Broker {
         { key: 'version', value: { longStr: STYX_VERSION } },
         { key: 'cluster_name', value: { longStr: options.nodeName } },
         { key: 'platform', value: { longStr: `Node.js ${process.version}` } },
+        // Not in RabbitMQ's connection.start, which has no word for it: clients may read it here.
+        { key: 'max_message_size', value: { i64: options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE } },
       ],
     };
   }

@@ -51,6 +51,8 @@ export interface ConnectionFacts {
   readonly peerPort: number;
   readonly host: string;
   readonly port: number;
+  /** Whether the connection is over TLS (RabbitMQ's `ssl`). */
+  readonly ssl: boolean;
   readonly state: 'running' | 'blocked' | 'closing';
   /** ms since the epoch. */
   readonly connectedAt: number;

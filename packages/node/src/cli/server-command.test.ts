@@ -43,6 +43,7 @@ describe('parseServerOptions', () => {
       memoryBudgetMib: 4096,
       diskFreeLimitBytes: 50_000_000,
       frameMax: 8 * 1024 * 1024,
+      maxMessageSize: 16 * 1024 * 1024,
       heartbeatS: 60,
       cluster: undefined,
       tls: undefined,
@@ -196,6 +197,25 @@ describe('parseServerOptions', () => {
       nodeName: undefined,
       secretFile: undefined,
     });
+  });
+
+  it('takes --max-message-size up to 512 MiB alone, up to 48 MiB in a cluster, and refuses bad values', () => {
+    expect(parsed('--max-message-size', String(512 * 1024 * 1024)).maxMessageSize).toBe(512 * 1024 * 1024);
+    expect(
+      parsed('--max-message-size', String(48 * 1024 * 1024), '--cluster-listen', '127.0.0.1:0')
+        .maxMessageSize,
+    ).toBe(48 * 1024 * 1024);
+    expect(
+      usageError('--max-message-size', String(48 * 1024 * 1024 + 1), '--cluster-listen', '127.0.0.1:0'),
+    ).toBe(
+      `--max-message-size above ${48 * 1024 * 1024} is not supported in a cluster (a message crosses nodes in one frame of at most ${64 * 1024 * 1024} bytes), got ${48 * 1024 * 1024 + 1}`,
+    );
+    expect(usageError('--max-message-size', String(512 * 1024 * 1024 + 1))).toBe(
+      `--max-message-size must be between 1 and ${512 * 1024 * 1024}, got ${512 * 1024 * 1024 + 1}`,
+    );
+    expect(usageError('--max-message-size', '1.5')).toBe(
+      "--max-message-size must be a whole number, got '1.5'",
+    );
   });
 
   it('refuses bad addresses and clustering flags without --cluster-listen', () => {

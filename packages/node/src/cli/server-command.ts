@@ -14,6 +14,7 @@ import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
 import { DnsDiscovery } from '../cluster/dns-discovery.ts';
 import { ClusterError } from '../cluster/errors.ts';
+import { DEFAULT_MAX_FRAME_BYTES } from '../cluster/libp2p-transport.ts';
 import { loadNodeIdentity } from '../cluster/node-identity.ts';
 import type { LogLevel } from '../logging/logger.ts';
 import { createLogger, LOG_LEVELS } from '../logging/logger.ts';
@@ -22,6 +23,7 @@ import {
   ManagementListenError,
   ManagementServer,
 } from '../management/management-server.ts';
+import { DEFAULT_MAX_MESSAGE_SIZE, MAX_MESSAGE_SIZE_LIMIT } from '../session/message-size.ts';
 import { openNodeStorage } from '../storage/node-storage.ts';
 import { PRETEND_OLDER_ENV } from '../test-support/pretend-older.ts';
 import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
@@ -74,6 +76,8 @@ Options:
                         blocked, cluster-wide: bytes with a unit (50MB, 2GB, 1GiB) or
                         mem_relative:FACTOR of the machine's memory (default: 50MB)
   --frame-max BYTES     largest WebSocket message in either direction (default: 8388608)
+  --max-message-size BYTES  largest message body a client may publish; larger ones are refused
+                        with 406 PRECONDITION_FAILED (default: 16777216, at most 536870912)
   --heartbeat SECONDS   heartbeat interval proposed to clients, 0 = off (default: 60)
   -h, --help            show this help
 
@@ -114,6 +118,8 @@ export interface ServerOptions {
   readonly diskFreeLimitBytes: number;
   /** Largest WebSocket message, bytes. */
   readonly frameMax: number;
+  /** Largest message body a client may publish, bytes (`--max-message-size`). */
+  readonly maxMessageSize: number;
   /** Heartbeat interval proposed to clients, seconds; 0 = off. */
   readonly heartbeatS: number;
   /** Clustering (`--cluster-listen` and the flags that need it); undefined: the node runs alone. */
@@ -132,6 +138,13 @@ export interface ServerTlsOptions {
   /** The amqps port; undefined: `--amqps-port 0`, no amqps listener. */
   readonly amqpsPort: number | undefined;
 }
+
+/**
+ * The largest max_message_size a clustered node takes: an enqueue crosses nodes (forwarded, then
+ * replicated) in one frame of at most the cluster transport's bound, with its command, properties
+ * and the rest of its batch beside the body; 16 MiB of that bound is left for them.
+ */
+const CLUSTER_MESSAGE_SIZE_LIMIT = DEFAULT_MAX_FRAME_BYTES - 16 * 1024 * 1024;
 
 /** `styx server`'s flags, for parseArgs; each but --help and --config has a key in CONFIG_KEYS. */
 export const SERVER_FLAGS = {
@@ -156,6 +169,7 @@ export const SERVER_FLAGS = {
   'memory-budget': { type: 'string' },
   'disk-free-limit': { type: 'string' },
   'frame-max': { type: 'string' },
+  'max-message-size': { type: 'string' },
   heartbeat: { type: 'string' },
   'cluster-listen': { type: 'string' },
   join: { type: 'string', multiple: true },
@@ -229,7 +243,21 @@ export function parseServerOptions(
     4096,
     256 * 1024 * 1024,
   );
+  const maxMessageSize = parseIntegerFlag(
+    'max-message-size',
+    values['max-message-size'],
+    DEFAULT_MAX_MESSAGE_SIZE,
+    1,
+    MAX_MESSAGE_SIZE_LIMIT,
+  );
   const heartbeatS = parseIntegerFlag('heartbeat', values.heartbeat, 60, 0, 3600);
+  const cluster = parseClusterFlags(values);
+  if (cluster !== undefined && maxMessageSize > CLUSTER_MESSAGE_SIZE_LIMIT) {
+    throw new UsageError(
+      `--max-message-size above ${CLUSTER_MESSAGE_SIZE_LIMIT} is not supported in a cluster (a message crosses ` +
+        `nodes in one frame of at most ${DEFAULT_MAX_FRAME_BYTES} bytes), got ${maxMessageSize}`,
+    );
+  }
   return {
     dataDir: resolve(values['data-dir'] ?? 'styx-data'),
     host,
@@ -245,8 +273,9 @@ export function parseServerOptions(
     memoryBudgetMib,
     diskFreeLimitBytes,
     frameMax,
+    maxMessageSize,
     heartbeatS,
-    cluster: parseClusterFlags(values),
+    cluster,
     tls: parseTlsFlags(values, port),
   };
 }
@@ -440,6 +469,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
       logger,
       memoryBudgetBytes: memoryBudgetMib * 1024 * 1024,
       diskFreeLimitBytes: options.diskFreeLimitBytes,
+      maxMessageSize: options.maxMessageSize,
       storage,
       ...(cluster !== undefined ? { cluster } : {}),
     });

@@ -67,6 +67,7 @@ const EXAMPLES: Readonly<Record<string, string>> = {
   'disk_free_limit.absolute': '2GB',
   'disk_free_limit.relative': '1.5',
   'limits.frame_max': '65536',
+  max_message_size: '33554432',
   'limits.heartbeat': '30',
   'cluster.listen': '127.0.0.1:25690',
   'cluster.join': '127.0.0.1:25691',
@@ -156,6 +157,7 @@ describe('styx server --config FILE', () => {
       managementPort: 15690,
       logLevel: 'debug',
       frameMax: 65536,
+      maxMessageSize: 33554432,
       heartbeatS: 30,
       memoryBudgetMib: 2048,
       diskFreeLimitBytes: 2_000_000_000,
@@ -210,6 +212,13 @@ describe('styx server --config FILE', () => {
     expect(await configError('limits.frame_max = 10')).toMatch(
       /^FILE:1: limits\.frame_max = 10: must be between 4096 and /,
     );
+    expect(await configError('max_message_size = 536870913')).toBe(
+      'FILE:1: max_message_size = 536870913: must be between 1 and 536870912, got 536870913 (expected a whole number of bytes, 1-536870912 (RabbitMQ 4 default: 16777216))',
+    );
+    expect(await configError('max_message_size = 16MiB')).toMatch(
+      /^FILE:1: max_message_size = 16MiB: must be a whole number, got '16MiB'/,
+    );
+    expect(await configError('max_message_size = 0')).toMatch(/must be between 1 and 536870912, got 0/);
     expect(await configError('cluster.listen = nowhere')).toMatch(
       /^FILE:1: cluster\.listen = nowhere: .*\(expected HOST:PORT\)$/,
     );

@@ -73,6 +73,11 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
     'mem_relative:',
   ],
   ['limits.frame_max', 'frame-max', 'a whole number of bytes, 4096-268435456'],
+  [
+    'max_message_size',
+    'max-message-size',
+    'a whole number of bytes, 1-536870912 (RabbitMQ 4 default: 16777216)',
+  ],
   ['limits.heartbeat', 'heartbeat', 'a whole number of seconds, 0-3600 (0: off)'],
   ['cluster.listen', 'cluster-listen', 'HOST:PORT'],
   ['cluster.join', 'join', 'HOST:PORT (repeat the key for several members)'],

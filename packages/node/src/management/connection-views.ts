@@ -36,7 +36,7 @@ export function connectionJson(c: NodeConnectionFacts): Json {
     protocol: c.protocol,
     type: 'network',
     auth_mechanism: 'PLAIN',
-    ssl: false,
+    ssl: c.ssl,
     peer_host: c.peerHost,
     peer_port: c.peerPort,
     host: c.host,

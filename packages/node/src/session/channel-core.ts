@@ -30,6 +30,7 @@ import { REDELIVER_UNFLAGGED, REORDER_DELIVERIES } from '../test-support/test-br
 import type { ChannelMethod, ChannelReply, PublishMethod } from './channel-methods.ts';
 import type { ChannelOutput } from './channel-output.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
+import { checkMessageSize } from './message-size.ts';
 
 /** What a channel core is given by the connection that opens it. */
 export interface ChannelCoreOptions<Prepared> {
@@ -366,6 +367,8 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   // ------------------------------------------------------------------------------------ publish
 
   private publish(p: PublishMethod): void {
+    // First, as RabbitMQ's channel does: the body's size, against the node's max_message_size.
+    checkMessageSize(p.bodySize ?? p.body.byteLength, this.broker.maxMessageSize);
     const session = this.session;
     const seq = this.confirms !== undefined ? this.confirms.next() : 0;
     const counters = this.broker.counters;

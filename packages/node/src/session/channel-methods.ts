@@ -17,6 +17,11 @@ export interface PublishMethod {
   readonly immediate: boolean;
   readonly properties: BasicProperties | undefined;
   readonly body: Uint8Array;
+  /**
+   * The body's length when the transport did not keep the body: a content header that declared
+   * more than `max_message_size`, refused (406) before any of the body was buffered.
+   */
+  readonly bodySize?: number;
 }
 
 /** queue.bind / queue.unbind / exchange.bind / exchange.unbind, by what they bind. */

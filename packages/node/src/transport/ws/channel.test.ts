@@ -47,6 +47,8 @@ async function setup() {
   const channel = new Channel(
     {
       id: 'n1:1.1',
+      frameMax: 8 * 1024 * 1024,
+      takesBodyParts: false,
       session: { vhost: '/', user: 'guest' } as unknown as Session,
       logger,
       send: (frame) => sent.push(frame),

@@ -1,6 +1,14 @@
 import type { Socket } from 'node:net';
 import type { FieldTable, Frame, Hello } from '@styx/client/wire';
-import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
+import {
+  announcesBodyParts,
+  decodeBatch,
+  encodeFrame,
+  PROTOCOL_VERSION,
+  sendInBatches,
+  WireError,
+  withBodyPartsCapability,
+} from '@styx/client/wire';
 import type { WebSocket } from 'ws';
 import type { Broker } from '../../broker/broker.ts';
 import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
@@ -80,12 +88,15 @@ export class Connection
   private readonly outgoing = new TurnBatch<Frame | Uint8Array>(MAX_FRAMES_PER_MESSAGE, (f) =>
     this.writeBatch(f),
   );
-  private frameMax: number;
+  /** The negotiated largest WebSocket message, bytes (the channels split bodies by it). */
+  frameMax: number;
+  /** Whether the client takes bodies in BodyPart frames (it announced `body_parts`). */
+  takesBodyParts = false;
   private handshakeTimer: NodeJS.Timeout | undefined;
   /** When the socket opened, ms since the epoch (`info`). */
   private readonly connectedAt = Date.now();
   /** The socket's two ends, read once: the socket is gone after the close (`info`). */
-  private readonly ends: { peerPort: number; host: string; port: number };
+  private readonly ends: { peerPort: number; host: string; port: number; tls: boolean };
   /** What the client said of itself in its hello (`info`). */
   private clientProperties: FieldTable | null | undefined;
 
@@ -118,6 +129,8 @@ export class Connection
       peerPort: socket?.remotePort ?? 0,
       host: socket?.localAddress ?? '',
       port: socket?.localPort ?? 0,
+      // A wss listener's socket is a TLSSocket, whose `encrypted` is true.
+      tls: (socket as { encrypted?: boolean } | undefined)?.encrypted === true,
     };
     ws.binaryType = 'nodebuffer';
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
@@ -151,6 +164,7 @@ export class Connection
       peerPort: this.ends.peerPort,
       host: this.ends.host,
       port: this.ends.port,
+      ssl: this.ends.tls,
       state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
       connectedAt: this.connectedAt,
       heartbeatMs: this.core.heartbeatMs,
@@ -228,7 +242,8 @@ export class Connection
       this.send({ channel: frame.channel, method: 'channelOpenOk', channelOpenOk: {} });
       return;
     }
-    if (frame.method === 'basicPublish' && !this.core.admitPublish()) return;
+    // Closing gracefully: a publish (or a part of its body) sent after the decision is not taken.
+    if ((frame.method === 'basicPublish' || frame.method === 'bodyPart') && !this.core.admitPublish()) return;
     channel.handle(frame);
   }
 
@@ -267,6 +282,7 @@ export class Connection
     if (this.state === 'closed') return;
     this.sessionValue = session;
     this.clientProperties = hello.clientProperties;
+    this.takesBodyParts = announcesBodyParts(hello.clientProperties);
     if (hello.frameMax > 0) this.frameMax = Math.min(this.frameMax, Math.max(hello.frameMax, 4096));
     const requested = hello.heartbeatMs;
     const heartbeatMs =
@@ -282,7 +298,7 @@ export class Connection
         heartbeatMs,
         frameMax: this.frameMax,
         channelMax: this.limits.channelMax,
-        serverProperties: this.broker.serverProperties,
+        serverProperties: withBodyPartsCapability(this.broker.serverProperties),
         connectionName: this.id,
       },
     });

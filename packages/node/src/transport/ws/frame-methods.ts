@@ -3,24 +3,31 @@
  * client's frame on an open channel becomes a `ChannelMethod`, a core's `ChannelReply` a frame.
  * Nothing here decides anything: the semantics are the core's.
  */
-import type { Frame } from '@styx/client/wire';
+import type { BasicPublish, Frame } from '@styx/client/wire';
 import type { ChannelMethod, ChannelReply } from '../../session/channel-methods.ts';
+
+/**
+ * basic.publish of a BasicPublish frame with `body`: the frame's own, or one joined from its body
+ * parts; `bodySize` when the body was refused unread (over max_message_size).
+ */
+export function publishMethod(p: BasicPublish, body: Uint8Array, bodySize?: number): ChannelMethod {
+  return {
+    method: 'basic.publish',
+    exchange: p.exchange,
+    routingKey: p.routingKey,
+    mandatory: p.mandatory,
+    immediate: p.immediate,
+    properties: p.properties ?? undefined,
+    body,
+    ...(bodySize !== undefined ? { bodySize } : {}),
+  };
+}
 
 /** The method a client's frame on an open channel asks for (`invalid` for the server's own). */
 export function methodOfFrame(frame: Frame): ChannelMethod {
   switch (frame.method) {
-    case 'basicPublish': {
-      const p = frame.basicPublish;
-      return {
-        method: 'basic.publish',
-        exchange: p.exchange,
-        routingKey: p.routingKey,
-        mandatory: p.mandatory,
-        immediate: p.immediate,
-        properties: p.properties ?? undefined,
-        body: p.body,
-      };
-    }
+    case 'basicPublish':
+      return publishMethod(frame.basicPublish, frame.basicPublish.body);
     case 'basicAck':
       return {
         method: 'basic.ack',
