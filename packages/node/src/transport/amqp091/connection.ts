@@ -132,7 +132,8 @@ export class AmqpConnection
   private readonly connectedAt = Date.now();
   private readonly ends: { peerPort: number; host: string; port: number };
   private clientProperties: FieldTable | undefined;
-  private readonly protocolName: string;
+  /** The socket is TLS (amqps): RabbitMQ's `ssl` fact. */
+  private readonly tls: boolean;
 
   constructor(socket: Socket, broker: Broker, limits: AmqpConnectionLimits, logger: Logger, tls: boolean) {
     super();
@@ -141,7 +142,7 @@ export class AmqpConnection
     this.socket = socket;
     this.broker = broker;
     this.limits = limits;
-    this.protocolName = tls ? 'AMQP 0-9-1 (TLS)' : 'AMQP 0-9-1';
+    this.tls = tls;
     this.remoteAddress = socket.remoteAddress ?? 'unknown';
     this.ends = {
       peerPort: socket.remotePort ?? 0,
@@ -185,11 +186,12 @@ export class AmqpConnection
       id: this.id,
       user: this.sessionValue?.user ?? this.user,
       vhost: this.sessionValue?.vhost ?? '',
-      protocol: this.protocolName,
+      protocol: 'AMQP 0-9-1',
       peerHost: this.remoteAddress,
       peerPort: this.ends.peerPort,
       host: this.ends.host,
       port: this.ends.port,
+      ssl: this.tls,
       state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
       connectedAt: this.connectedAt,
       heartbeatMs: this.core.heartbeatMs,
