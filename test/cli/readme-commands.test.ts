@@ -26,18 +26,30 @@ import type { BrokerProcess } from '../support/broker-process.ts';
 import { freePort, REPO_ROOT, startBroker } from '../support/broker-process.ts';
 import type { System } from '../support/ensure-test-deps.ts';
 import {
+  AMQP_CLIENT_JAR,
   CHROMIUM,
   DNSMASQ,
   ensureChromium,
   ensureDnsmasq,
+  ensureJavaClient,
+  ensureJdk,
   ensureOpenssl,
+  ensurePika,
   INSTALL_CHROMIUM,
   INSTALL_DNSMASQ,
+  INSTALL_JAVA_CLIENT,
+  INSTALL_JDK,
   INSTALL_OPENSSL,
+  INSTALL_PIKA,
+  JAVAC,
   MISSING_CHROMIUM,
   MISSING_DNSMASQ,
+  MISSING_JAVA_CLIENT,
+  MISSING_JDK,
   MISSING_OPENSSL,
+  MISSING_PIKA,
   OPENSSL,
+  PIKA,
 } from '../support/ensure-test-deps.ts';
 import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
 
@@ -187,12 +199,15 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(rootScripts.test).toBe(`node ${relative(REPO_ROOT, DEPS_SCRIPT)} && vitest run`);
   });
 
-  it('that step, with Chromium, dnsmasq and openssl installed, does nothing and exits 0', async () => {
+  it('that step, with Chromium, dnsmasq, openssl, pika, the Java client and a JDK installed, does nothing and exits 0', async () => {
     // `npx -y pnpm@10 test` ran the step before vitest, so both are there; vitest run on its own
     // fails here without them (installing packages is not this test's job).
     expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
     expect(existsSync(DNSMASQ), MISSING_DNSMASQ).toBe(true);
     expect(existsSync(OPENSSL), MISSING_OPENSSL).toBe(true);
+    expect(existsSync(PIKA), MISSING_PIKA).toBe(true);
+    expect(existsSync(AMQP_CLIENT_JAR), MISSING_JAVA_CLIENT).toBe(true);
+    expect(existsSync(JAVAC), MISSING_JDK).toBe(true);
     const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
     expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
   });
@@ -244,6 +259,9 @@ describe('the test command brings what the tests need beyond npm', () => {
   for (const [name, path, ensure, install] of [
     ['dnsmasq', DNSMASQ, ensureDnsmasq, INSTALL_DNSMASQ],
     ['openssl', OPENSSL, ensureOpenssl, INSTALL_OPENSSL],
+    ['python3-pika', PIKA, ensurePika, INSTALL_PIKA],
+    ['librabbitmq-client-java', AMQP_CLIENT_JAR, ensureJavaClient, INSTALL_JAVA_CLIENT],
+    ['default-jdk-headless', JAVAC, ensureJdk, INSTALL_JDK],
   ] as const) {
     it(`installs Debian's ${name} the same way, or says what to install`, () => {
       const root = fakeMachine({ present: false, isRoot: true, path });

@@ -1,8 +1,10 @@
 // What the test suite needs beyond npm, brought by the README's test command itself: the root
 // "test" script runs `node test/support/ensure-test-deps.ts` before vitest. Today those are Debian's
 // Chromium for the browser tests (test/browser/), Debian's dnsmasq, the DNS server of the peer
-// discovery test (test/cluster/dns-discovery.test.ts), and Debian's openssl, which makes the TLS
-// tests' throwaway CA. When they are there this does nothing; when
+// discovery test (test/cluster/dns-discovery.test.ts), Debian's openssl, which makes the TLS
+// tests' throwaway CA, and the real AMQP 0-9-1 clients of test/clients/: Debian's python3-pika, the
+// RabbitMQ Java client (librabbitmq-client-java) and a JDK to compile its programs
+// (default-jdk-headless). When they are there this does nothing; when
 // one is missing, root installs it with apt-get, anyone else is told the one command to run and the
 // tests do not start (exit 1): a test that cannot run fails loudly, it never skips.
 import { spawnSync } from 'node:child_process';
@@ -81,6 +83,72 @@ export function ensureOpenssl(system: System): number {
   });
 }
 
+/** Debian's own python3, the one python3-pika installs into (a pyenv or venv python3 may not see it). */
+export const PYTHON = '/usr/bin/python3';
+
+/** Where Debian's `python3-pika` package puts pika; the pika client programs import it. */
+export const PIKA = '/usr/lib/python3/dist-packages/pika/__init__.py';
+
+/** What to install when pika is missing (for whoever is not root). */
+export const INSTALL_PIKA = 'sudo apt-get install python3-pika';
+
+/** The tell-tale line for a missing pika that could not be installed here. */
+export const MISSING_PIKA =
+  `The pika client tests (test/clients/pika.test.ts) need Debian's python3-pika at ${PIKA}, ` +
+  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_PIKA}\n`;
+
+/** Makes sure pika is installed; returns the exit code (0: the tests may run). */
+export function ensurePika(system: System): number {
+  return ensurePackage(system, {
+    path: PIKA,
+    name: 'python3-pika',
+    why: 'the pika client tests',
+    missing: MISSING_PIKA,
+  });
+}
+
+/** Where Debian's `librabbitmq-client-java` package puts the RabbitMQ Java client. */
+export const AMQP_CLIENT_JAR = '/usr/share/java/amqp-client.jar';
+
+/** What to install when the Java client is missing (for whoever is not root). */
+export const INSTALL_JAVA_CLIENT = 'sudo apt-get install librabbitmq-client-java';
+
+/** The tell-tale line for a missing Java client that could not be installed here. */
+export const MISSING_JAVA_CLIENT =
+  `The Java client tests (test/clients/java.test.ts) need Debian's librabbitmq-client-java at ${AMQP_CLIENT_JAR}, ` +
+  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_JAVA_CLIENT}\n`;
+
+/** Makes sure the RabbitMQ Java client is installed; returns the exit code (0: the tests may run). */
+export function ensureJavaClient(system: System): number {
+  return ensurePackage(system, {
+    path: AMQP_CLIENT_JAR,
+    name: 'librabbitmq-client-java',
+    why: 'the Java client tests',
+    missing: MISSING_JAVA_CLIENT,
+  });
+}
+
+/** Where Debian's `default-jdk-headless` puts the compiler the Java client tests build their programs with. */
+export const JAVAC = '/usr/bin/javac';
+
+/** What to install when the JDK is missing (for whoever is not root). */
+export const INSTALL_JDK = 'sudo apt-get install default-jdk-headless';
+
+/** The tell-tale line for a missing JDK that could not be installed here. */
+export const MISSING_JDK =
+  `The Java client tests (test/clients/java.test.ts) need Debian's default-jdk-headless (javac at ${JAVAC}), ` +
+  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_JDK}\n`;
+
+/** Makes sure a JDK is installed; returns the exit code (0: the tests may run). */
+export function ensureJdk(system: System): number {
+  return ensurePackage(system, {
+    path: JAVAC,
+    name: 'default-jdk-headless',
+    why: 'the Java client tests',
+    missing: MISSING_JDK,
+  });
+}
+
 /** A Debian package a test needs: the file it provides, why, and the text for whoever is not root. */
 interface NeededPackage {
   readonly path: string;
@@ -121,5 +189,11 @@ const thisMachine: System = {
 };
 
 if (import.meta.main) {
-  process.exitCode = ensureChromium(thisMachine) || ensureDnsmasq(thisMachine) || ensureOpenssl(thisMachine);
+  process.exitCode =
+    ensureChromium(thisMachine) ||
+    ensureDnsmasq(thisMachine) ||
+    ensureOpenssl(thisMachine) ||
+    ensurePika(thisMachine) ||
+    ensureJavaClient(thisMachine) ||
+    ensureJdk(thisMachine);
 }
