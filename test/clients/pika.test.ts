@@ -1,0 +1,185 @@
+// Python's pika (Debian's python3-pika, 1.2) against a real `styx server`'s AMQP 0-9-1 port: the
+// programs in test/clients/python/ are plain pika applications that take broker URLs on their command
+// line; each runs here as a child process with a bounded time and its printed JSON lines are checked.
+// Single node over TCP and TLS (pika SSLOptions with the test CA; a wrong CA must be refused), and a
+// 3-node cluster: dead-lettering through a non-first node, then a publisher on node 2 with node 3
+// next in its retry list, node 2 killed mid-run, and every confirmed message still there.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Spawned } from '../support/spawned.ts';
+import { killSpawned, spawnCommand } from '../support/spawned.ts';
+import type { AmqpCluster, AmqpNode } from './client-programs.ts';
+import {
+  CLIENTS_DIR,
+  expectFailover,
+  expectXDeath,
+  jsonLines,
+  pikaPython,
+  startAmqpCluster,
+  startAmqpNode,
+} from './client-programs.ts';
+
+const PROGRAMS = join(CLIENTS_DIR, 'python');
+const RUN_MS = 60_000;
+
+/** Starts `python3 <program>.py args…` (Debian's python3, where pika is). */
+function pika(program: string, args: readonly string[]): Spawned {
+  return spawnCommand(pikaPython(), [join(PROGRAMS, `${program}.py`), ...args], { cwd: PROGRAMS });
+}
+
+/** Runs a program to its end; checks it exited 0 and returns its JSON lines. */
+async function runToEnd(program: string, args: readonly string[]): Promise<Record<string, unknown>[]> {
+  const exit = await pika(program, args).exited(RUN_MS);
+  expect(exit.code, `${program}.py failed:\n${exit.stdout}\n${exit.stderr}`).toBe(0);
+  return jsonLines(exit.stdout);
+}
+
+/** Checks dead_letter.py's output: the rejected and the expired message with RabbitMQ's headers. */
+function expectDeadLetters(lines: Record<string, unknown>[], prefix: string): void {
+  expect(lines.filter((l) => 'confirmed' in l)).toEqual([
+    { confirmed: 'reject me' },
+    { confirmed: 'let me expire' },
+  ]);
+  const dead = lines.filter((l) => 'dead' in l);
+  expect(dead.map((l) => l.dead)).toEqual(['reject me', 'let me expire']);
+  for (const letter of dead) {
+    expect(letter).toMatchObject({ exchange: `${prefix}.dlx`, routing_key: 'dead.order', expiration: null });
+  }
+  const [rejected, expired] = dead as [Record<string, unknown>, Record<string, unknown>];
+  const common = { queue: `${prefix}.orders`, exchange: `${prefix}.work` };
+  expectXDeath(rejected.headers, { ...common, reason: 'rejected', routingKeys: ['order.created'] });
+  expectXDeath(expired.headers, {
+    ...common,
+    reason: 'expired',
+    routingKeys: ['order.expired'],
+    originalExpiration: '50',
+  });
+  expect(lines.at(-1)).toEqual({ done: 2 });
+}
+
+/** Checks confirm_consume.py's output for `count` messages. */
+function expectConfirmedAndConsumed(lines: Record<string, unknown>[], count: number): void {
+  const all = Array.from({ length: count }, (_, i) => i);
+  expect(lines.filter((l) => 'confirmed' in l).map((l) => l.confirmed)).toEqual(all);
+  expect(lines.filter((l) => 'received' in l)).toEqual(
+    all.map((i) => ({ received: `message ${i}`, message_id: String(i), redelivered: false })),
+  );
+  expect(lines.at(-1)).toEqual({ done: count });
+}
+
+afterAll(() => killSpawned());
+
+describe('pika against one node', () => {
+  let node: AmqpNode;
+
+  beforeAll(async () => {
+    node = await startAmqpNode();
+  }, 60_000);
+
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  it(
+    'publishes with confirms, then consumes and acknowledges every message',
+    { timeout: RUN_MS },
+    async () => {
+      const lines = await runToEnd('confirm_consume', [
+        '--url',
+        node.url,
+        '--queue',
+        'pika.confirms',
+        '--count',
+        '20',
+      ]);
+      expectConfirmedAndConsumed(lines, 20);
+    },
+  );
+
+  it(
+    'dead-letters a rejected and an expired message with x-death as RabbitMQ writes it',
+    { timeout: RUN_MS },
+    async () => {
+      expectDeadLetters(
+        await runToEnd('dead_letter', ['--url', node.url, '--prefix', 'pika.tcp']),
+        'pika.tcp',
+      );
+    },
+  );
+
+  it('does both over TLS, verifying the node against the test CA', { timeout: RUN_MS }, async () => {
+    const tls = ['--url', node.tlsUrl, '--ca', node.ca];
+    expectConfirmedAndConsumed(
+      await runToEnd('confirm_consume', [...tls, '--queue', 'pika.tls', '--count', '5']),
+      5,
+    );
+    expectDeadLetters(await runToEnd('dead_letter', [...tls, '--prefix', 'pika.tls']), 'pika.tls');
+  });
+
+  it(
+    'refuses the node over TLS with a CA that did not sign its certificate',
+    { timeout: RUN_MS },
+    async () => {
+      const exit = await pika('confirm_consume', [
+        '--url',
+        node.tlsUrl,
+        '--ca',
+        node.wrongCa,
+        '--queue',
+        'pika.x',
+      ]).exited(RUN_MS);
+      expect(exit.code).not.toBe(0);
+      expect(exit.stderr).toMatch(/CERTIFICATE_VERIFY_FAILED/);
+      expect(jsonLines(exit.stdout)).toEqual([]);
+    },
+  );
+});
+
+describe('pika against a 3-node cluster', () => {
+  let cluster: AmqpCluster;
+
+  beforeAll(async () => {
+    cluster = await startAmqpCluster();
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('dead-letters through node 2 as through a single node', { timeout: RUN_MS }, async () => {
+    expectDeadLetters(
+      await runToEnd('dead_letter', ['--url', cluster.url('n2'), '--prefix', 'pika.n2']),
+      'pika.n2',
+    );
+  });
+
+  it(
+    'goes on through node 3 when node 2 dies mid-run, losing no confirmed message',
+    { timeout: 2 * RUN_MS },
+    async () => {
+      const count = 100;
+      const run = pika('failover', [
+        ...['--url', cluster.url('n2'), '--url', cluster.url('n3')],
+        ...['--queue', 'pika.failover', '--count', String(count)],
+      ]);
+      await run.waitForOutput(/"confirmed": 30\b/, RUN_MS);
+      await cluster.cluster.kill('n2');
+      const exit = await run.exited(RUN_MS);
+      expect(exit.code, `failover.py failed:\n${exit.stdout}\n${exit.stderr}`).toBe(0);
+      const lines = jsonLines(exit.stdout);
+      const pick = <T>(key: string) => lines.filter((l) => key in l).map((l) => l[key] as T);
+      expectFailover(
+        {
+          connected: pick<string>('connected'),
+          confirmed: pick<number>('confirmed'),
+          lost: pick<string>('lost'),
+          received: pick<number>('received'),
+          done: lines.at(-1)?.done,
+        },
+        count,
+        new URL(cluster.url('n2')).host,
+        new URL(cluster.url('n3')).host,
+      );
+    },
+  );
+});
