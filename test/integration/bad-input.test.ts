@@ -10,7 +10,8 @@
 // - a protocol version the node does not speak: 530 NOT_ALLOWED;
 // - a name longer than 255 bytes (AMQP cannot even encode one): 406 PRECONDITION_FAILED on the
 //   channel (packages/node/src/metadata/names.ts);
-// - channel-wide prefetch (basic.qos global=true) and prefetch_size: 540 NOT_IMPLEMENTED, which
+// - prefetch_size, and basic.consume under channel-wide prefetch (basic.qos global=true, taken as
+//   RabbitMQ takes it; its quorum queues then refuse consumers): 540 NOT_IMPLEMENTED, which
 //   AMQP 0-9-1 makes a connection error (packages/node/src/session/channel-core.ts);
 // - a text WebSocket message: 502 SYNTAX_ERROR.
 import * as amqp from '@styx/client';
@@ -358,11 +359,29 @@ describe('bad input from raw clients', () => {
       await expectConnectionUsable(client, 2);
     });
 
-    it('basic.qos global=true: 540 NOT_IMPLEMENTED, a connection error (Styx has no channel-wide prefetch)', async () => {
+    it('basic.consume under basic.qos global=true: 540 NOT_IMPLEMENTED, as RabbitMQ answers for a quorum queue', async () => {
       const { client } = await rawConnected();
       await client.openChannel(1);
-      client.send([frame(1, 'basicQos', { prefetchSize: 0, prefetchCount: 10, global: true })]);
-      await expectConnectionClosed(client, ReplyCode.NOT_IMPLEMENTED, /global\) prefetch is not supported/);
+      client.send([
+        declareQueueFrame(1, 'bad-input.global-qos'),
+        frame(1, 'basicQos', { prefetchSize: 0, prefetchCount: 10, global: true }),
+      ]);
+      await client.next('queueDeclareOk', 1);
+      await client.next('basicQosOk', 1);
+      client.send([
+        frame(1, 'basicConsume', {
+          queue: 'bad-input.global-qos',
+          consumerTag: 'g',
+          noLocal: false,
+          noAck: false,
+          exclusive: false,
+        }),
+      ]);
+      await expectConnectionClosed(
+        client,
+        ReplyCode.NOT_IMPLEMENTED,
+        /queue 'bad-input.global-qos' in vhost '\/' does not support global qos/,
+      );
     });
 
     it('basic.qos prefetch_size > 0: 540 NOT_IMPLEMENTED, a connection error', async () => {

@@ -332,7 +332,15 @@ describe('bad TLS files at start', () => {
     );
     expect(mismatched.code).toBe(2);
     expect(mismatched.stderr).toContain('is not the key of the certificate');
-    const noListener = await server('--tls-cert', serverCert.certFile, '--tls-key', serverCert.keyFile);
+    // (amqps would open on 5671 by default: turned off, no TLS listener is left.)
+    const noListener = await server(
+      '--tls-cert',
+      serverCert.certFile,
+      '--tls-key',
+      serverCert.keyFile,
+      '--amqps-port',
+      '0',
+    );
     expect(noListener.code).toBe(2);
     expect(noListener.stderr).toContain('no TLS listener named');
   });

@@ -15,6 +15,10 @@ export interface BrokerProcess {
   readonly port: number;
   readonly dataDir: string;
   readonly child: ChildProcess;
+  /** The AMQP 0-9-1 URL (`amqp://127.0.0.1:PORT`) when started with `amqp: true`. */
+  readonly amqpUrl: string | undefined;
+  /** The amqps URL when the node has a TLS certificate and an amqps port (`--amqps-port`). */
+  readonly amqpsUrl: string | undefined;
   /** The management API's base URL (`http://127.0.0.1:PORT`) when started with `management: true`. */
   readonly managementUrl: string | undefined;
   /** Every log line the node printed (JSON), for assertions and for debugging a failure. */
@@ -39,6 +43,12 @@ export interface StartOptions {
    * nodes started in parallel never compete for the default port 15680.
    */
   readonly management?: boolean;
+  /**
+   * Open the AMQP 0-9-1 listener on a free loopback port. Off by default (`--amqp-port 0`, and
+   * `--amqps-port 0` unless extraArgs name one), so nodes started in parallel never compete for
+   * RabbitMQ's ports 5672 and 5671.
+   */
+  readonly amqp?: boolean;
   /** Environment variables for the node on top of this process's (e.g. STYX_TEST_COMPACT_EVERY). */
   readonly env?: Readonly<Record<string, string>>;
   /**
@@ -84,6 +94,12 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     'info',
     '--management-port',
     String(options.management === true ? await freePort() : 0),
+    '--amqp-port',
+    String(options.amqp === true ? await freePort() : 0),
+    ...((options.extraArgs ?? []).includes('--tls-cert') &&
+    !(options.extraArgs ?? []).includes('--amqps-port')
+      ? ['--amqps-port', '0']
+      : []),
     // Tests read /metrics right after a workload: no render cache between scrapes.
     '--metrics-cache-seconds',
     '0',
@@ -99,6 +115,8 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const stderr: string[] = [];
   let managementUrl: string | undefined;
+  let amqpUrl: string | undefined;
+  let amqpsUrl: string | undefined;
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => {
@@ -113,8 +131,16 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     lines.on('line', (line) => {
       logs.push(line);
       try {
-        const entry = JSON.parse(line) as { url?: string; msg?: string; managementUrl?: string };
+        const entry = JSON.parse(line) as {
+          url?: string;
+          msg?: string;
+          managementUrl?: string;
+          amqpUrl?: string;
+          amqpsUrl?: string;
+        };
         if (typeof entry.managementUrl === 'string') managementUrl = entry.managementUrl;
+        if (typeof entry.amqpUrl === 'string') amqpUrl = entry.amqpUrl;
+        if (typeof entry.amqpsUrl === 'string') amqpsUrl = entry.amqpsUrl;
         if (entry.url !== undefined && entry.msg?.startsWith('Styx listening') === true) {
           clearTimeout(timer);
           resolveUrl(entry.url);
@@ -137,6 +163,8 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     dataDir,
     child,
     managementUrl,
+    amqpUrl,
+    amqpsUrl,
     logs,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;

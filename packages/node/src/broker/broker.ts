@@ -432,6 +432,16 @@ export class Broker {
     remoteAddress: string,
     connectionId: string,
   ): Promise<Session> {
+    await this.checkCredentials(user, password, remoteAddress);
+    return this.openSession(user, vhost, connectionId);
+  }
+
+  /**
+   * The first half of `authenticate`, for a protocol that checks who the client is before it
+   * names a vhost (AMQP 0-9-1: start-ok, then open): 403 ACCESS_REFUSED unless the credentials
+   * are right and the user may connect from `remoteAddress`.
+   */
+  async checkCredentials(user: string, password: string, remoteAddress: string): Promise<void> {
     this.maintenance.checkAcceptsClients();
     const record = this.metadata.user(user);
     // Unknown user and wrong password get the same answer after the same scrypt work (an unknown
@@ -443,6 +453,10 @@ export class Broker {
     if (this.loopbackUsers.has(user) && !isLoopbackAddress(remoteAddress)) {
       throw new ConnectionError(Code.ACCESS_REFUSED, `user '${user}' can only connect via localhost`);
     }
+  }
+
+  /** The second half of `authenticate`: 530 NOT_ALLOWED unless `vhost` exists and `user` may use it. */
+  openSession(user: string, vhost: string, connectionId: string): Session {
     if (this.metadata.vhost(vhost) === undefined) {
       throw new ConnectionError(Code.NOT_ALLOWED, `vhost '${vhost}' not found`);
     }

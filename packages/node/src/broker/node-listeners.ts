@@ -6,7 +6,7 @@
  */
 
 /** A listener's protocol, under RabbitMQ's names where it has one. */
-export type ListenerProtocol = 'styx' | 'styx/ssl' | 'http' | 'https' | 'clustering' | 'amqp';
+export type ListenerProtocol = 'styx' | 'styx/ssl' | 'http' | 'https' | 'clustering' | 'amqp' | 'amqp/ssl';
 
 export interface NodeListener {
   readonly protocol: ListenerProtocol;
@@ -15,7 +15,12 @@ export interface NodeListener {
 }
 
 /** The protocol names a client protocol's listener serves. */
-export const CLIENT_PROTOCOLS: ReadonlySet<ListenerProtocol> = new Set(['styx', 'styx/ssl', 'amqp']);
+export const CLIENT_PROTOCOLS: ReadonlySet<ListenerProtocol> = new Set([
+  'styx',
+  'styx/ssl',
+  'amqp',
+  'amqp/ssl',
+]);
 
 /**
  * Other names of the protocols, as RabbitMQ's check accepts them (`management`, `http_api`, `ui`
@@ -47,6 +52,8 @@ const ALIASES: Readonly<Record<string, ListenerProtocol>> = {
   'amqp0.9.1': 'amqp',
   'amqp0-9-1': 'amqp',
   amqp0_9_1: 'amqp',
+  'amqp/ssl': 'amqp/ssl',
+  amqps: 'amqp/ssl',
 };
 
 /** The protocol a name means (case-insensitive), or the name lowercased when it is none of ours. */

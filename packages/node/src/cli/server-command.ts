@@ -25,6 +25,7 @@ import {
 import { openNodeStorage } from '../storage/node-storage.ts';
 import { PRETEND_OLDER_ENV } from '../test-support/pretend-older.ts';
 import { TEST_BREAK_ENV, TEST_BREAKS, testBreaks } from '../test-support/test-breaks.ts';
+import { AmqpServer } from '../transport/amqp091/server.ts';
 import type { TlsFiles } from '../transport/tls/tls-context.ts';
 import { TlsContext } from '../transport/tls/tls-context.ts';
 import { ListenError, WsServer } from '../transport/ws/server.ts';
@@ -46,6 +47,10 @@ Options:
   --data-dir DIR        where the node keeps its data (default: ./styx-data)
   --host HOST           address to listen on (default: 127.0.0.1, loopback only)
   --port PORT           WebSocket port for clients (default: 5680; none: no plain listener, TLS only)
+  --amqp-port PORT      AMQP 0-9-1 port for RabbitMQ clients (amqplib, pika, the Java client), on
+                        --host (default: 5672; 0 turns it off)
+  --amqps-port PORT     AMQP 0-9-1 over TLS (amqps) port, with --tls-cert and --tls-key (default
+                        then: 5671; 0 turns it off)
   --management-port PORT  HTTP management API port for styx ctl (default: 15680; 0 disables it)
   --management-host HOST  address the management API listens on (default: 127.0.0.1, loopback only)
   --management-hostname NAME  another name the management API answers to (its Host header), e.g.
@@ -89,6 +94,8 @@ export interface ServerOptions {
   readonly host: string;
   /** The plain (ws) client port; undefined: `--port none`, TLS only. */
   readonly port: number | undefined;
+  /** The AMQP 0-9-1 port; undefined: `--amqp-port 0`, no AMQP listener. */
+  readonly amqpPort: number | undefined;
   readonly managementHost: string;
   /** 0: no management API. */
   readonly managementPort: number;
@@ -122,6 +129,8 @@ export interface ServerTlsOptions {
   readonly port: number | undefined;
   /** The https management port (0: any free one); undefined: no https listener. */
   readonly managementPort: number | undefined;
+  /** The amqps port; undefined: `--amqps-port 0`, no amqps listener. */
+  readonly amqpsPort: number | undefined;
 }
 
 /** `styx server`'s flags, for parseArgs; each but --help and --config has a key in CONFIG_KEYS. */
@@ -130,6 +139,8 @@ export const SERVER_FLAGS = {
   'data-dir': { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
+  'amqp-port': { type: 'string' },
+  'amqps-port': { type: 'string' },
   'management-port': { type: 'string' },
   'management-host': { type: 'string' },
   'management-hostname': { type: 'string', multiple: true },
@@ -183,6 +194,8 @@ export function parseServerOptions(
   // `none`: RabbitMQ's `listeners.tcp = none`, for a node that serves clients over TLS only.
   const port = values.port === 'none' ? undefined : parseIntegerFlag('port', values.port, 5680, 0, 65535);
   const host = values.host ?? '127.0.0.1';
+  // RabbitMQ's port; 0 turns the listener off (a node that serves only the WebSocket protocol).
+  const amqpPort = parseIntegerFlag('amqp-port', values['amqp-port'], 5672, 0, 65535) || undefined;
   const managementPort = parseIntegerFlag(
     'management-port',
     values['management-port'],
@@ -221,6 +234,7 @@ export function parseServerOptions(
     dataDir: resolve(values['data-dir'] ?? 'styx-data'),
     host,
     port,
+    amqpPort,
     managementHost,
     managementPort,
     managementHostnames,
@@ -244,7 +258,9 @@ export function parseServerOptions(
  * port opens that the operator did not name. Throws UsageError.
  */
 function parseTlsFlags(
-  values: Partial<Record<'tls-cert' | 'tls-key' | 'tls-ca' | 'tls-port' | 'management-tls-port', string>>,
+  values: Partial<
+    Record<'tls-cert' | 'tls-key' | 'tls-ca' | 'tls-port' | 'management-tls-port' | 'amqps-port', string>
+  >,
   plainPort: number | undefined,
 ): ServerTlsOptions | undefined {
   const certFile = values['tls-cert'];
@@ -261,7 +277,12 @@ function parseTlsFlags(
   if (plainPort === undefined && tlsPort === undefined) {
     throw new UsageError('--port none leaves clients no listener: give --tls-port for wss');
   }
+  // As RabbitMQ's listeners.ssl.default: amqps on 5671 once the node has a certificate.
+  const amqpsPort = parseIntegerFlag('amqps-port', values['amqps-port'], 5671, 0, 65535) || undefined;
   if (certFile === undefined && keyFile === undefined) {
+    if (values['amqps-port'] !== undefined && amqpsPort !== undefined) {
+      throw new UsageError('--amqps-port needs --tls-cert and --tls-key');
+    }
     if (caFile !== undefined) throw new UsageError('--tls-ca needs --tls-cert and --tls-key');
     if (tlsPort !== undefined) throw new UsageError('--tls-port needs --tls-cert and --tls-key');
     if (managementTlsPort !== undefined) {
@@ -272,9 +293,9 @@ function parseTlsFlags(
   if (certFile === undefined)
     throw new UsageError('--tls-key needs --tls-cert (the certificate of that key)');
   if (keyFile === undefined) throw new UsageError('--tls-cert needs --tls-key (the key of that certificate)');
-  if (tlsPort === undefined && managementTlsPort === undefined) {
+  if (tlsPort === undefined && managementTlsPort === undefined && amqpsPort === undefined) {
     throw new UsageError(
-      '--tls-cert: no TLS listener named: give --tls-port (wss, e.g. 5681) and/or --management-tls-port (https, e.g. 15681)',
+      '--tls-cert: no TLS listener named: give --tls-port (wss, e.g. 5681), --management-tls-port (https, e.g. 15681) and/or --amqps-port (amqps, e.g. 5671)',
     );
   }
   return {
@@ -285,6 +306,7 @@ function parseTlsFlags(
     },
     port: tlsPort,
     managementPort: managementTlsPort,
+    amqpsPort,
   };
 }
 
@@ -436,6 +458,22 @@ export async function serverCommand(argv: string[]): Promise<number> {
       scheme: 'wss',
     });
   }
+  // AMQP 0-9-1 (amqp, and amqps with a certificate) on the client host, as the WebSocket listeners.
+  const amqpListeners: Array<{ server: AmqpServer; scheme: 'amqp' | 'amqps' }> = [];
+  const amqpLimits = { heartbeatS };
+  if (options.amqpPort !== undefined) {
+    amqpListeners.push({
+      server: new AmqpServer(broker, { host, port: options.amqpPort, limits: amqpLimits }, logger),
+      scheme: 'amqp',
+    });
+  }
+  if (options.tls?.amqpsPort !== undefined) {
+    amqpListeners.push({
+      server: new AmqpServer(broker, { host, port: options.tls.amqpsPort, limits: amqpLimits, tls }, logger),
+      scheme: 'amqps',
+    });
+  }
+  const amqpUrls: string[] = [];
   // --management-port 0 disables the plain management API (RabbitMQ's plugin off); the https one
   // is there when --management-tls-port is given.
   const managementPorts: Array<readonly [number, TlsContext | undefined]> = [];
@@ -470,12 +508,23 @@ export async function serverCommand(argv: string[]): Promise<number> {
         port: address.port,
       });
     }
+    for (const { server, scheme } of amqpListeners) {
+      const address = await server.listen();
+      const at = address.address.includes(':') ? `[${address.address}]` : address.address;
+      amqpUrls.push(`${scheme}://${at}:${address.port}`);
+      broker.listeners.add({
+        protocol: scheme === 'amqp' ? 'amqp' : 'amqp/ssl',
+        host: address.address,
+        port: address.port,
+      });
+    }
     for (const { server, port: listenPort } of managementListeners)
       await server.start(managementHost, listenPort);
   } catch (err) {
     await broker.shutdown();
     for (const { server } of managementListeners) await server.close();
     for (const { server } of clientListeners) await server.close();
+    for (const { server } of amqpListeners) await server.close();
     await cluster?.stop();
     await storage.close();
     await dir.release();
@@ -535,6 +584,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
         for (const { server } of managementListeners) await server.close();
         await broker.shutdown();
         for (const { server } of clientListeners) await server.close();
+        for (const { server } of amqpListeners) await server.close();
         tls?.close();
         await cluster?.stop();
         await storage.close();
@@ -552,9 +602,18 @@ export async function serverCommand(argv: string[]): Promise<number> {
     process.on('SIGTERM', () => stop('SIGTERM'));
     // Announced only once the handlers are in place: a supervisor (or a test) may signal the node as
     // soon as it reads this line, and before them a signal would kill it without a clean stop.
+    const amqpUrl = amqpUrls.find((u) => u.startsWith('amqp:'));
+    const amqpsUrl = amqpUrls.find((u) => u.startsWith('amqps:'));
     logger.info(
-      { url, ...(tlsUrl !== undefined && tlsUrl !== url ? { tlsUrl } : {}), dataDir, node: nodeName },
-      `Styx listening on ${[plainUrl, tlsUrl].filter((u) => u !== undefined).join(' and ')}`,
+      {
+        url,
+        ...(tlsUrl !== undefined && tlsUrl !== url ? { tlsUrl } : {}),
+        ...(amqpUrl !== undefined ? { amqpUrl } : {}),
+        ...(amqpsUrl !== undefined ? { amqpsUrl } : {}),
+        dataDir,
+        node: nodeName,
+      },
+      `Styx listening on ${[plainUrl, tlsUrl, ...amqpUrls].filter((u) => u !== undefined).join(' and ')}`,
     );
   });
 }

@@ -50,6 +50,8 @@ const EXAMPLES: Readonly<Record<string, string>> = {
   'listeners.host': '0.0.0.0',
   'listeners.port': '5690',
   'listeners.tls.port': '5691',
+  'listeners.amqp.port': '5692',
+  'listeners.amqp.tls.port': '5693',
   'management.tls.port': '15691',
   'tls.cert_file': '/etc/styx/tls/cert.pem',
   'tls.key_file': '/etc/styx/tls/key.pem',

@@ -30,6 +30,12 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
   ['listeners.host', 'host', 'an address to listen on for clients, e.g. 127.0.0.1 or 0.0.0.0'],
   ['listeners.port', 'port', 'a port number, 0-65535, or none (no plain listener: TLS only)'],
   ['listeners.tls.port', 'tls-port', 'a port number, 0-65535 (the wss listener, with tls.cert_file)'],
+  ['listeners.amqp.port', 'amqp-port', 'a port number, 0-65535 (AMQP 0-9-1; 0: no AMQP listener)'],
+  [
+    'listeners.amqp.tls.port',
+    'amqps-port',
+    'a port number, 0-65535 (amqps, with tls.cert_file; 0: no amqps listener)',
+  ],
   ['management.host', 'management-host', 'an address for the management API, e.g. 127.0.0.1'],
   ['management.port', 'management-port', 'a port number, 0-65535 (0: no management API)'],
   [

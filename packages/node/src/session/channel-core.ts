@@ -105,6 +105,8 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   private confirms: ConfirmTracker | undefined;
   private confirmFlushScheduled = false;
   private prefetch = 0;
+  /** basic.qos global=true's prefetch count (0: none). */
+  private globalPrefetch = 0;
   private nextDeliveryTag = 1;
   /** `reorder-deliveries` (test-breaks.ts) only: deliveries so far, and one held back. */
   private reorderCount = 0;
@@ -208,7 +210,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     try {
       pending = this.dispatch(method);
     } catch (err) {
-      this.fail(err);
+      this.fail(err, method);
       return;
     }
     if (pending === undefined) return;
@@ -217,7 +219,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       () => this.resume(),
       (err: unknown) => {
         this.busy = false;
-        this.fail(err);
+        this.fail(err, method);
       },
     );
   }
@@ -230,18 +232,20 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     }
   }
 
-  private fail(err: unknown): void {
+  /** `method` failed with `err`: close the channel (or the connection) naming it. */
+  private fail(err: unknown, method: ChannelMethod): void {
+    const failing = method.method === 'invalid' ? method.name : method.method;
     if (err instanceof ChannelError) {
-      this.closeWithError(err.code, err.message, '');
+      this.closeWithError(err.code, err.message, failing);
     } else if (err instanceof ConnectionError) {
       // Escalate: the whole connection closes (e.g. 503 COMMAND_INVALID, 530 NOT_ALLOWED).
-      this.output.connectionError(err);
+      this.output.connectionError(err, failing);
     } else {
       this.logger.error({ err, channel: this.number }, 'internal error on channel');
       this.closeWithError(
         Code.INTERNAL_ERROR,
         `internal error: ${(err as Error)?.message ?? String(err)}`,
-        '',
+        failing,
       );
     }
   }
@@ -286,20 +290,22 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
         return undefined;
       case 'basic.qos':
         // 540 NOT_IMPLEMENTED is a connection error in AMQP 0-9-1 (RabbitMQ closes the connection for
-        // prefetch_size too). The SDK refuses prefetch(n, true) before sending, so only raw clients get here.
-        if (m.global) {
-          throw new ConnectionError(
-            Code.NOT_IMPLEMENTED,
-            'channel-wide (global) prefetch is not supported on replicated queues; use per-consumer prefetch (global=false)',
-          );
-        }
+        // prefetch_size too).
         if (m.prefetchSize)
           throw new ConnectionError(
             Code.NOT_IMPLEMENTED,
             'prefetch_size is not supported; use prefetch_count',
           );
-        this.prefetch = m.prefetchCount;
+        // Channel-wide prefetch is taken, as RabbitMQ takes it; like RabbitMQ's quorum queues,
+        // Styx's replicated queues then refuse basic.consume while it limits (count > 0).
+        if (m.global) this.globalPrefetch = m.prefetchCount;
+        else this.prefetch = m.prefetchCount;
         this.reply({ method: 'basic.qos-ok' });
+        return undefined;
+      case 'channel.flow':
+        // As RabbitMQ: a client may not stop the server's deliveries with flow (prefetch does that).
+        if (!m.active) throw new ConnectionError(Code.NOT_IMPLEMENTED, 'active=false');
+        this.reply({ method: 'channel.flow-ok', active: true });
         return undefined;
       case 'exchange.declare':
         return b.declareExchange(s, m).then(() => this.reply({ method: 'exchange.declare-ok' }));
@@ -495,6 +501,13 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     exclusive: boolean,
   ): Promise<void> {
     const queue = this.broker.queueForUse(this.session, queueName, 'read');
+    if (this.globalPrefetch > 0) {
+      // RabbitMQ's answer for a quorum queue, word for word (clients such as Celery know it).
+      throw new ConnectionError(
+        Code.NOT_IMPLEMENTED,
+        `queue '${queue.name}' in vhost '${queue.vhost}' does not support global qos`,
+      );
+    }
     const tag = requestedTag === '' ? this.broker.generateName('amq.ctag-') : requestedTag;
     if (this.consumers.has(tag)) {
       throw new ConnectionError(Code.NOT_ALLOWED, `attempt to reuse consumer tag '${tag}'`);

@@ -45,6 +45,8 @@ export type ChannelMethod =
   /** `name`: the method's name in the client's protocol (the error text when the channel is open). */
   | { readonly method: 'channel.close-ok'; readonly name: string }
   | { readonly method: 'confirm.select' }
+  /** `active` false asks the server to stop deliveries (refused, as RabbitMQ does). */
+  | { readonly method: 'channel.flow'; readonly active: boolean }
   | {
       readonly method: 'basic.qos';
       readonly prefetchSize: number;
@@ -96,6 +98,7 @@ export interface GetOkReply {
 export type ChannelReply =
   | { readonly method: 'channel.close-ok' }
   | { readonly method: 'confirm.select-ok' }
+  | { readonly method: 'channel.flow-ok'; readonly active: boolean }
   | { readonly method: 'basic.qos-ok' }
   | { readonly method: 'exchange.declare-ok' }
   | { readonly method: 'exchange.delete-ok' }

@@ -39,6 +39,9 @@ export interface ChannelOutput<Prepared = unknown> {
   close(replyCode: number, replyText: string, failingMethod: string): void;
   /** The channel finished closing (close-ok sent or received): the connection forgets it. */
   closed(): void;
-  /** A connection-level fault on this channel (a `ConnectionError`, or anything unexpected): close the connection. */
-  connectionError(err: unknown): void;
+  /**
+   * A connection-level fault on this channel (a `ConnectionError`, or anything unexpected): close
+   * the connection. `failingMethod`: the method that caused it, when one did ('queue.declare').
+   */
+  connectionError(err: unknown, failingMethod?: string): void;
 }

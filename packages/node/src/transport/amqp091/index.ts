@@ -1,6 +1,6 @@
 // The AMQP 0-9-1 codec: frames, methods (generated from RabbitMQ's spec JSON), content
 // properties, field tables with RabbitMQ's type tags, and hand-tuned codecs for the hot frames.
-// Pure bytes in, values out: no sockets, no broker. The listener that speaks it is not here yet.
+// Pure bytes in, values out: no sockets, no broker (the listener that speaks it is server.ts).
 
 export { AmqpReader } from './amqp-reader.ts';
 export { AmqpWriter } from './amqp-writer.ts';

@@ -4,10 +4,11 @@ import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } 
 import type { WebSocket } from 'ws';
 import type { Broker, Session } from '../../broker/broker.ts';
 import type { ClientChannel, ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
-import { ENQUEUE_SETTLE_BOUND_MS } from '../../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
 import { argumentsJson } from '../../management/views.ts';
+import type { ConnectionWire } from '../../session/connection-core.ts';
+import { ConnectionCore } from '../../session/connection-core.ts';
 import type { ChannelHost } from './channel.ts';
 import { Channel } from './channel.ts';
 
@@ -43,17 +44,6 @@ let connectionCounter = 0;
  * in order, once the connection is open). A client that sends more before hello-ok is refused.
  */
 const MAX_FRAMES_BEFORE_HELLO_OK = 1000;
-/**
- * `closeGracefully`: longest wait for the confirms of publishes already taken, ms. Longer than a
- * queue handle takes to settle an enqueue (`ENQUEUE_SETTLE_BOUND_MS`, retries through a leader
- * change included), so every publish taken has its outcome by then: a close at a shorter bound left
- * publishes proposed but unanswered, which the client then sent again — a duplicate whenever the
- * first one committed after the close (a queue whose commits stalled for a while). The margin
- * covers the confirms' own turn (the flush) on a loaded node.
- */
-export const GRACEFUL_CLOSE_MAX_WAIT_MS = ENQUEUE_SETTLE_BOUND_MS + 5_000;
-/** `closeGracefully`: how often it looks whether they are all confirmed, ms. */
-const GRACEFUL_CLOSE_POLL_MS = 10;
 
 /**
  * Frames queued in one turn after which they are written at once, as one WebSocket message, rather
@@ -70,34 +60,24 @@ const MAX_FRAMES_PER_MESSAGE = 128;
  * frame produced in one event-loop turn goes out in one WebSocket message) and back-pressure.
  * Faults follow AMQP's scopes: a channel error closes the channel, a connection error closes the
  * connection with a ConnectionClose frame that says why. Nothing a client sends can crash the node.
+ * What every protocol's connection does alike (channels, pipelining, heartbeats, flow, graceful
+ * close) is the connection core's (session/connection-core.ts).
  */
-export class Connection implements ChannelHost, ClientConnection {
+export class Connection implements ChannelHost, ClientConnection, ConnectionWire {
   readonly id: string;
   readonly logger: Logger;
   private readonly ws: WebSocket;
   private readonly broker: Broker;
   private readonly limits: ConnectionLimits;
   private readonly remoteAddress: string;
+  private readonly core: ConnectionCore<Channel, Frame>;
   private state: 'handshake' | 'open' | 'closing' | 'closed' = 'handshake';
   private sessionValue: Session | undefined;
-  private readonly channels = new Map<number, Channel>();
   /** Frames queued this turn: Frame objects, or frames already encoded (the hot ones, see fast-codec). */
   private outgoing: (Frame | Uint8Array)[] = [];
   private flushScheduled = false;
   private frameMax: number;
-  private heartbeatMs = 0;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
-  private lastReceived = Date.now();
-  private sentSinceTick = false;
-  private pausedForDrain = false;
-  private pausedForMemory = false;
-  /** Set once this connection publishes: only publishers are throttled under memory pressure. */
-  private publisher = false;
-  /** Frames received after the hello while it is being authenticated; undefined at any other time. */
-  private pipelined: Frame[] | undefined;
-  /** Cleared by `closeGracefully`: publishes from then on are not taken. */
-  private takingPublishes = true;
   /** When the socket opened, ms since the epoch (`info`). */
   private readonly connectedAt = Date.now();
   /** The socket's two ends, read once: the socket is gone after the close (`info`). */
@@ -120,6 +100,14 @@ export class Connection implements ChannelHost, ClientConnection {
     this.frameMax = limits.frameMax;
     this.remoteAddress = remoteAddress;
     this.logger = logger.child({ conn: this.id, peer: remoteAddress });
+    this.core = new ConnectionCore({
+      broker,
+      logger: this.logger,
+      wire: this,
+      channelMax: limits.channelMax,
+      maxHeldCommands: MAX_FRAMES_BEFORE_HELLO_OK,
+      heldRefusal: `more than ${MAX_FRAMES_BEFORE_HELLO_OK} frames sent before hello-ok`,
+    });
     const socket = this.socket;
     this.ends = {
       peerPort: socket?.remotePort ?? 0,
@@ -144,36 +132,35 @@ export class Connection implements ChannelHost, ClientConnection {
 
   /** Channels open on this connection (metrics). */
   get channelCount(): number {
-    return this.channels.size;
+    return this.core.channelCount;
   }
 
   /** Of the open channels, those that have published (metrics: `rabbitmq_global_publishers`). */
   get publisherCount(): number {
-    let n = 0;
-    for (const channel of this.channels.values()) if (channel.hasPublished) n++;
-    return n;
+    return this.core.publisherCount;
   }
 
   /** Consumers registered on this connection's channels (metrics: `rabbitmq_global_consumers`). */
   get consumerCount(): number {
-    let n = 0;
-    for (const channel of this.channels.values()) n += channel.consumerCount;
-    return n;
+    return this.core.consumerCount;
   }
 
   get isOpen(): boolean {
     return this.state === 'open';
   }
 
+  get isClosed(): boolean {
+    return this.state === 'closed';
+  }
+
   /** The open channels. */
-  *openChannels(): IterableIterator<ClientChannel> {
-    for (const channel of this.channels.values()) if (channel.isOpen) yield channel.core;
+  openChannels(): Iterable<ClientChannel> {
+    return this.core.openChannels();
   }
 
   /** The open channel with this number, if any (queues deliver to it as its owner). */
   channelFor(number: number): ClientChannel | undefined {
-    const channel = this.channels.get(number);
-    return channel?.isOpen ? channel.core : undefined;
+    return this.core.channelFor(number);
   }
 
   /** What an operator sees of this connection (`GET /api/connections`, broker/client-connection.ts). */
@@ -189,9 +176,9 @@ export class Connection implements ChannelHost, ClientConnection {
       peerPort: this.ends.peerPort,
       host: this.ends.host,
       port: this.ends.port,
-      state: this.state === 'open' ? (this.pausedForMemory ? 'blocked' : 'running') : 'closing',
+      state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
       connectedAt: this.connectedAt,
-      heartbeatMs: this.heartbeatMs,
+      heartbeatMs: this.core.heartbeatMs,
       frameMax: this.frameMax,
       channelMax: this.limits.channelMax,
       clientProperties: argumentsJson(this.clientProperties ?? { entries: [] }),
@@ -209,8 +196,8 @@ export class Connection implements ChannelHost, ClientConnection {
   // ---------------------------------------------------------------------------------- inbound
 
   private onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.state === 'closed' || (this.state === 'closing' && this.pipelined === undefined)) return;
-    this.lastReceived = Date.now();
+    if (this.state === 'closed' || (this.state === 'closing' && !this.core.holding)) return;
+    this.core.received();
     try {
       if (!isBinary)
         throw new ConnectionError(Code.SYNTAX_ERROR, 'text WebSocket messages are not part of the protocol');
@@ -228,8 +215,8 @@ export class Connection implements ChannelHost, ClientConnection {
         throw err;
       }
       for (const frame of frames) {
-        if (this.pipelined !== undefined) {
-          this.holdUntilOpen(frame);
+        if (this.core.holding) {
+          this.core.hold(frame);
           continue;
         }
         if (this.state !== 'open' && this.state !== 'handshake') break;
@@ -246,7 +233,7 @@ export class Connection implements ChannelHost, ClientConnection {
         throw new ConnectionError(Code.COMMAND_INVALID, `expected hello on channel 0, got ${frame.method}`);
       }
       this.state = 'closing'; // nothing else is handled until authentication finishes…
-      this.pipelined = []; // …but what the client sends meanwhile is kept, not dropped
+      this.core.holdCommands(); // …but what the client sends meanwhile is kept, not dropped
       this.handshake(frame.hello).catch((err: unknown) => this.closeWithError(err));
       return;
     }
@@ -254,7 +241,7 @@ export class Connection implements ChannelHost, ClientConnection {
       this.onConnectionFrame(frame);
       return;
     }
-    const channel = this.channels.get(frame.channel);
+    const channel = this.core.channel(frame.channel);
     if (channel === undefined) {
       if (frame.method !== 'channelOpen') {
         throw new ConnectionError(
@@ -262,38 +249,12 @@ export class Connection implements ChannelHost, ClientConnection {
           `${frame.method} on channel ${frame.channel}, which is not open`,
         );
       }
-      if (frame.channel > this.limits.channelMax) {
-        throw new ConnectionError(
-          Code.NOT_ALLOWED,
-          `channel ${frame.channel} exceeds channel_max ${this.limits.channelMax}`,
-        );
-      }
-      this.channels.set(frame.channel, new Channel(this, this.broker, frame.channel));
-      this.broker.counters.channelsOpened++;
+      this.core.openChannel(frame.channel, () => new Channel(this, this.broker, frame.channel));
       this.send({ channel: frame.channel, method: 'channelOpenOk', channelOpenOk: {} });
       return;
     }
-    // Closing gracefully: a publish sent after the decision is not taken, so the client's failing
-    // it (unconfirmed at the close) is exact: sending it again duplicates nothing.
-    if (frame.method === 'basicPublish' && !this.takingPublishes) return;
-    if (frame.method === 'basicPublish' && !this.publisher) {
-      this.publisher = true;
-      // A connection that starts publishing while an alarm is in effect is blocked at once.
-      const reason = this.broker.publishBlockReason;
-      if (reason !== undefined) this.setMemoryBlocked(true, reason);
-    }
+    if (frame.method === 'basicPublish' && !this.core.admitPublish()) return;
     channel.handle(frame);
-  }
-
-  private holdUntilOpen(frame: Frame): void {
-    const held = this.pipelined as Frame[];
-    if (held.length >= MAX_FRAMES_BEFORE_HELLO_OK) {
-      throw new ConnectionError(
-        Code.COMMAND_INVALID,
-        `more than ${MAX_FRAMES_BEFORE_HELLO_OK} frames sent before hello-ok`,
-      );
-    }
-    held.push(frame);
   }
 
   private onConnectionFrame(frame: Frame): void {
@@ -333,7 +294,7 @@ export class Connection implements ChannelHost, ClientConnection {
     this.clientProperties = hello.clientProperties;
     if (hello.frameMax > 0) this.frameMax = Math.min(this.frameMax, Math.max(hello.frameMax, 4096));
     const requested = hello.heartbeatMs;
-    this.heartbeatMs =
+    const heartbeatMs =
       requested === 0 || this.limits.heartbeatMs === 0
         ? Math.max(requested, this.limits.heartbeatMs)
         : Math.min(requested, this.limits.heartbeatMs);
@@ -343,19 +304,17 @@ export class Connection implements ChannelHost, ClientConnection {
       channel: 0,
       method: 'helloOk',
       helloOk: {
-        heartbeatMs: this.heartbeatMs,
+        heartbeatMs,
         frameMax: this.frameMax,
         channelMax: this.limits.channelMax,
         serverProperties: this.broker.serverProperties,
         connectionName: this.id,
       },
     });
-    this.startHeartbeats();
+    this.core.startHeartbeats(heartbeatMs);
     this.logger.info({ user: session.user, vhost: session.vhost }, 'connection authenticated');
     // What the client pipelined behind its hello, in arrival order (as RabbitMQ reads a socket).
-    const held = this.pipelined ?? [];
-    this.pipelined = undefined;
-    for (const frame of held) {
+    for (const frame of this.core.takeHeld()) {
       if (this.state !== 'open') break;
       this.onFrame(frame);
     }
@@ -391,8 +350,8 @@ export class Connection implements ChannelHost, ClientConnection {
     const frames = this.outgoing;
     this.outgoing = [];
     this.write(frames);
-    this.sentSinceTick = true;
-    if (!this.pausedForDrain && this.ws.bufferedAmount > this.limits.socketHighWater)
+    this.core.sent();
+    if (!this.core.pausedForDrain && this.ws.bufferedAmount > this.limits.socketHighWater)
       this.pauseUntilDrained();
   }
 
@@ -421,55 +380,49 @@ export class Connection implements ChannelHost, ClientConnection {
   private pauseUntilDrained(): void {
     const socket = this.socket;
     if (socket === undefined) return;
-    this.pausedForDrain = true;
-    socket.pause();
     this.logger.debug({ buffered: this.ws.bufferedAmount }, 'peer not draining; reading paused');
-    socket.once('drain', () => {
-      this.pausedForDrain = false;
-      if (!this.pausedForMemory && this.state !== 'closed') socket.resume();
-    });
+    this.core.pauseForDrain();
+    socket.once('drain', () => this.core.drained());
   }
 
   /**
    * A resource alarm (memory or disk, on this node or another member) is in effect, or the last
    * one cleared: throttle publishers, telling them `reason`.
    */
-  setMemoryBlocked(blocked: boolean, reason = 'memory budget exceeded'): void {
-    if (this.state !== 'open' || !this.publisher || blocked === this.pausedForMemory) return;
-    this.pausedForMemory = blocked;
-    const socket = this.socket;
-    if (blocked) {
-      this.send({
-        channel: 0,
-        method: 'connectionBlocked',
-        connectionBlocked: { reason },
-      });
-      setImmediate(() => socket?.pause());
-    } else {
-      this.send({ channel: 0, method: 'connectionUnblocked', connectionUnblocked: {} });
-      if (!this.pausedForDrain) socket?.resume();
-    }
+  setMemoryBlocked(blocked: boolean, reason?: string): void {
+    this.core.setMemoryBlocked(blocked, reason);
   }
 
-  private startHeartbeats(): void {
-    if (this.heartbeatMs === 0) return;
-    const interval = Math.max(100, this.heartbeatMs >>> 1);
-    this.heartbeatTimer = setInterval(() => {
-      if (Date.now() - this.lastReceived > this.heartbeatMs * 2) {
-        this.logger.info({ heartbeatMs: this.heartbeatMs }, 'missed heartbeats; closing connection');
-        this.shutdown();
-        return;
-      }
-      if (!this.sentSinceTick) this.send({ channel: 0, method: 'heartbeat', heartbeat: {} });
-      this.sentSinceTick = false;
-    }, interval);
-    this.heartbeatTimer.unref();
+  // ---------------------------------------------------------------------------------- ConnectionWire
+
+  sendHeartbeat(): void {
+    this.send({ channel: 0, method: 'heartbeat', heartbeat: {} });
+  }
+
+  sendBlocked(reason: string): void {
+    this.send({ channel: 0, method: 'connectionBlocked', connectionBlocked: { reason } });
+  }
+
+  sendUnblocked(): void {
+    this.send({ channel: 0, method: 'connectionUnblocked', connectionUnblocked: {} });
+  }
+
+  pauseReading(): void {
+    this.socket?.pause();
+  }
+
+  resumeReading(): void {
+    this.socket?.resume();
+  }
+
+  heartbeatsMissed(): void {
+    this.shutdown();
   }
 
   // ---------------------------------------------------------------------------------- closing
 
   channelClosed(channel: Channel): void {
-    if (this.channels.delete(channel.number)) this.broker.counters.channelsClosed++;
+    this.core.channelClosed(channel.number);
   }
 
   /** Close the connection because of `err` (a ConnectionError, or anything unexpected → 541). */
@@ -499,47 +452,11 @@ export class Connection implements ChannelHost, ClientConnection {
   }
 
   /**
-   * Close with 320 CONNECTION_FORCED without leaving a publisher in doubt (maintenance mode, node
-   * shutdown): from now on publishes are not taken (dropped unnumbered, so the client fails them at
-   * the close: none reached a queue), publishers are told with connection.blocked, and the close
-   * waits until every publish taken before has been confirmed or nacked to the client. A publish
-   * taken was handed to its queue(s) at once, so its outcome is awaited, never guessed: nacking it
-   * at the close would have the client send again what may still commit. The wait is bounded by
-   * `maxWaitMs`, longer than a queue handle takes to settle an enqueue (`GRACEFUL_CLOSE_MAX_WAIT_MS`),
-   * so it normally ends with every outcome known; past it the close goes ahead (a node must stop)
-   * and says, as an error, how many publishes were left in doubt. Unacked deliveries go back to
-   * their queues at the close, as in AMQP. Resolves once closed.
+   * Close with 320 CONNECTION_FORCED once every publish taken is confirmed or nacked, taking no
+   * new publish meanwhile (session/connection-core.ts). Resolves once closed.
    */
-  async closeGracefully(text: string, maxWaitMs = GRACEFUL_CLOSE_MAX_WAIT_MS): Promise<void> {
-    if (this.state === 'closed') return;
-    this.takingPublishes = false;
-    if (this.state === 'open' && this.publisher) {
-      this.send({ channel: 0, method: 'connectionBlocked', connectionBlocked: { reason: text } });
-    }
-    const deadline = performance.now() + maxWaitMs;
-    // (The state changes across the awaits: read it through a call, not a narrowed field.)
-    while (!this.isClosed() && this.unconfirmedPublishes() > 0 && performance.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, GRACEFUL_CLOSE_POLL_MS));
-    }
-    const unconfirmed = this.isClosed() ? 0 : this.unconfirmedPublishes();
-    if (unconfirmed > 0) {
-      this.logger.error(
-        { unconfirmed, waitedMs: maxWaitMs },
-        'closing with publishes whose outcome is still unknown: the client may send them again',
-      );
-    }
-    this.forceClose(text);
-  }
-
-  private isClosed(): boolean {
-    return this.state === 'closed';
-  }
-
-  /** Publishes taken on this connection's channels and not yet confirmed to the client. */
-  private unconfirmedPublishes(): number {
-    let n = 0;
-    for (const channel of this.channels.values()) n += channel.unconfirmedPublishes;
-    return n;
+  closeGracefully(text: string, maxWaitMs?: number): Promise<void> {
+    return this.core.closeGracefully(text, maxWaitMs);
   }
 
   /** Release everything and close the socket once the queued frames are written. */
@@ -566,11 +483,7 @@ export class Connection implements ChannelHost, ClientConnection {
 
   private release(): void {
     if (this.handshakeTimer !== undefined) clearTimeout(this.handshakeTimer);
-    if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer);
-    this.pipelined = undefined;
-    for (const channel of this.channels.values()) channel.abandon();
-    this.broker.counters.channelsClosed += this.channels.size;
-    this.channels.clear();
+    this.core.release((channel) => channel.abandon());
     if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
   }
 }

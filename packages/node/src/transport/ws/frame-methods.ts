@@ -193,5 +193,8 @@ export function frameOfReply(channel: number, reply: ChannelReply): Frame {
       return { channel, method: 'basicGetEmpty', basicGetEmpty: EMPTY };
     case 'basic.recover-ok':
       return { channel, method: 'basicRecoverOk', basicRecoverOk: EMPTY };
+    case 'channel.flow-ok':
+      // methodOfFrame never makes a channel.flow: the WebSocket protocol has none.
+      throw new Error('channel.flow-ok has no WebSocket frame');
   }
 }
