@@ -59,18 +59,21 @@ export async function startAmqpNode(): Promise<AmqpNode> {
   const pki = await createThrowawayPki();
   const other = await createThrowawayPki('Some Other CA');
   const cert = await pki.issue('node', 'server');
-  const [amqpPort, amqpsPort] = [await freePort(), await freePort()];
   const broker = await startBroker({
     management: true,
+    amqp: true,
     extraArgs: [
-      ...['--amqp-port', String(amqpPort), '--amqps-port', String(amqpsPort)],
+      ...['--amqps-port', String(await freePort())],
       ...['--tls-cert', cert.certFile, '--tls-key', cert.keyFile, '--tls-port', '0'],
     ],
   });
+  if (broker.amqpUrl === undefined || broker.amqpsUrl === undefined) {
+    throw new Error(`the node did not say its AMQP and amqps URLs:\n${broker.logs.join('\n')}`);
+  }
   return {
     broker,
-    url: amqpUrl(amqpPort),
-    tlsUrl: amqpUrl(amqpsPort, 'amqps'),
+    url: amqpUrl(Number(new URL(broker.amqpUrl).port)),
+    tlsUrl: amqpUrl(Number(new URL(broker.amqpsUrl).port), 'amqps'),
     ca: pki.caFile,
     wrongCa: other.caFile,
     async stop() {
