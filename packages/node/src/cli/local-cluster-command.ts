@@ -19,10 +19,16 @@ terminal, restarts the nodes that are down. 'npx -y pnpm@10 start:cluster' runs 
 Options:
   --nodes N          how many nodes (default: 3, at most 9)
   --data-dir DIR     parent of the nodes' data dirs and the cluster secret (default: ./styx-cluster)
-  --base-port PORT   node i (1-based) serves clients on PORT+i, management on PORT+10000+i and
-                     the cluster on PORT+20000+i (default: 5680: ws://127.0.0.1:5681, 5682, ...)
+  --base-port PORT   node i (1-based) serves clients on PORT+i, AMQP 0-9-1 on PORT-9+i, management
+                     on PORT+10000+i and the cluster on PORT+20000+i (default: 5680:
+                     ws://127.0.0.1:5681, 5682, ...; amqp://127.0.0.1:5672, 5673, ...)
   --log-level LEVEL  passed on to every node (default: info)
   -h, --help         show this help`;
+
+/** Node `index`'s AMQP port: below the base port (5672... for 5680), clear of the other ranges. */
+export function amqpPort(basePort: number, index: number): number {
+  return basePort - 9 + index;
+}
 
 /** The CLI entry point (main.ts), run by every node process. */
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -31,6 +37,8 @@ interface LocalNode {
   readonly index: number;
   readonly name: string;
   readonly url: string;
+  /** AMQP 0-9-1 (RabbitMQ's clients): node 1 on RabbitMQ's 5672 with the default base port. */
+  readonly amqpUrl: string;
   readonly managementUrl: string;
   readonly cluster: string;
   readonly dataDir: string;
@@ -49,7 +57,7 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const count = parseIntegerFlag('nodes', values.nodes, 3, 1, 9);
-  const basePort = parseIntegerFlag('base-port', values['base-port'], 5680, 1, 65535 - 20_010);
+  const basePort = parseIntegerFlag('base-port', values['base-port'], 5680, 10, 65535 - 20_010);
   const logLevel = values['log-level'] ?? 'info';
   const root = resolve(values['data-dir'] ?? 'styx-cluster');
   await mkdir(root, { recursive: true });
@@ -63,6 +71,7 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
       index,
       name: `styx-${index}`,
       url: `ws://127.0.0.1:${basePort + index}`,
+      amqpUrl: `amqp://127.0.0.1:${amqpPort(basePort, index)}`,
       managementUrl: `http://127.0.0.1:${basePort + 10_000 + index}`,
       cluster: `127.0.0.1:${basePort + 20_000 + index}`,
       dataDir: join(root, `node-${index}`),
@@ -79,6 +88,8 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
       node.dataDir,
       '--port',
       String(basePort + node.index),
+      '--amqp-port',
+      String(amqpPort(basePort, node.index)),
       '--management-port',
       String(basePort + 10_000 + node.index),
       '--cluster-listen',
@@ -101,7 +112,10 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
   process.stdout.write(
     `Styx local cluster: ${count} node${count === 1 ? '' : 's'}, data in ${root}\n` +
       nodes
-        .map((n) => `  ${n.name}  clients ${n.url}  management ${n.managementUrl}  cluster ${n.cluster}`)
+        .map(
+          (n) =>
+            `  ${n.name}  clients ${n.url}  amqp ${n.amqpUrl}  management ${n.managementUrl}  cluster ${n.cluster}`,
+        )
         .join('\n') +
       `\nCtrl-C stops them all. A node that dies leaves the others running; ${restartHint()} restarts it.\n`,
   );

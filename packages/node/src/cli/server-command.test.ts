@@ -32,6 +32,7 @@ describe('parseServerOptions', () => {
       dataDir: resolve('styx-data'),
       host: '127.0.0.1',
       port: 5680,
+      amqpPort: 5672,
       managementHost: '127.0.0.1',
       managementPort: 15680,
       managementHostnames: [],
@@ -79,6 +80,20 @@ describe('parseServerOptions', () => {
     });
   });
 
+  it('reads the AMQP ports: 5672 by default (0 off), amqps on 5671 once a certificate is given', () => {
+    expect(parsed().amqpPort).toBe(5672);
+    expect(parsed('--amqp-port', '5700').amqpPort).toBe(5700);
+    expect(parsed('--amqp-port', '0').amqpPort).toBeUndefined();
+    expect(parsed().tls).toBeUndefined();
+    const tls = ['--tls-cert', '/c.pem', '--tls-key', '/k.pem'];
+    expect(parsed(...tls).tls?.amqpsPort).toBe(5671);
+    expect(parsed(...tls, '--amqps-port', '5701').tls?.amqpsPort).toBe(5701);
+    expect(parsed(...tls, '--amqps-port', '0', '--tls-port', '5681').tls?.amqpsPort).toBeUndefined();
+    expect(usageError(...tls, '--amqps-port', '0')).toMatch(/no TLS listener named/);
+    expect(usageError('--amqps-port', '5671')).toBe('--amqps-port needs --tls-cert and --tls-key');
+    expect(usageError('--amqp-port', '70000')).toMatch(/--amqp-port/);
+  });
+
   it('refuses TLS flags that do not go together', () => {
     expect(usageError('--tls-cert', 'c.pem', '--tls-port', '5681')).toBe(
       '--tls-cert needs --tls-key (the key of that certificate)',
@@ -91,7 +106,7 @@ describe('parseServerOptions', () => {
       '--management-tls-port needs --tls-cert and --tls-key',
     );
     expect(usageError('--tls-ca', 'ca.pem')).toBe('--tls-ca needs --tls-cert and --tls-key');
-    expect(usageError('--tls-cert', 'c.pem', '--tls-key', 'k.pem')).toMatch(
+    expect(usageError('--tls-cert', 'c.pem', '--tls-key', 'k.pem', '--amqps-port', '0')).toMatch(
       /^--tls-cert: no TLS listener named/,
     );
     expect(usageError('--port', 'none')).toBe(

@@ -111,6 +111,7 @@ describe('CONFIG_KEYS', () => {
         'tls-ca': ['--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--tls-port', '5681'],
         'tls-port': ['--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--management-tls-port', '15681'],
         'management-tls-port': ['--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--tls-port', '5681'],
+        'amqps-port': ['--tls-cert', '/c.pem', '--tls-key', '/k.pem'],
       };
       const extra =
         flag === 'cluster-listen' ? [] : [...companion, ...discovery, ...(tlsCompanions[flag] ?? [])];
