@@ -135,6 +135,46 @@ describe('pika against one node', () => {
   );
 });
 
+/** What RabbitMQ 3.10 answers each case of refusals.py (code, and how its reply text begins). */
+const REFUSALS = [
+  ['passive declare of a missing queue', 404, "NOT_FOUND - no queue 'pika.ref.missing' in vhost '/'"],
+  ['publish to a missing exchange', 404, "NOT_FOUND - no exchange 'pika.ref.no-such-exchange' in vhost '/'"],
+  [
+    'redeclare with other flags',
+    406,
+    "PRECONDITION_FAILED - inequivalent arg 'durable' for queue 'pika.ref.q'",
+  ],
+  ['ack of an unknown delivery tag', 406, 'PRECONDITION_FAILED - unknown delivery tag 99'],
+  ['wrong password', 403, 'ACCESS_REFUSED - '],
+] as const;
+
+describe('pika refused as by RabbitMQ', () => {
+  let node: AmqpNode;
+
+  beforeAll(async () => {
+    node = await startAmqpNode();
+  }, 60_000);
+
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  it(
+    'gets the reply code and the reply text RabbitMQ gives (its code name first) for each mistake',
+    { timeout: RUN_MS },
+    async () => {
+      const lines = await runToEnd('refusals', ['--url', node.url, '--prefix', 'pika.ref']);
+      expect(lines.map((l) => l.case)).toEqual(REFUSALS.map(([name]) => name));
+      for (const [i, [name, code, text]] of REFUSALS.entries()) {
+        const line = lines[i] as Record<string, unknown>;
+        expect({ name, code: line.code }).toEqual({ name, code });
+        expect((line.text as string).slice(0, text.length), name).toBe(text);
+      }
+      expect(lines.at(-1)?.error).toBe('ProbableAuthenticationError');
+    },
+  );
+});
+
 describe('pika against a 3-node cluster', () => {
   let cluster: AmqpCluster;
 
