@@ -6,7 +6,7 @@
  * taken. The transport keeps only what its wire decides: how a heartbeat, a blocked notice or a
  * close is encoded, and how its socket is paused.
  */
-import type { Broker } from '../broker/broker.ts';
+import type { Broker, Session } from '../broker/broker.ts';
 import type { ClientChannel } from '../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../errors/amqp-error.ts';
@@ -321,5 +321,50 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
     for (const channel of this.#channels.values()) abandon(channel);
     this.#broker.counters.channelsClosed += this.#channels.size;
     this.#channels.clear();
+  }
+}
+
+/**
+ * What a transport's connection answers the broker from its connection core alone (the counts and
+ * channels of `ClientConnection`, its session, resource alarms), written once for every protocol.
+ */
+export abstract class CoreConnection<C extends ConnectionChannel, Held> {
+  protected abstract readonly core: ConnectionCore<C, Held>;
+  /** Who is connected, once the handshake authenticated them. */
+  protected sessionValue: Session | undefined;
+
+  get session(): Session {
+    if (this.sessionValue === undefined) throw new Error('session used before the handshake completed');
+    return this.sessionValue;
+  }
+
+  /** Channels open on this connection (metrics). */
+  get channelCount(): number {
+    return this.core.channelCount;
+  }
+
+  /** Of the open channels, those that have published (metrics: `rabbitmq_global_publishers`). */
+  get publisherCount(): number {
+    return this.core.publisherCount;
+  }
+
+  /** Consumers registered on this connection's channels (metrics: `rabbitmq_global_consumers`). */
+  get consumerCount(): number {
+    return this.core.consumerCount;
+  }
+
+  /** The open channels. */
+  openChannels(): Iterable<ClientChannel> {
+    return this.core.openChannels();
+  }
+
+  /** The open channel with this number, if any (queues deliver to it as its owner). */
+  channelFor(number: number): ClientChannel | undefined {
+    return this.core.channelFor(number);
+  }
+
+  /** A resource alarm is in effect, or the last one cleared: throttle publishers, telling them `reason`. */
+  setMemoryBlocked(blocked: boolean, reason?: string): void {
+    this.core.setMemoryBlocked(blocked, reason);
   }
 }

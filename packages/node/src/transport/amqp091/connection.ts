@@ -1,12 +1,13 @@
 import type { Socket } from 'node:net';
 import type { FieldTable } from '@styx/client/wire';
-import type { Broker, Session } from '../../broker/broker.ts';
-import type { ClientChannel, ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
+import type { Broker } from '../../broker/broker.ts';
+import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
 import { argumentsJson } from '../../management/views.ts';
 import type { ConnectionWire } from '../../session/connection-core.ts';
-import { ConnectionCore } from '../../session/connection-core.ts';
+import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts';
+import { TurnBatch } from '../../session/turn-batch.ts';
 import type { AmqpChannelHost } from './channel.ts';
 import { AmqpChannel, clip } from './channel.ts';
 import { AmqpCodecError } from './codec-error.ts';
@@ -98,23 +99,24 @@ type State = 'header' | 'start' | 'authenticating' | 'tune' | 'opening' | 'open'
  * sends connection.close with the reply code and the failing class and method, waits for close-ok
  * (bounded) and closes the socket. Nothing a client sends can crash the node.
  */
-export class AmqpConnection implements AmqpChannelHost, ClientConnection, ConnectionWire {
+export class AmqpConnection
+  extends CoreConnection<AmqpChannel, AmqpCommand>
+  implements AmqpChannelHost, ClientConnection, ConnectionWire
+{
   readonly id: string;
   readonly logger: Logger;
   private readonly socket: Socket;
   private readonly broker: Broker;
   private readonly limits: AmqpConnectionLimits;
   private readonly remoteAddress: string;
-  private readonly core: ConnectionCore<AmqpChannel, AmqpCommand>;
+  protected readonly core: ConnectionCore<AmqpChannel, AmqpCommand>;
   private state: State = 'header';
   private readonly header = new ProtocolHeaderReader();
   private readonly parser = new FrameParser({ frameMax: FRAME_MIN_SIZE });
   private readonly assembler: CommandAssembler;
-  private sessionValue: Session | undefined;
   private user = '';
   frameMax: number = FRAME_MIN_SIZE;
-  private outgoing: Uint8Array[] = [];
-  private flushScheduled = false;
+  private readonly outgoing = new TurnBatch<Uint8Array>(MAX_WRITES_PER_FLUSH, (f) => this.writeBatch(f));
   private timer: NodeJS.Timeout | undefined;
   private readonly connectedAt = Date.now();
   private readonly ends: { peerPort: number; host: string; port: number };
@@ -122,6 +124,7 @@ export class AmqpConnection implements AmqpChannelHost, ClientConnection, Connec
   private readonly protocolName: string;
 
   constructor(socket: Socket, broker: Broker, limits: AmqpConnectionLimits, logger: Logger, tls: boolean) {
+    super();
     connectionCounter += 1;
     this.id = `${broker.nodeName}:${broker.runId}.amqp${connectionCounter}`;
     this.socket = socket;
@@ -156,35 +159,6 @@ export class AmqpConnection implements AmqpChannelHost, ClientConnection, Connec
   }
 
   // ---------------------------------------------------------------------------- ClientConnection
-
-  get session(): Session {
-    if (this.sessionValue === undefined) throw new Error('session used before connection.open');
-    return this.sessionValue;
-  }
-
-  get channelCount(): number {
-    return this.core.channelCount;
-  }
-
-  get publisherCount(): number {
-    return this.core.publisherCount;
-  }
-
-  get consumerCount(): number {
-    return this.core.consumerCount;
-  }
-
-  openChannels(): Iterable<ClientChannel> {
-    return this.core.openChannels();
-  }
-
-  channelFor(number: number): ClientChannel | undefined {
-    return this.core.channelFor(number);
-  }
-
-  setMemoryBlocked(blocked: boolean, reason?: string): void {
-    this.core.setMemoryBlocked(blocked, reason);
-  }
 
   closeGracefully(reason: string): Promise<void> {
     return this.core.closeGracefully(reason);
@@ -470,30 +444,17 @@ export class AmqpConnection implements AmqpChannelHost, ClientConnection, Connec
 
   /** Queue encoded frames; what is queued in one turn goes out in one batched socket write. */
   write(frames: Uint8Array): void {
-    if (this.state === 'closed') return;
-    this.outgoing.push(frames);
-    if (this.outgoing.length >= MAX_WRITES_PER_FLUSH) {
-      this.flush(false);
-      return;
-    }
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
+    if (this.state !== 'closed') this.outgoing.push(frames);
   }
 
-  private flush(scheduled = true): void {
-    if (scheduled) this.flushScheduled = false;
-    const frames = this.outgoing;
-    if (frames.length === 0) return;
-    this.outgoing = [];
+  private readonly writeBatch = (frames: Uint8Array[]): void => {
     if (this.socket.destroyed || !this.socket.writable) return;
     this.socket.cork();
     for (const f of frames) this.socket.write(f);
     this.socket.uncork();
     this.core.sent();
     if (this.socket.writableLength > this.limits.socketHighWater) this.core.pauseForDrain();
-  }
+  };
 
   // ---------------------------------------------------------------------------- channels
 
@@ -551,7 +512,7 @@ export class AmqpConnection implements AmqpChannelHost, ClientConnection, Connec
     if (this.state === 'closed') return;
     this.state = 'closed';
     this.release();
-    this.flush(false);
+    this.outgoing.flush();
     this.socket.end();
     const kill = setTimeout(() => this.socket.destroy(), 2000);
     kill.unref();

@@ -2,13 +2,14 @@ import type { Socket } from 'node:net';
 import type { FieldTable, Frame, Hello } from '@styx/client/wire';
 import { decodeBatch, encodeFrame, PROTOCOL_VERSION, sendInBatches, WireError } from '@styx/client/wire';
 import type { WebSocket } from 'ws';
-import type { Broker, Session } from '../../broker/broker.ts';
-import type { ClientChannel, ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
+import type { Broker } from '../../broker/broker.ts';
+import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
 import { argumentsJson } from '../../management/views.ts';
 import type { ConnectionWire } from '../../session/connection-core.ts';
-import { ConnectionCore } from '../../session/connection-core.ts';
+import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts';
+import { TurnBatch } from '../../session/turn-batch.ts';
 import type { ChannelHost } from './channel.ts';
 import { Channel } from './channel.ts';
 
@@ -63,19 +64,22 @@ const MAX_FRAMES_PER_MESSAGE = 128;
  * What every protocol's connection does alike (channels, pipelining, heartbeats, flow, graceful
  * close) is the connection core's (session/connection-core.ts).
  */
-export class Connection implements ChannelHost, ClientConnection, ConnectionWire {
+export class Connection
+  extends CoreConnection<Channel, Frame>
+  implements ChannelHost, ClientConnection, ConnectionWire
+{
   readonly id: string;
   readonly logger: Logger;
   private readonly ws: WebSocket;
   private readonly broker: Broker;
   private readonly limits: ConnectionLimits;
   private readonly remoteAddress: string;
-  private readonly core: ConnectionCore<Channel, Frame>;
+  protected readonly core: ConnectionCore<Channel, Frame>;
   private state: 'handshake' | 'open' | 'closing' | 'closed' = 'handshake';
-  private sessionValue: Session | undefined;
   /** Frames queued this turn: Frame objects, or frames already encoded (the hot ones, see fast-codec). */
-  private outgoing: (Frame | Uint8Array)[] = [];
-  private flushScheduled = false;
+  private readonly outgoing = new TurnBatch<Frame | Uint8Array>(MAX_FRAMES_PER_MESSAGE, (f) =>
+    this.writeBatch(f),
+  );
   private frameMax: number;
   private handshakeTimer: NodeJS.Timeout | undefined;
   /** When the socket opened, ms since the epoch (`info`). */
@@ -92,6 +96,7 @@ export class Connection implements ChannelHost, ClientConnection, ConnectionWire
     remoteAddress: string,
     logger: Logger,
   ) {
+    super();
     connectionCounter += 1;
     this.id = `${broker.nodeName}:${broker.runId}.${connectionCounter}`;
     this.ws = ws;
@@ -125,42 +130,12 @@ export class Connection implements ChannelHost, ClientConnection, ConnectionWire
     this.logger.debug('connection opened');
   }
 
-  get session(): Session {
-    if (this.sessionValue === undefined) throw new Error('session used before the handshake completed');
-    return this.sessionValue;
-  }
-
-  /** Channels open on this connection (metrics). */
-  get channelCount(): number {
-    return this.core.channelCount;
-  }
-
-  /** Of the open channels, those that have published (metrics: `rabbitmq_global_publishers`). */
-  get publisherCount(): number {
-    return this.core.publisherCount;
-  }
-
-  /** Consumers registered on this connection's channels (metrics: `rabbitmq_global_consumers`). */
-  get consumerCount(): number {
-    return this.core.consumerCount;
-  }
-
   get isOpen(): boolean {
     return this.state === 'open';
   }
 
   get isClosed(): boolean {
     return this.state === 'closed';
-  }
-
-  /** The open channels. */
-  openChannels(): Iterable<ClientChannel> {
-    return this.core.openChannels();
-  }
-
-  /** The open channel with this number, if any (queues deliver to it as its owner). */
-  channelFor(number: number): ClientChannel | undefined {
-    return this.core.channelFor(number);
   }
 
   /** What an operator sees of this connection (`GET /api/connections`, broker/client-connection.ts). */
@@ -327,33 +302,17 @@ export class Connection implements ChannelHost, ClientConnection, ConnectionWire
    * queued in this turn is written as one WebSocket message per `MAX_FRAMES_PER_MESSAGE` frames.
    */
   send(frame: Frame | Uint8Array): void {
-    if (this.state === 'closed') return;
-    this.outgoing.push(frame);
-    if (this.outgoing.length >= MAX_FRAMES_PER_MESSAGE) {
-      // The scheduled flush (there is one: the queue is not empty) finds what is queued after this.
-      this.flush(false);
-      return;
-    }
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
+    if (this.state !== 'closed') this.outgoing.push(frame);
   }
 
-  /** Write what is queued; `scheduled` when called by the end-of-turn flush. */
-  private flush(scheduled = true): void {
-    if (scheduled) this.flushScheduled = false;
-    if (this.outgoing.length === 0 || this.ws.readyState !== this.ws.OPEN) {
-      this.outgoing = [];
-      return;
-    }
-    const frames = this.outgoing;
-    this.outgoing = [];
+  /** Write a turn's frames (or a full batch of them). */
+  private readonly writeBatch = (frames: (Frame | Uint8Array)[]): void => {
+    if (this.ws.readyState !== this.ws.OPEN) return;
     this.write(frames);
     this.core.sent();
     if (!this.core.pausedForDrain && this.ws.bufferedAmount > this.limits.socketHighWater)
       this.pauseUntilDrained();
-  }
+  };
 
   /**
    * Encode what is not encoded yet and send, in order, as few WebSocket messages as frame_max allows:
@@ -383,14 +342,6 @@ export class Connection implements ChannelHost, ClientConnection, ConnectionWire
     this.logger.debug({ buffered: this.ws.bufferedAmount }, 'peer not draining; reading paused');
     this.core.pauseForDrain();
     socket.once('drain', () => this.core.drained());
-  }
-
-  /**
-   * A resource alarm (memory or disk, on this node or another member) is in effect, or the last
-   * one cleared: throttle publishers, telling them `reason`.
-   */
-  setMemoryBlocked(blocked: boolean, reason?: string): void {
-    this.core.setMemoryBlocked(blocked, reason);
   }
 
   // ---------------------------------------------------------------------------------- ConnectionWire
@@ -465,9 +416,7 @@ export class Connection implements ChannelHost, ClientConnection, ConnectionWire
     this.state = 'closed';
     this.release();
     // Write what is queued (a close frame or close-ok), then close the socket.
-    const frames = this.outgoing;
-    this.outgoing = [];
-    if (frames.length > 0 && this.ws.readyState === this.ws.OPEN) this.write(frames);
+    this.outgoing.flush();
     if (this.ws.readyState === this.ws.OPEN) this.ws.close(1000);
     const kill = setTimeout(() => this.ws.terminate(), 2000);
     kill.unref();
