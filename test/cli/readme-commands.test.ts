@@ -26,28 +26,19 @@ import type { BrokerProcess } from '../support/broker-process.ts';
 import { freePort, REPO_ROOT, startBroker } from '../support/broker-process.ts';
 import type { System } from '../support/ensure-test-deps.ts';
 import {
-  AMQP_CLIENT_JAR,
   CHROMIUM,
   DNSMASQ,
   ensureChromium,
   ensureDnsmasq,
-  ensureJavaClient,
-  ensureJdk,
   ensureOpenssl,
-  ensurePika,
   INSTALL_CHROMIUM,
   INSTALL_DNSMASQ,
-  INSTALL_JAVA_CLIENT,
-  INSTALL_JDK,
   INSTALL_OPENSSL,
-  INSTALL_PIKA,
-  JAVAC,
+  JAVA_CLIENT,
+  JDK,
   MISSING_CHROMIUM,
   MISSING_DNSMASQ,
-  MISSING_JAVA_CLIENT,
-  MISSING_JDK,
   MISSING_OPENSSL,
-  MISSING_PIKA,
   OPENSSL,
   PIKA,
 } from '../support/ensure-test-deps.ts';
@@ -205,9 +196,7 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
     expect(existsSync(DNSMASQ), MISSING_DNSMASQ).toBe(true);
     expect(existsSync(OPENSSL), MISSING_OPENSSL).toBe(true);
-    expect(existsSync(PIKA), MISSING_PIKA).toBe(true);
-    expect(existsSync(AMQP_CLIENT_JAR), MISSING_JAVA_CLIENT).toBe(true);
-    expect(existsSync(JAVAC), MISSING_JDK).toBe(true);
+    for (const wanted of [PIKA, JAVA_CLIENT, JDK]) expect(existsSync(wanted.path), wanted.missing).toBe(true);
     const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
     expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
   });
@@ -259,9 +248,7 @@ describe('the test command brings what the tests need beyond npm', () => {
   for (const [name, path, ensure, install] of [
     ['dnsmasq', DNSMASQ, ensureDnsmasq, INSTALL_DNSMASQ],
     ['openssl', OPENSSL, ensureOpenssl, INSTALL_OPENSSL],
-    ['python3-pika', PIKA, ensurePika, INSTALL_PIKA],
-    ['librabbitmq-client-java', AMQP_CLIENT_JAR, ensureJavaClient, INSTALL_JAVA_CLIENT],
-    ['default-jdk-headless', JAVAC, ensureJdk, INSTALL_JDK],
+    ...[PIKA, JAVA_CLIENT, JDK].map((p) => [p.name, p.path, p.ensure, p.install] as const),
   ] as const) {
     it(`installs Debian's ${name} the same way, or says what to install`, () => {
       const root = fakeMachine({ present: false, isRoot: true, path });

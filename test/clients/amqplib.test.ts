@@ -15,14 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/broker-process.ts';
 import type { Spawned } from '../support/spawned.ts';
 import { killSpawned, spawnNode } from '../support/spawned.ts';
-import type { AmqpCluster, AmqpNode } from './client-programs.ts';
 import {
   CLIENTS_DIR,
-  expectFailover,
-  expectXDeath,
+  expectDeadLetters,
+  failoverJsonEvents,
   jsonLines,
-  startAmqpCluster,
-  startAmqpNode,
+  runFailover,
+  useAmqpCluster,
+  useAmqpNode,
 } from './client-programs.ts';
 
 const TUTORIALS = join(REPO_ROOT, 'test', 'node_modules', 'amqplib', 'examples', 'tutorials');
@@ -40,44 +40,24 @@ async function runOurs(program: string, args: readonly string[]): Promise<Record
   return jsonLines(exit.stdout);
 }
 
-/** Checks dead-letter.cjs's output: the rejected and the expired message with RabbitMQ's headers. */
-function expectDeadLetters(lines: Record<string, unknown>[], prefix: string): void {
-  expect(lines.filter((l) => 'confirmed' in l)).toEqual([
-    { confirmed: 'reject me' },
-    { confirmed: 'let me expire' },
-  ]);
-  const dead = lines.filter((l) => 'dead' in l);
-  expect(dead.map((l) => l.dead)).toEqual(['reject me', 'let me expire']);
-  for (const letter of dead) {
-    expect(letter).toMatchObject({ exchange: `${prefix}.dlx`, routingKey: 'dead.order', expiration: null });
-  }
-  const [rejected, expired] = dead as [Record<string, unknown>, Record<string, unknown>];
-  const common = { queue: `${prefix}.orders`, exchange: `${prefix}.work` };
-  expectXDeath(rejected.headers, { ...common, reason: 'rejected', routingKeys: ['order.created'] });
-  expectXDeath(expired.headers, {
-    ...common,
-    reason: 'expired',
-    routingKeys: ['order.expired'],
-    originalExpiration: '50',
-  });
+/** Checks dead-letter.cjs's output, and amqplib's own form of the x-death time. */
+function expectAmqplibDeadLetters(lines: Record<string, unknown>[], prefix: string): void {
+  expectDeadLetters(lines, prefix, 'routingKey');
   // amqplib decodes an AMQP timestamp (T) as {"!": "timestamp", value: seconds}.
-  const time = ((rejected.headers as Record<string, unknown[]>)['x-death']?.[0] as Record<string, unknown>)
-    .time;
-  expect(time).toMatchObject({ '!': 'timestamp', value: expect.any(Number) });
-  expect(lines.at(-1)).toEqual({ done: 2 });
+  const [rejected] = lines.filter((l) => 'dead' in l) as [Record<string, unknown>];
+  const [death] = (rejected.headers as { 'x-death': Record<string, unknown>[] })['x-death'];
+  expect(death?.time).toMatchObject({ '!': 'timestamp', value: expect.any(Number) });
 }
 
 describe("amqplib's tutorial programs against one node", () => {
-  let node: AmqpNode;
+  const node = useAmqpNode();
   let workDir: string;
 
   beforeAll(async () => {
-    node = await startAmqpNode();
     workDir = await mkdtemp(join(tmpdir(), 'styx-amqplib-tutorials-'));
-  }, 60_000);
+  });
 
   afterAll(async () => {
-    await node?.stop();
     if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
   });
 
@@ -88,7 +68,7 @@ describe("amqplib's tutorial programs against one node", () => {
       1,
     );
     const copy = source
-      .replace("'amqp://localhost'", `'${node.url}'`)
+      .replace("'amqp://localhost'", `'${node().url}'`)
       .replace("require('../..')", "require('amqplib')")
       .replace("require('uuid')", `require(${JSON.stringify(UUID_SHIM)})`);
     const target = join(workDir, file.replace(/\.js$/, '.cjs'));
@@ -203,22 +183,14 @@ describe("amqplib's tutorial programs against one node", () => {
 });
 
 describe('amqplib programs of ours against one node', () => {
-  let node: AmqpNode;
-
-  beforeAll(async () => {
-    node = await startAmqpNode();
-  }, 60_000);
-
-  afterAll(async () => {
-    await node?.stop();
-  });
+  const node = useAmqpNode();
 
   it(
     'dead-letters a rejected and an expired message with x-death as RabbitMQ writes it',
     { timeout: RUN_MS },
     async () => {
-      expectDeadLetters(
-        await runOurs('dead-letter.cjs', ['--url', node.url, '--prefix', 'amqplib.tcp']),
+      expectAmqplibDeadLetters(
+        await runOurs('dead-letter.cjs', ['--url', node().url, '--prefix', 'amqplib.tcp']),
         'amqplib.tcp',
       );
     },
@@ -227,13 +199,13 @@ describe('amqplib programs of ours against one node', () => {
   it('does the same over TLS (amqps://, the test CA as `ca`)', { timeout: RUN_MS }, async () => {
     const lines = await runOurs('dead-letter.cjs', [
       '--url',
-      node.tlsUrl,
+      node().tlsUrl,
       '--ca',
-      node.ca,
+      node().ca,
       '--prefix',
       'amqplib.tls',
     ]);
-    expectDeadLetters(lines, 'amqplib.tls');
+    expectAmqplibDeadLetters(lines, 'amqplib.tls');
   });
 
   it(
@@ -244,9 +216,9 @@ describe('amqplib programs of ours against one node', () => {
         [
           join(PROGRAMS, 'dead-letter.cjs'),
           '--url',
-          node.tlsUrl,
+          node().tlsUrl,
           '--ca',
-          node.wrongCa,
+          node().wrongCa,
           '--prefix',
           'amqplib.x',
         ],
@@ -262,19 +234,11 @@ describe('amqplib programs of ours against one node', () => {
 });
 
 describe('amqplib against a 3-node cluster', () => {
-  let cluster: AmqpCluster;
-
-  beforeAll(async () => {
-    cluster = await startAmqpCluster();
-  }, 120_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const cluster = useAmqpCluster();
 
   it('dead-letters through node 2 as through a single node', { timeout: RUN_MS }, async () => {
-    expectDeadLetters(
-      await runOurs('dead-letter.cjs', ['--url', cluster.url('n2'), '--prefix', 'amqplib.n2']),
+    expectAmqplibDeadLetters(
+      await runOurs('dead-letter.cjs', ['--url', cluster().url('n2'), '--prefix', 'amqplib.n2']),
       'amqplib.n2',
     );
   });
@@ -284,31 +248,15 @@ describe('amqplib against a 3-node cluster', () => {
     { timeout: 4 * RUN_MS },
     async () => {
       const count = 100;
-      const run = spawnNode(
-        [
-          join(PROGRAMS, 'failover.cjs'),
-          ...['--url', cluster.url('n2'), '--url', cluster.url('n3')],
-          ...['--queue', 'amqplib.failover', '--count', String(count)],
-        ],
-        { cwd: PROGRAMS },
-      );
-      await run.waitForOutput(/\{"confirmed":30\}/, 2 * RUN_MS);
-      await cluster.cluster.kill('n2');
-      const exit = await run.exited(2 * RUN_MS);
-      expect(exit.code, `failover.cjs failed:\n${exit.stdout}\n${exit.stderr}`).toBe(0);
-      const lines = jsonLines(exit.stdout);
-      const pick = <T>(key: string) => lines.filter((l) => key in l).map((l) => l[key] as T);
-      expectFailover(
-        {
-          connected: pick<string>('connected'),
-          confirmed: pick<number>('confirmed'),
-          lost: pick<string>('lost'),
-          received: pick<number>('received'),
-          done: lines.at(-1)?.done,
-        },
+      const args = ['--queue', 'amqplib.failover', '--count', String(count)];
+      const program = join(PROGRAMS, 'failover.cjs');
+      await runFailover(
+        cluster(),
         count,
-        new URL(cluster.url('n2')).host,
-        new URL(cluster.url('n3')).host,
+        (urls) => spawnNode([program, ...urls.flatMap((url) => ['--url', url]), ...args], { cwd: PROGRAMS }),
+        /\{"confirmed":30\}/,
+        failoverJsonEvents,
+        2 * RUN_MS,
       );
     },
   );

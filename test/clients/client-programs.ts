@@ -9,19 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ThrowawayPki } from '@styx/node';
 import { createThrowawayPki } from '@styx/node';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
 import { freePort, REPO_ROOT, startBroker } from '../support/broker-process.ts';
 import { TestCluster } from '../support/cluster-processes.ts';
-import {
-  AMQP_CLIENT_JAR,
-  JAVAC,
-  MISSING_JAVA_CLIENT,
-  MISSING_JDK,
-  MISSING_PIKA,
-  PIKA,
-  PYTHON,
-} from '../support/ensure-test-deps.ts';
+import type { DebianPackage } from '../support/ensure-test-deps.ts';
+import { JAVA_CLIENT, JDK, PIKA, PYTHON } from '../support/ensure-test-deps.ts';
+import type { Spawned } from '../support/spawned.ts';
 import { spawnCommand } from '../support/spawned.ts';
 
 export const CLIENTS_DIR = join(REPO_ROOT, 'test', 'clients');
@@ -108,30 +102,54 @@ export async function startAmqpCluster(): Promise<AmqpCluster> {
   };
 }
 
+/** A node for the enclosing describe block: started before its tests, stopped after them. */
+export function useAmqpNode(): () => AmqpNode {
+  let node: AmqpNode | undefined;
+  beforeAll(async () => {
+    node = await startAmqpNode();
+  }, 60_000);
+  afterAll(async () => {
+    await node?.stop();
+  });
+  return () => node as AmqpNode;
+}
+
+/** A 3-node cluster for the enclosing describe block (started before its tests, stopped after). */
+export function useAmqpCluster(): () => AmqpCluster {
+  let cluster: AmqpCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startAmqpCluster();
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => cluster as AmqpCluster;
+}
+
 /** Fails with the install hint when a Debian package the tests need is missing (never skips). */
-export function requireInstalled(path: string, missing: string): void {
-  if (!existsSync(path)) throw new Error(missing);
+export function requireInstalled(wanted: DebianPackage): void {
+  if (!existsSync(wanted.path)) throw new Error(wanted.missing);
 }
 
 /** Debian's python3 with python3-pika, checked. */
 export function pikaPython(): string {
-  requireInstalled(PIKA, MISSING_PIKA);
+  requireInstalled(PIKA);
   return PYTHON;
 }
 
 /** The Java programs compiled with javac into a temporary directory; its classpath and remover. */
 export async function compileJavaPrograms(): Promise<{ classpath: string; remove(): Promise<void> }> {
-  requireInstalled(JAVAC, MISSING_JDK);
-  requireInstalled(AMQP_CLIENT_JAR, MISSING_JAVA_CLIENT);
+  requireInstalled(JDK);
+  requireInstalled(JAVA_CLIENT);
   const out = await mkdtemp(join(tmpdir(), 'styx-java-clients-'));
   const sources = join(CLIENTS_DIR, 'java');
   const files = (await readdir(sources))
     .filter((name) => name.endsWith('.java'))
     .map((f) => join(sources, f));
   // The client's logging API (slf4j) with its no-op binding: the programs print only their own lines.
-  const libraries = [AMQP_CLIENT_JAR, '/usr/share/java/slf4j-api.jar', '/usr/share/java/slf4j-nop.jar'];
+  const libraries = [JAVA_CLIENT.path, '/usr/share/java/slf4j-api.jar', '/usr/share/java/slf4j-nop.jar'];
   const exit = await spawnCommand(
-    JAVAC,
+    JDK.path,
     ['-encoding', 'UTF-8', '-cp', libraries.join(':'), '-d', out, ...files],
     { cwd: sources },
   ).exited(120_000);
@@ -188,12 +206,7 @@ export function expectXDeath(headers: unknown, death: ExpectedDeath): void {
  * Checks a failover program's run: it confirmed every message 0..count-1, lost its first node,
  * went on through the next one of its list, and got every confirmed message back.
  */
-export function expectFailover(
-  events: { connected: string[]; confirmed: number[]; lost: string[]; received: number[]; done: unknown },
-  count: number,
-  first: string,
-  next: string,
-): void {
+export function expectFailover(events: FailoverEvents, count: number, first: string, next: string): void {
   const all = Array.from({ length: count }, (_, i) => i);
   expect(events.connected[0]).toContain(first);
   expect(events.lost.length, 'the program saw its node go').toBeGreaterThanOrEqual(1);
@@ -205,6 +218,84 @@ export function expectFailover(
     'every confirmed message came back',
   ).toEqual(all);
   expect(events.done).toBe(count);
+}
+
+/**
+ * Checks the output of dead_letter.py / dead-letter.cjs (the same scenario in pika and amqplib): the
+ * rejected and the expired message, dead-lettered from PREFIX.orders to PREFIX.dlx with routing key
+ * dead.order, with RabbitMQ's headers. `routingKeyField`: what the program calls the routing key.
+ */
+export function expectDeadLetters(
+  lines: Record<string, unknown>[],
+  prefix: string,
+  routingKeyField: 'routing_key' | 'routingKey',
+): void {
+  expect(lines.filter((l) => 'confirmed' in l)).toEqual([
+    { confirmed: 'reject me' },
+    { confirmed: 'let me expire' },
+  ]);
+  const dead = lines.filter((l) => 'dead' in l);
+  expect(dead.map((l) => l.dead)).toEqual(['reject me', 'let me expire']);
+  for (const letter of dead) {
+    expect(letter).toMatchObject({
+      exchange: `${prefix}.dlx`,
+      [routingKeyField]: 'dead.order',
+      expiration: null,
+    });
+  }
+  const [rejected, expired] = dead as [Record<string, unknown>, Record<string, unknown>];
+  const common = { queue: `${prefix}.orders`, exchange: `${prefix}.work` };
+  expectXDeath(rejected.headers, { ...common, reason: 'rejected', routingKeys: ['order.created'] });
+  expectXDeath(expired.headers, {
+    ...common,
+    reason: 'expired',
+    routingKeys: ['order.expired'],
+    originalExpiration: '50',
+  });
+  expect(lines.at(-1)).toEqual({ done: 2 });
+}
+
+/** What a failover program printed, parsed. */
+export interface FailoverEvents {
+  readonly connected: string[];
+  readonly confirmed: number[];
+  readonly lost: string[];
+  readonly received: number[];
+  readonly done: unknown;
+}
+
+/** The events of a failover program that prints JSON lines (failover.py, failover.cjs). */
+export function failoverJsonEvents(stdout: string): FailoverEvents {
+  const lines = jsonLines(stdout);
+  const pick = <T>(key: string) => lines.filter((l) => key in l).map((l) => l[key] as T);
+  return {
+    connected: pick<string>('connected'),
+    confirmed: pick<number>('confirmed'),
+    lost: pick<string>('lost'),
+    received: pick<number>('received'),
+    done: lines.at(-1)?.done,
+  };
+}
+
+/**
+ * The failover scenario: `start` runs a program with node 2 then node 3 as its list; once it has
+ * printed `confirmedLine` (its 31st confirm) node 2 is SIGKILLed; the program must end on its own,
+ * with every confirmed message of `count` back (expectFailover).
+ */
+export async function runFailover(
+  amqp: AmqpCluster,
+  count: number,
+  start: (urls: readonly string[]) => Spawned,
+  confirmedLine: RegExp,
+  parse: (stdout: string) => FailoverEvents,
+  timeoutMs: number,
+): Promise<void> {
+  const run = start([amqp.url('n2'), amqp.url('n3')]);
+  await run.waitForOutput(confirmedLine, timeoutMs);
+  await amqp.cluster.kill('n2');
+  const exit = await run.exited(timeoutMs);
+  expect(exit.code, `the failover program failed:\n${exit.stdout}\n${exit.stderr}`).toBe(0);
+  expectFailover(parse(exit.stdout), count, new URL(amqp.url('n2')).host, new URL(amqp.url('n3')).host);
 }
 
 export type { ThrowawayPki };

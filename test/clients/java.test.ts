@@ -10,13 +10,13 @@ import { managementApi } from '../support/cluster-processes.ts';
 import { eventually } from '../support/eventually.ts';
 import type { Spawned } from '../support/spawned.ts';
 import { killSpawned, spawnCommand } from '../support/spawned.ts';
-import type { AmqpCluster, AmqpNode } from './client-programs.ts';
+import type { FailoverEvents } from './client-programs.ts';
 import {
   CLIENTS_DIR,
   compileJavaPrograms,
-  expectFailover,
-  startAmqpCluster,
-  startAmqpNode,
+  runFailover,
+  useAmqpCluster,
+  useAmqpNode,
 } from './client-programs.ts';
 
 const JAVA = '/usr/bin/java';
@@ -98,6 +98,21 @@ const REJECT: SeedScenario = {
   },
 };
 
+/** FailoverPublisher's `word value` lines, parsed. */
+function failoverLineEvents(stdout: string): FailoverEvents {
+  const lines = stdout.split('\n');
+  const pick = (word: string) =>
+    lines.filter((l) => l.startsWith(`${word} `)).map((l) => l.slice(word.length + 1));
+  const done = /^done (\d+) duplicates \d+$/m.exec(stdout);
+  return {
+    connected: pick('connected'),
+    confirmed: pick('confirmed').map(Number),
+    lost: pick('lost'),
+    received: pick('received').map(Number),
+    done: done === null ? undefined : Number(done[1]),
+  };
+}
+
 const SEVEN = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7'];
 
 /** Checks DeadLetterHeaders' `key=value` lines for the prefix's queues. */
@@ -123,21 +138,13 @@ function expectDeadLetterHeaders(stdout: string, prefix: string): void {
 }
 
 describe('the Java client against one node', () => {
-  let node: AmqpNode;
-
-  beforeAll(async () => {
-    node = await startAmqpNode();
-  }, 60_000);
-
-  afterAll(async () => {
-    await node?.stop();
-  });
+  const node = useAmqpNode();
 
   it(
     'seed 003, rejected messages: DLProducer, NormalConsumer rejects, DLConsumer gets them',
     { timeout: 2 * RUN_MS },
     async () => {
-      await runSeed(REJECT, [node.url]);
+      await runSeed(REJECT, [node().url]);
     },
   );
 
@@ -152,7 +159,7 @@ describe('the Java client against one node', () => {
           typed: SEVEN,
           expected: { MessageTTLConsumer: SEVEN.map((m) => ` [x] dlChannel Received '${m}'`) },
         },
-        [node.url],
+        [node().url],
       );
     },
   );
@@ -170,11 +177,11 @@ describe('the Java client against one node', () => {
             QueueLengthLimitConsumer: [" [x] dlChannel Received 'm1'", " [x] dlChannel Received 'm2'"],
           },
         },
-        [node.url],
+        [node().url],
       );
       await eventually('length.limit.queue.test to hold 5', async () => {
         const queue = await managementApi<{ messages: number }>(
-          node.broker.managementUrl,
+          node().broker.managementUrl,
           '/api/queues/%2F/length.limit.queue.test',
         );
         return queue.messages === 5;
@@ -183,13 +190,15 @@ describe('the Java client against one node', () => {
   );
 
   it('reads x-death field by field after a confirmed publish and a reject', { timeout: RUN_MS }, async () => {
-    const exit = await java('DeadLetterHeaders', ['java.tcp', node.url]).exited(RUN_MS);
+    const exit = await java('DeadLetterHeaders', ['java.tcp', node().url]).exited(RUN_MS);
     expect(exit.code, exit.stderr).toBe(0);
     expectDeadLetterHeaders(exit.stdout, 'java.tcp');
   });
 
   it('does the same over TLS, trusting the test CA only', { timeout: RUN_MS }, async () => {
-    const exit = await java('DeadLetterHeaders', ['java.tls', node.tlsUrl, '--ca', node.ca]).exited(RUN_MS);
+    const exit = await java('DeadLetterHeaders', ['java.tls', node().tlsUrl, '--ca', node().ca]).exited(
+      RUN_MS,
+    );
     expect(exit.code, exit.stderr).toBe(0);
     expectDeadLetterHeaders(exit.stdout, 'java.tls');
   });
@@ -198,7 +207,7 @@ describe('the Java client against one node', () => {
     'refuses the node over TLS with a CA that did not sign its certificate',
     { timeout: RUN_MS },
     async () => {
-      const exit = await java('DeadLetterHeaders', ['java.x', node.tlsUrl, '--ca', node.wrongCa]).exited(
+      const exit = await java('DeadLetterHeaders', ['java.x', node().tlsUrl, '--ca', node().wrongCa]).exited(
         RUN_MS,
       );
       expect(exit.code).not.toBe(0);
@@ -209,21 +218,13 @@ describe('the Java client against one node', () => {
 });
 
 describe('the Java client against a 3-node cluster', () => {
-  let cluster: AmqpCluster;
-
-  beforeAll(async () => {
-    cluster = await startAmqpCluster();
-  }, 120_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const cluster = useAmqpCluster();
 
   it(
     'seed 003, rejected messages, with node 2 then node 3 as the seed’s addresses',
     { timeout: 2 * RUN_MS },
     async () => {
-      await runSeed(REJECT, [cluster.url('n2'), cluster.url('n3')]);
+      await runSeed(REJECT, [cluster().url('n2'), cluster().url('n3')]);
     },
   );
 
@@ -232,31 +233,13 @@ describe('the Java client against a 3-node cluster', () => {
     { timeout: 2 * RUN_MS },
     async () => {
       const count = 100;
-      const run = java('FailoverPublisher', [
-        'java.failover',
-        String(count),
-        cluster.url('n2'),
-        cluster.url('n3'),
-      ]);
-      await run.waitForOutput(/^confirmed 30$/m, RUN_MS);
-      await cluster.cluster.kill('n2');
-      const exit = await run.exited(RUN_MS);
-      expect(exit.code, `FailoverPublisher failed:\n${exit.stdout}\n${exit.stderr}`).toBe(0);
-      const lines = exit.stdout.split('\n');
-      const pick = (word: string) =>
-        lines.filter((l) => l.startsWith(`${word} `)).map((l) => l.slice(word.length + 1));
-      const done = /^done (\d+) duplicates \d+$/m.exec(exit.stdout);
-      expectFailover(
-        {
-          connected: pick('connected'),
-          confirmed: pick('confirmed').map(Number),
-          lost: pick('lost'),
-          received: pick('received').map(Number),
-          done: done === null ? undefined : Number(done[1]),
-        },
+      await runFailover(
+        cluster(),
         count,
-        new URL(cluster.url('n2')).host,
-        new URL(cluster.url('n3')).host,
+        (urls) => java('FailoverPublisher', ['java.failover', String(count), ...urls]),
+        /^confirmed 30$/m,
+        failoverLineEvents,
+        RUN_MS,
       );
     },
   );

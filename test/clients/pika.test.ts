@@ -5,18 +5,18 @@
 // 3-node cluster: dead-lettering through a non-first node, then a publisher on node 2 with node 3
 // next in its retry list, node 2 killed mid-run, and every confirmed message still there.
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Spawned } from '../support/spawned.ts';
 import { killSpawned, spawnCommand } from '../support/spawned.ts';
-import type { AmqpCluster, AmqpNode } from './client-programs.ts';
 import {
   CLIENTS_DIR,
-  expectFailover,
-  expectXDeath,
+  expectDeadLetters,
+  failoverJsonEvents,
   jsonLines,
   pikaPython,
-  startAmqpCluster,
-  startAmqpNode,
+  runFailover,
+  useAmqpCluster,
+  useAmqpNode,
 } from './client-programs.ts';
 
 const PROGRAMS = join(CLIENTS_DIR, 'python');
@@ -34,27 +34,9 @@ async function runToEnd(program: string, args: readonly string[]): Promise<Recor
   return jsonLines(exit.stdout);
 }
 
-/** Checks dead_letter.py's output: the rejected and the expired message with RabbitMQ's headers. */
-function expectDeadLetters(lines: Record<string, unknown>[], prefix: string): void {
-  expect(lines.filter((l) => 'confirmed' in l)).toEqual([
-    { confirmed: 'reject me' },
-    { confirmed: 'let me expire' },
-  ]);
-  const dead = lines.filter((l) => 'dead' in l);
-  expect(dead.map((l) => l.dead)).toEqual(['reject me', 'let me expire']);
-  for (const letter of dead) {
-    expect(letter).toMatchObject({ exchange: `${prefix}.dlx`, routing_key: 'dead.order', expiration: null });
-  }
-  const [rejected, expired] = dead as [Record<string, unknown>, Record<string, unknown>];
-  const common = { queue: `${prefix}.orders`, exchange: `${prefix}.work` };
-  expectXDeath(rejected.headers, { ...common, reason: 'rejected', routingKeys: ['order.created'] });
-  expectXDeath(expired.headers, {
-    ...common,
-    reason: 'expired',
-    routingKeys: ['order.expired'],
-    originalExpiration: '50',
-  });
-  expect(lines.at(-1)).toEqual({ done: 2 });
+/** Checks dead_letter.py's output (pika calls the routing key routing_key). */
+function expectPikaDeadLetters(lines: Record<string, unknown>[], prefix: string): void {
+  expectDeadLetters(lines, prefix, 'routing_key');
 }
 
 /** Checks confirm_consume.py's output for `count` messages. */
@@ -70,15 +52,7 @@ function expectConfirmedAndConsumed(lines: Record<string, unknown>[], count: num
 afterAll(() => killSpawned());
 
 describe('pika against one node', () => {
-  let node: AmqpNode;
-
-  beforeAll(async () => {
-    node = await startAmqpNode();
-  }, 60_000);
-
-  afterAll(async () => {
-    await node?.stop();
-  });
+  const node = useAmqpNode();
 
   it(
     'publishes with confirms, then consumes and acknowledges every message',
@@ -86,7 +60,7 @@ describe('pika against one node', () => {
     async () => {
       const lines = await runToEnd('confirm_consume', [
         '--url',
-        node.url,
+        node().url,
         '--queue',
         'pika.confirms',
         '--count',
@@ -100,20 +74,20 @@ describe('pika against one node', () => {
     'dead-letters a rejected and an expired message with x-death as RabbitMQ writes it',
     { timeout: RUN_MS },
     async () => {
-      expectDeadLetters(
-        await runToEnd('dead_letter', ['--url', node.url, '--prefix', 'pika.tcp']),
+      expectPikaDeadLetters(
+        await runToEnd('dead_letter', ['--url', node().url, '--prefix', 'pika.tcp']),
         'pika.tcp',
       );
     },
   );
 
   it('does both over TLS, verifying the node against the test CA', { timeout: RUN_MS }, async () => {
-    const tls = ['--url', node.tlsUrl, '--ca', node.ca];
+    const tls = ['--url', node().tlsUrl, '--ca', node().ca];
     expectConfirmedAndConsumed(
       await runToEnd('confirm_consume', [...tls, '--queue', 'pika.tls', '--count', '5']),
       5,
     );
-    expectDeadLetters(await runToEnd('dead_letter', [...tls, '--prefix', 'pika.tls']), 'pika.tls');
+    expectPikaDeadLetters(await runToEnd('dead_letter', [...tls, '--prefix', 'pika.tls']), 'pika.tls');
   });
 
   it(
@@ -122,9 +96,9 @@ describe('pika against one node', () => {
     async () => {
       const exit = await pika('confirm_consume', [
         '--url',
-        node.tlsUrl,
+        node().tlsUrl,
         '--ca',
-        node.wrongCa,
+        node().wrongCa,
         '--queue',
         'pika.x',
       ]).exited(RUN_MS);
@@ -149,21 +123,13 @@ const REFUSALS = [
 ] as const;
 
 describe('pika refused as by RabbitMQ', () => {
-  let node: AmqpNode;
-
-  beforeAll(async () => {
-    node = await startAmqpNode();
-  }, 60_000);
-
-  afterAll(async () => {
-    await node?.stop();
-  });
+  const node = useAmqpNode();
 
   it(
     'gets the reply code and the reply text RabbitMQ gives (its code name first) for each mistake',
     { timeout: RUN_MS },
     async () => {
-      const lines = await runToEnd('refusals', ['--url', node.url, '--prefix', 'pika.ref']);
+      const lines = await runToEnd('refusals', ['--url', node().url, '--prefix', 'pika.ref']);
       expect(lines.map((l) => l.case)).toEqual(REFUSALS.map(([name]) => name));
       for (const [i, [name, code, text]] of REFUSALS.entries()) {
         const line = lines[i] as Record<string, unknown>;
@@ -176,19 +142,11 @@ describe('pika refused as by RabbitMQ', () => {
 });
 
 describe('pika against a 3-node cluster', () => {
-  let cluster: AmqpCluster;
-
-  beforeAll(async () => {
-    cluster = await startAmqpCluster();
-  }, 120_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const cluster = useAmqpCluster();
 
   it('dead-letters through node 2 as through a single node', { timeout: RUN_MS }, async () => {
-    expectDeadLetters(
-      await runToEnd('dead_letter', ['--url', cluster.url('n2'), '--prefix', 'pika.n2']),
+    expectPikaDeadLetters(
+      await runToEnd('dead_letter', ['--url', cluster().url('n2'), '--prefix', 'pika.n2']),
       'pika.n2',
     );
   });
@@ -198,27 +156,14 @@ describe('pika against a 3-node cluster', () => {
     { timeout: 2 * RUN_MS },
     async () => {
       const count = 100;
-      const run = pika('failover', [
-        ...['--url', cluster.url('n2'), '--url', cluster.url('n3')],
-        ...['--queue', 'pika.failover', '--count', String(count)],
-      ]);
-      await run.waitForOutput(/"confirmed": 30\b/, RUN_MS);
-      await cluster.cluster.kill('n2');
-      const exit = await run.exited(RUN_MS);
-      expect(exit.code, `failover.py failed:\n${exit.stdout}\n${exit.stderr}`).toBe(0);
-      const lines = jsonLines(exit.stdout);
-      const pick = <T>(key: string) => lines.filter((l) => key in l).map((l) => l[key] as T);
-      expectFailover(
-        {
-          connected: pick<string>('connected'),
-          confirmed: pick<number>('confirmed'),
-          lost: pick<string>('lost'),
-          received: pick<number>('received'),
-          done: lines.at(-1)?.done,
-        },
+      const args = ['--queue', 'pika.failover', '--count', String(count)];
+      await runFailover(
+        cluster(),
         count,
-        new URL(cluster.url('n2')).host,
-        new URL(cluster.url('n3')).host,
+        (urls) => pika('failover', [...urls.flatMap((url) => ['--url', url]), ...args]),
+        /"confirmed": 30\b/,
+        failoverJsonEvents,
+        RUN_MS,
       );
     },
   );

@@ -86,68 +86,55 @@ export function ensureOpenssl(system: System): number {
 /** Debian's own python3, the one python3-pika installs into (a pyenv or venv python3 may not see it). */
 export const PYTHON = '/usr/bin/python3';
 
-/** Where Debian's `python3-pika` package puts pika; the pika client programs import it. */
-export const PIKA = '/usr/lib/python3/dist-packages/pika/__init__.py';
-
-/** What to install when pika is missing (for whoever is not root). */
-export const INSTALL_PIKA = 'sudo apt-get install python3-pika';
-
-/** The tell-tale line for a missing pika that could not be installed here. */
-export const MISSING_PIKA =
-  `The pika client tests (test/clients/pika.test.ts) need Debian's python3-pika at ${PIKA}, ` +
-  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_PIKA}\n`;
-
-/** Makes sure pika is installed; returns the exit code (0: the tests may run). */
-export function ensurePika(system: System): number {
-  return ensurePackage(system, {
-    path: PIKA,
-    name: 'python3-pika',
-    why: 'the pika client tests',
-    missing: MISSING_PIKA,
-  });
+/** A Debian package the tests need: the file that shows it is there, and what to say when it is not. */
+export interface DebianPackage {
+  readonly name: string;
+  readonly path: string;
+  /** What to install when it is missing (for whoever is not root). */
+  readonly install: string;
+  /** The tell-tale line for a missing package that could not be installed here. */
+  readonly missing: string;
+  /** Makes sure it is installed; returns the exit code (0: the tests may run). */
+  ensure(system: System): number;
 }
 
-/** Where Debian's `librabbitmq-client-java` package puts the RabbitMQ Java client. */
-export const AMQP_CLIENT_JAR = '/usr/share/java/amqp-client.jar';
-
-/** What to install when the Java client is missing (for whoever is not root). */
-export const INSTALL_JAVA_CLIENT = 'sudo apt-get install librabbitmq-client-java';
-
-/** The tell-tale line for a missing Java client that could not be installed here. */
-export const MISSING_JAVA_CLIENT =
-  `The Java client tests (test/clients/java.test.ts) need Debian's librabbitmq-client-java at ${AMQP_CLIENT_JAR}, ` +
-  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_JAVA_CLIENT}\n`;
-
-/** Makes sure the RabbitMQ Java client is installed; returns the exit code (0: the tests may run). */
-export function ensureJavaClient(system: System): number {
-  return ensurePackage(system, {
-    path: AMQP_CLIENT_JAR,
-    name: 'librabbitmq-client-java',
-    why: 'the Java client tests',
-    missing: MISSING_JAVA_CLIENT,
-  });
+function debianPackage(name: string, path: string, why: string, tests: string): DebianPackage {
+  const install = `sudo apt-get install ${name}`;
+  const missing =
+    `${tests} need Debian's ${name} at ${path}, which is missing. ` +
+    `Install it, then run the tests again:\n\n  ${install}\n`;
+  return {
+    name,
+    path,
+    install,
+    missing,
+    ensure: (system) => ensurePackage(system, { path, name, why, missing }),
+  };
 }
 
-/** Where Debian's `default-jdk-headless` puts the compiler the Java client tests build their programs with. */
-export const JAVAC = '/usr/bin/javac';
+/** pika, which the pika client programs import. */
+export const PIKA = debianPackage(
+  'python3-pika',
+  '/usr/lib/python3/dist-packages/pika/__init__.py',
+  'the pika client tests',
+  'The pika client tests (test/clients/pika.test.ts)',
+);
 
-/** What to install when the JDK is missing (for whoever is not root). */
-export const INSTALL_JDK = 'sudo apt-get install default-jdk-headless';
+/** The RabbitMQ Java client's jar. */
+export const JAVA_CLIENT = debianPackage(
+  'librabbitmq-client-java',
+  '/usr/share/java/amqp-client.jar',
+  'the Java client tests',
+  'The Java client tests (test/clients/java.test.ts)',
+);
 
-/** The tell-tale line for a missing JDK that could not be installed here. */
-export const MISSING_JDK =
-  `The Java client tests (test/clients/java.test.ts) need Debian's default-jdk-headless (javac at ${JAVAC}), ` +
-  `which is missing. Install it, then run the tests again:\n\n  ${INSTALL_JDK}\n`;
-
-/** Makes sure a JDK is installed; returns the exit code (0: the tests may run). */
-export function ensureJdk(system: System): number {
-  return ensurePackage(system, {
-    path: JAVAC,
-    name: 'default-jdk-headless',
-    why: 'the Java client tests',
-    missing: MISSING_JDK,
-  });
-}
+/** A JDK: javac compiles the Java client programs, java runs them. */
+export const JDK = debianPackage(
+  'default-jdk-headless',
+  '/usr/bin/javac',
+  'the Java client tests',
+  'The Java client tests (test/clients/java.test.ts)',
+);
 
 /** A Debian package a test needs: the file it provides, why, and the text for whoever is not root. */
 interface NeededPackage {
@@ -193,7 +180,7 @@ if (import.meta.main) {
     ensureChromium(thisMachine) ||
     ensureDnsmasq(thisMachine) ||
     ensureOpenssl(thisMachine) ||
-    ensurePika(thisMachine) ||
-    ensureJavaClient(thisMachine) ||
-    ensureJdk(thisMachine);
+    PIKA.ensure(thisMachine) ||
+    JAVA_CLIENT.ensure(thisMachine) ||
+    JDK.ensure(thisMachine);
 }

@@ -1,26 +1,11 @@
 import com.rabbitmq.client.*;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.*;
 
-/**
- * Seed 003's DLConsumer.java (the dead-lettering guide's Java scenario) made runnable: the lines between
- * the two markers are the guide's snippet as printed, calls and comments unchanged. The wrapper only
- * supplies what the snippet takes from its surroundings: `factory` and `addresses` from the command
- * line (Target.java: broker URLs, optional --ca for amqps), and `connection` / `channel`.
- * Usage: java DLConsumer URL [URL...] [--ca FILE]
- */
+/** Seed 003's DLConsumer.java made runnable, its snippet as printed between the markers (see Target.java). */
 public class DLConsumer {
     public static void main(String[] argv) throws Exception {
-        // Unbuffered stdout, as on a terminal: the snippet's "> " prompt shows before its input is read.
-        System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8));
-        Target target = Target.of(argv);
-        ConnectionFactory factory = target.factory();
-        Address[] addresses = target.addresses();
-        Connection connection = factory.newConnection(addresses);
-        Channel channel = connection.createChannel();
+        Channel channel = Target.interactive(argv).openChannel();
         // ---- seed 003, DLConsumer.java: from here, as printed ----
         try {
             channel.basicConsume("dl.queue.test", true, (consumerTag, delivery) -> {

@@ -1,22 +1,11 @@
 import com.rabbitmq.client.*;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.*;
 
-/**
- * Seed 003's QueueLengthLimitProducer.java (the dead-lettering guide's Java scenario) made runnable: the lines between
- * the two markers are the guide's snippet as printed, calls and comments unchanged. The wrapper only
- * supplies what the snippet takes from its surroundings: `factory` and `addresses` from the command
- * line (Target.java: broker URLs, optional --ca for amqps).
- * Usage: java QueueLengthLimitProducer URL [URL...] [--ca FILE]
- */
+/** Seed 003's QueueLengthLimitProducer.java made runnable, its snippet as printed between the markers (see Target.java). */
 public class QueueLengthLimitProducer {
     public static void main(String[] argv) throws Exception {
-        // Unbuffered stdout, as on a terminal: the snippet's "> " prompt shows before its input is read.
-        System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8));
-        Target target = Target.of(argv);
+        Target target = Target.interactive(argv);
         ConnectionFactory factory = target.factory();
         Address[] addresses = target.addresses();
         Connection connection = null;

@@ -1,7 +1,12 @@
 import com.rabbitmq.client.Address;
+import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.ConnectionFactory;
+import java.io.FileDescriptor;
 import java.io.FileInputStream;
+import java.io.FileOutputStream;
+import java.io.PrintStream;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.security.KeyStore;
 import java.security.cert.CertificateFactory;
 import java.util.ArrayList;
@@ -14,10 +19,25 @@ import javax.net.ssl.TrustManagerFactory;
  * amqps://; several make a retry list) and, for amqps, `--ca FILE`, the PEM CA certificate to
  * verify the broker with. This is the part of each program a reader would write differently for
  * their own deployment; the scenarios themselves do not know which broker they talk to.
+ *
+ * Seed 003's programs (DLProducer … QueueLengthLimitConsumer) are the dead-lettering guide's Java
+ * snippets, as printed (calls and comments unchanged) between two marker comments; the wrapper
+ * around each supplies only what the snippet takes from its surroundings: `factory` and `addresses`
+ * from here, and for the consumers whose snippet does not open its own, `channel` (openChannel).
+ * Usage: java PROGRAM URL [URL...] [--ca FILE]
  */
 final class Target {
     final List<String> urls = new ArrayList<>();
     String ca;
+
+    /**
+     * For a program typed at: stdout unbuffered as on a terminal, so a prompt without a newline
+     * (the seed producers' "> ") shows before the program reads its input.
+     */
+    static Target interactive(String[] argv) {
+        System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8));
+        return of(argv);
+    }
 
     static Target of(String[] argv) {
         Target target = new Target();
@@ -45,6 +65,11 @@ final class Target {
             addresses[i] = new Address(uri.getHost(), uri.getPort());
         }
         return addresses;
+    }
+
+    /** A channel on a new connection to the first address that answers (the seed's `channel`). */
+    Channel openChannel() throws Exception {
+        return factory().newConnection(addresses()).createChannel();
     }
 
     /** TLS that trusts exactly the given CA (never "trust everything"). */
