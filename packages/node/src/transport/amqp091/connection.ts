@@ -10,7 +10,7 @@ import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts
 import { TurnBatch } from '../../session/turn-batch.ts';
 import type { AmqpChannelHost } from './channel.ts';
 import { AmqpChannel, clip } from './channel.ts';
-import { AmqpCodecError } from './codec-error.ts';
+import { AmqpCodecError, frameError } from './codec-error.ts';
 import type { AmqpCommand } from './command-assembler.ts';
 import { CommandAssembler } from './command-assembler.ts';
 import { methodIds } from './command-methods.ts';
@@ -32,6 +32,13 @@ export interface AmqpConnectionLimits {
   readonly heartbeatS: number;
   /** Time from the socket's opening to connection.open-ok, ms (RabbitMQ's handshake_timeout). */
   readonly handshakeTimeoutMs: number;
+  /**
+   * Longest time a frame may take to arrive once its first byte came, ms. Heartbeats do not bound
+   * it: a peer that trickles a byte now and then (or none, with heartbeats off) would otherwise hold
+   * a half-read frame, and its buffer, for ever. RabbitMQ has no such bound; its frames are bounded
+   * by frame_max alone.
+   */
+  readonly frameTimeoutMs: number;
   /** Time the server waits for connection.close-ok after its connection.close, ms. */
   readonly closeTimeoutMs: number;
   /** Bytes queued towards a client above which its socket is no longer read until they drain. */
@@ -46,6 +53,7 @@ export const DEFAULT_AMQP_LIMITS: AmqpConnectionLimits = {
   channelMax: 2047,
   heartbeatS: 60,
   handshakeTimeoutMs: 10_000,
+  frameTimeoutMs: 30_000,
   closeTimeoutMs: 3_000,
   socketHighWater: 4 * 1024 * 1024,
   maxBodySize: 16 * 1024 * 1024,
@@ -118,6 +126,10 @@ export class AmqpConnection
   frameMax: number = FRAME_MIN_SIZE;
   private readonly outgoing = new TurnBatch<Uint8Array>(MAX_WRITES_PER_FLUSH, (f) => this.writeBatch(f));
   private timer: NodeJS.Timeout | undefined;
+  /** Watches a frame begun and not finished (limits.frameTimeoutMs). */
+  private frameTimer: NodeJS.Timeout | undefined;
+  /** Frames read so far: the frame timer tells a new partial frame from the one it watched. */
+  private framesRead = 0;
   private readonly connectedAt = Date.now();
   private readonly ends: { peerPort: number; host: string; port: number };
   private clientProperties: FieldTable | undefined;
@@ -245,6 +257,7 @@ export class AmqpConnection
         if (rest.length === 0) return;
       }
       this.parser.push(rest, this.onFrame);
+      if (this.parser.midFrame) this.watchPartialFrame();
     } catch (err) {
       if (err instanceof ProtocolHeaderError) {
         // The spec's answer: the header of the protocol we speak, then close.
@@ -257,14 +270,46 @@ export class AmqpConnection
       // Waiting for close-ok, nothing else matters (a broken stream included).
       if (this.state === 'closing') return;
       this.closeWithError(err);
+      // A stream that lost its framing cannot carry the close-ok: the socket goes with the close.
+      if (this.parser.failed) this.shutdown();
     }
   }
 
+  /**
+   * A frame has begun and is not complete: unless it is within limits.frameTimeoutMs, the
+   * connection is closed with 501 FRAME_ERROR (a slow-loris peer). Frames read meanwhile re-arm it
+   * for the frame then in progress, so a frame gets at most twice the bound.
+   */
+  private watchPartialFrame(): void {
+    if (this.frameTimer !== undefined || this.state === 'closed') return;
+    const seen = this.framesRead;
+    this.frameTimer = setTimeout(() => {
+      this.frameTimer = undefined;
+      if (this.state === 'closed' || !this.parser.midFrame) return;
+      if (this.framesRead !== seen) {
+        this.watchPartialFrame();
+        return;
+      }
+      this.logger.info({ state: this.state }, 'frame not completed in time');
+      this.closeWithError(frameError(`frame not completed within ${this.limits.frameTimeoutMs} ms`));
+      // Its close-ok could only come after the rest of the frame: do not wait for it.
+      this.shutdown();
+    }, this.limits.frameTimeoutMs);
+    this.frameTimer.unref();
+  }
+
   private readonly onFrame = (frame: RawFrame): void => {
+    this.framesRead++;
     const command = this.assembler.push(frame);
     if (command === undefined || this.state === 'closed') return;
     if (this.core.holding) {
       this.core.hold(command);
+      // Frames behind a pipelined tune-ok are read at the frame_max it asks (within ours), as
+      // they would be had the client waited for connection.tune; tuneOk() checks it when replayed.
+      if (command.kind === 'method' && command.method.name === 'connection.tune-ok') {
+        const asked = command.method.args.frameMax;
+        if (asked >= FRAME_MIN_SIZE && asked <= this.limits.frameMax) this.parser.setFrameMax(asked);
+      }
       return;
     }
     this.onCommand(command);
@@ -529,6 +574,8 @@ export class AmqpConnection
   private release(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+    this.frameTimer = undefined;
     this.core.release((channel) => channel.abandon());
     if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
   }

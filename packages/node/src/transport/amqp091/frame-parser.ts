@@ -70,6 +70,16 @@ export class FrameParser {
     this.frameMax = frameMax;
   }
 
+  /** True while a frame has begun and is not complete (its header, payload or frame-end is awaited). */
+  get midFrame(): boolean {
+    return this.headerLength > 0 || this.payload !== undefined;
+  }
+
+  /** True once the stream lost its framing (every push throws): nothing more can be read from it. */
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
   /** Feeds bytes; calls `onFrame` for every frame they complete, in order. */
   push(chunk: Buffer, onFrame: (frame: RawFrame) => void): void {
     if (this.failure !== undefined) throw this.failure;
