@@ -61,8 +61,12 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
     command: 'npx -y pnpm@10 install',
     how: { skip: 'would rewrite the node_modules every other test runs on (they all run on its result)' },
   },
-  { command: /^npx -y pnpm@10 test( test\/cli)?$/, how: { skip: 'the test suite itself' } },
-  { command: /^sudo apt-get install (chromium|dnsmasq|openssl)$/, how: { ranBy: README_TEST } },
+  { command: /^npx -y pnpm@10 test( test\/cli| test\/clients)?$/, how: { skip: 'the test suite itself' } },
+  {
+    command:
+      /^sudo apt-get install (chromium|dnsmasq|openssl|python3-pika|librabbitmq-client-java|default-jdk-headless)$/,
+    how: { ranBy: README_TEST },
+  },
   { command: 'systemd-analyze verify', how: { ranBy: 'test/cli/deploy-files.test.ts' } },
   { command: 'npx -y pnpm@10 exec node example.ts', how: { ranBy: README_TEST } },
   {

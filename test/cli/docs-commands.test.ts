@@ -1,4 +1,4 @@
-// Every shell command the README, docs/operations.md, bench/README.md and test/chaos/README.md show
+// Every shell command the README, docs/operations.md, docs/clients.md, bench/README.md and test/chaos/README.md show
 // is classified in docs-commands-table.ts, and this file does what the table says for the commands
 // that need no broker: `help` ones run with `--help` (the program exists and its parser takes every
 // flag and value shown), `usage` synopses have every flag named in their program's help, and `skip`

@@ -34,10 +34,13 @@ import {
   INSTALL_CHROMIUM,
   INSTALL_DNSMASQ,
   INSTALL_OPENSSL,
+  JAVA_CLIENT,
+  JDK,
   MISSING_CHROMIUM,
   MISSING_DNSMASQ,
   MISSING_OPENSSL,
   OPENSSL,
+  PIKA,
 } from '../support/ensure-test-deps.ts';
 import { killSpawned, spawnCommand, spawnNode } from '../support/spawned.ts';
 
@@ -187,12 +190,13 @@ describe('the test command brings what the tests need beyond npm', () => {
     expect(rootScripts.test).toBe(`node ${relative(REPO_ROOT, DEPS_SCRIPT)} && vitest run`);
   });
 
-  it('that step, with Chromium, dnsmasq and openssl installed, does nothing and exits 0', async () => {
+  it('that step, with Chromium, dnsmasq, openssl, pika, the Java client and a JDK installed, does nothing and exits 0', async () => {
     // `npx -y pnpm@10 test` ran the step before vitest, so both are there; vitest run on its own
     // fails here without them (installing packages is not this test's job).
     expect(existsSync(CHROMIUM), MISSING_CHROMIUM).toBe(true);
     expect(existsSync(DNSMASQ), MISSING_DNSMASQ).toBe(true);
     expect(existsSync(OPENSSL), MISSING_OPENSSL).toBe(true);
+    for (const wanted of [PIKA, JAVA_CLIENT, JDK]) expect(existsSync(wanted.path), wanted.missing).toBe(true);
     const exit = await spawnNode([DEPS_SCRIPT], { cwd: REPO_ROOT }).exited();
     expect(exit).toEqual({ code: 0, signal: null, stdout: '', stderr: '' });
   });
@@ -244,6 +248,7 @@ describe('the test command brings what the tests need beyond npm', () => {
   for (const [name, path, ensure, install] of [
     ['dnsmasq', DNSMASQ, ensureDnsmasq, INSTALL_DNSMASQ],
     ['openssl', OPENSSL, ensureOpenssl, INSTALL_OPENSSL],
+    ...[PIKA, JAVA_CLIENT, JDK].map((p) => [p.name, p.path, p.ensure, p.install] as const),
   ] as const) {
     it(`installs Debian's ${name} the same way, or says what to install`, () => {
       const root = fakeMachine({ present: false, isRoot: true, path });

@@ -109,7 +109,7 @@ describe('AMQP 0-9-1 slow-loris peers', () => {
       args: { clientProperties: { entries: [] }, mechanism: 'PLAIN', response: '\0guest\0guest' },
     });
     client.send(startOk.subarray(0, 20));
-    expect(await connectionClose(client)).toMatchObject({ replyCode: 320, replyText: 'handshake timeout' });
+    expect(await connectionClose(client)).toMatchObject({ replyCode: 320, replyText: 'CONNECTION_FORCED - handshake timeout' });
     await closedWithin(client, CLOSE_TIMEOUT_MS + 5_000);
   });
 
@@ -194,7 +194,7 @@ describe('AMQP 0-9-1 frames that break the rules', () => {
     );
     expect(await connectionClose(client)).toMatchObject({
       replyCode: 501,
-      replyText: 'content body frame exceeds remaining content size',
+      replyText: 'FRAME_ERROR - content body frame exceeds remaining content size',
       classId: 60,
       methodId: 40,
     });

@@ -49,6 +49,7 @@ export const COMMAND_WORDS: readonly string[] = [
 export const DOC_FILES: readonly string[] = [
   'README.md',
   'docs/operations.md',
+  'docs/clients.md',
   'bench/README.md',
   'test/chaos/README.md',
 ];

@@ -1,8 +1,10 @@
 // What the test suite needs beyond npm, brought by the README's test command itself: the root
 // "test" script runs `node test/support/ensure-test-deps.ts` before vitest. Today those are Debian's
 // Chromium for the browser tests (test/browser/), Debian's dnsmasq, the DNS server of the peer
-// discovery test (test/cluster/dns-discovery.test.ts), and Debian's openssl, which makes the TLS
-// tests' throwaway CA. When they are there this does nothing; when
+// discovery test (test/cluster/dns-discovery.test.ts), Debian's openssl, which makes the TLS
+// tests' throwaway CA, and the real AMQP 0-9-1 clients of test/clients/: Debian's python3-pika, the
+// RabbitMQ Java client (librabbitmq-client-java) and a JDK to compile its programs
+// (default-jdk-headless). When they are there this does nothing; when
 // one is missing, root installs it with apt-get, anyone else is told the one command to run and the
 // tests do not start (exit 1): a test that cannot run fails loudly, it never skips.
 import { spawnSync } from 'node:child_process';
@@ -81,6 +83,59 @@ export function ensureOpenssl(system: System): number {
   });
 }
 
+/** Debian's own python3, the one python3-pika installs into (a pyenv or venv python3 may not see it). */
+export const PYTHON = '/usr/bin/python3';
+
+/** A Debian package the tests need: the file that shows it is there, and what to say when it is not. */
+export interface DebianPackage {
+  readonly name: string;
+  readonly path: string;
+  /** What to install when it is missing (for whoever is not root). */
+  readonly install: string;
+  /** The tell-tale line for a missing package that could not be installed here. */
+  readonly missing: string;
+  /** Makes sure it is installed; returns the exit code (0: the tests may run). */
+  ensure(system: System): number;
+}
+
+function debianPackage(name: string, path: string, why: string, tests: string): DebianPackage {
+  const install = `sudo apt-get install ${name}`;
+  const missing =
+    `${tests} need Debian's ${name} at ${path}, which is missing. ` +
+    `Install it, then run the tests again:\n\n  ${install}\n`;
+  return {
+    name,
+    path,
+    install,
+    missing,
+    ensure: (system) => ensurePackage(system, { path, name, why, missing }),
+  };
+}
+
+/** pika, which the pika client programs import. */
+export const PIKA = debianPackage(
+  'python3-pika',
+  '/usr/lib/python3/dist-packages/pika/__init__.py',
+  'the pika client tests',
+  'The pika client tests (test/clients/pika.test.ts)',
+);
+
+/** The RabbitMQ Java client's jar. */
+export const JAVA_CLIENT = debianPackage(
+  'librabbitmq-client-java',
+  '/usr/share/java/amqp-client.jar',
+  'the Java client tests',
+  'The Java client tests (test/clients/java.test.ts)',
+);
+
+/** A JDK: javac compiles the Java client programs, java runs them. */
+export const JDK = debianPackage(
+  'default-jdk-headless',
+  '/usr/bin/javac',
+  'the Java client tests',
+  'The Java client tests (test/clients/java.test.ts)',
+);
+
 /** A Debian package a test needs: the file it provides, why, and the text for whoever is not root. */
 interface NeededPackage {
   readonly path: string;
@@ -121,5 +176,11 @@ const thisMachine: System = {
 };
 
 if (import.meta.main) {
-  process.exitCode = ensureChromium(thisMachine) || ensureDnsmasq(thisMachine) || ensureOpenssl(thisMachine);
+  process.exitCode =
+    ensureChromium(thisMachine) ||
+    ensureDnsmasq(thisMachine) ||
+    ensureOpenssl(thisMachine) ||
+    PIKA.ensure(thisMachine) ||
+    JAVA_CLIENT.ensure(thisMachine) ||
+    JDK.ensure(thisMachine);
 }

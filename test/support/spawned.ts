@@ -25,6 +25,8 @@ export interface Spawned {
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   /** Sends `signal` and waits for the exit (bounded as `exited`). */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<Exit>;
+  /** Types `text` on its stdin (spawned with `stdin: true` only). */
+  write(text: string): void;
 }
 
 export interface SpawnOptions {
@@ -35,6 +37,8 @@ export interface SpawnOptions {
    * such as `npx pnpm start`, whose program runs in a grandchild.
    */
   readonly group?: boolean;
+  /** Give it a stdin to `write` to (an interactive program); otherwise stdin is closed. */
+  readonly stdin?: boolean;
 }
 
 /** Each running child, with how to SIGKILL it (and its group). */
@@ -50,7 +54,7 @@ export function spawnCommand(command: string, args: readonly string[], options: 
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === true ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     detached: options.group === true,
   });
   const kill = (signal: NodeJS.Signals): void => {
@@ -135,6 +139,10 @@ export function spawnCommand(command: string, args: readonly string[], options: 
     stop: (signal = 'SIGINT', timeoutMs = CHILD_WAIT_MS) => {
       if (finished === undefined) kill(signal);
       return exited(timeoutMs);
+    },
+    write: (text) => {
+      if (child.stdin === null) throw new Error(`${name} was spawned without stdin: true`);
+      child.stdin.write(text);
     },
   };
 }

@@ -9,6 +9,7 @@ import type { AmqpCommand } from './command-assembler.ts';
 import { methodIds, methodOfCommand, methodOfReply } from './command-methods.ts';
 import { encodeContentFrames, encodeMethodFrame } from './frame-encoder.ts';
 import { encodeAckFrame, encodeDeliverFrames, encodePropertiesBytes } from './hot-path.ts';
+import { replyText as withReplyName } from './reply-text.ts';
 
 /** What a channel needs from its connection. */
 export interface AmqpChannelHost {
@@ -193,7 +194,7 @@ export class AmqpChannel implements ChannelOutput<Buffer> {
     this.host.write(
       encodeMethodFrame(this.number, {
         name: 'channel.close',
-        args: { replyCode, replyText: clip(replyText), classId, methodId },
+        args: { replyCode, replyText: clip(withReplyName(replyCode, replyText)), classId, methodId },
       }),
     );
   }

@@ -18,6 +18,7 @@ import { encodeMethodFrame, HEARTBEAT_FRAME } from './frame-encoder.ts';
 import type { RawFrame } from './frame-parser.ts';
 import { FRAME_MIN_SIZE, FrameParser } from './frame-parser.ts';
 import { PROTOCOL_HEADER, ProtocolHeaderError, ProtocolHeaderReader } from './protocol-header.ts';
+import { replyText } from './reply-text.ts';
 import { parseSaslResponse, SASL_MECHANISMS } from './sasl.ts';
 import type { AmqpMethod } from './spec.gen.ts';
 
@@ -537,7 +538,12 @@ export class AmqpConnection
     this.write(
       encodeMethodFrame(0, {
         name: 'connection.close',
-        args: { replyCode: code, replyText: clip(text), classId: ids.classId, methodId: ids.methodId },
+        args: {
+          replyCode: code,
+          replyText: clip(replyText(code, text)),
+          classId: ids.classId,
+          methodId: ids.methodId,
+        },
       }),
     );
     this.state = 'closing';
