@@ -377,6 +377,9 @@ export class AmqpConnection
       case 'connection.close-ok':
         this.shutdown();
         return;
+      case 'connection.update-secret':
+        this.updateSecret(method.args.newSecret.toString(), method.args.reason);
+        return;
       default:
         throw failing(Code.COMMAND_INVALID, `${method.name} is not valid on channel 0 now`, method.name);
     }
@@ -422,6 +425,34 @@ export class AmqpConnection
         this.replayHeld();
       },
       (err: unknown) => this.closeWithError(err, 'connection.start-ok'),
+    );
+  }
+
+  /**
+   * connection.update-secret, as RabbitMQ answers it: the new secret is checked for the same user
+   * (here a password; RabbitMQ's token backends take a token), then update-secret-ok; a refused one
+   * closes the connection with 530 NOT_ALLOWED. What the client sends meanwhile waits, in order.
+   */
+  private updateSecret(secret: string, reason: string): void {
+    this.core.holdCommands();
+    this.broker.checkCredentials(this.user, secret, this.remoteAddress).then(
+      () => {
+        if (this.state !== 'open') return;
+        this.logger.info({ user: this.user, reason }, 'secret updated');
+        this.write(encodeMethodFrame(0, { name: 'connection.update-secret-ok', args: {} }));
+        this.replayHeld();
+      },
+      (err: unknown) => {
+        this.logger.warn({ user: this.user, err: (err as Error).message }, 'secret update refused');
+        this.core.takeHeld();
+        this.closeWithError(
+          failing(
+            Code.NOT_ALLOWED,
+            'New secret was refused by one of the backends',
+            'connection.update-secret',
+          ),
+        );
+      },
     );
   }
 
