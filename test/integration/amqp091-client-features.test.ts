@@ -155,7 +155,10 @@ describe('connection.update-secret', () => {
   it("a wrong one: 530 NOT_ALLOWED 'New secret was refused by one of the backends', as RabbitMQ", async () => {
     const client = await RawAmqpClient.open(node.port);
     await client.handshake();
-    client.method(0, { name: 'connection.update-secret', args: { newSecret: Buffer.from('wrong'), reason: 'rotation' } });
+    client.method(0, {
+      name: 'connection.update-secret',
+      args: { newSecret: Buffer.from('wrong'), reason: 'rotation' },
+    });
     expect((await client.next('connection.close')).method.args).toMatchObject({
       replyCode: 530,
       replyText: 'New secret was refused by one of the backends',

@@ -44,6 +44,13 @@ export interface ChannelCoreOptions<Prepared> {
   readonly output: ChannelOutput<Prepared>;
 }
 
+/** What a channel's connection gives its core: who acts, the connection's id, its logger. */
+export interface ChannelCoreHost {
+  readonly session: Session;
+  readonly id: string;
+  readonly logger: Logger;
+}
+
 /**
  * Settled messages a channel remembers per queue, to ignore stale copies of their deliveries
  * (`settledIds`): a few seconds of a busy consumer's acks, about 40 B each (~160 KiB at most).
@@ -149,6 +156,23 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   private writableEpoch = -1;
   /** Published at least once (a publisher, for `rabbitmq_global_publishers`). */
   hasPublished = false;
+
+  /** The core of channel `number` of the connection `host`, answering through `output`. */
+  static of<Prepared>(
+    host: ChannelCoreHost,
+    broker: Broker,
+    number: number,
+    output: ChannelOutput<Prepared>,
+  ): ChannelCore<Prepared> {
+    return new ChannelCore({
+      broker,
+      session: host.session,
+      connectionId: host.id,
+      number,
+      logger: host.logger,
+      output,
+    });
+  }
 
   constructor(options: ChannelCoreOptions<Prepared>) {
     this.output = options.output;

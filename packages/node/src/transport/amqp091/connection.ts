@@ -4,7 +4,6 @@ import type { Broker } from '../../broker/broker.ts';
 import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
-import { argumentsJson } from '../../management/views.ts';
 import type { ConnectionWire } from '../../session/connection-core.ts';
 import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts';
 import { TurnBatch } from '../../session/turn-batch.ts';
@@ -113,11 +112,11 @@ export class AmqpConnection
   readonly id: string;
   readonly logger: Logger;
   private readonly socket: Socket;
-  private readonly broker: Broker;
+  protected readonly broker: Broker;
   private readonly limits: AmqpConnectionLimits;
   private readonly remoteAddress: string;
   protected readonly core: ConnectionCore<AmqpChannel, AmqpCommand>;
-  private state: State = 'header';
+  protected state: State = 'header';
   private readonly header = new ProtocolHeaderReader();
   private readonly parser = new FrameParser({ frameMax: FRAME_MIN_SIZE });
   private readonly assembler: CommandAssembler;
@@ -180,26 +179,18 @@ export class AmqpConnection
   }
 
   info(): ConnectionFacts {
-    return {
-      name: `${this.remoteAddress}:${this.ends.peerPort} -> ${this.ends.host}:${this.ends.port}`,
+    return this.coreFacts({
       id: this.id,
-      user: this.sessionValue?.user ?? this.user,
-      vhost: this.sessionValue?.vhost ?? '',
+      user: this.user,
       protocol: this.protocolName,
-      peerHost: this.remoteAddress,
-      peerPort: this.ends.peerPort,
-      host: this.ends.host,
-      port: this.ends.port,
-      state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
+      ends: { peerHost: this.remoteAddress, ...this.ends },
       connectedAt: this.connectedAt,
-      heartbeatMs: this.core.heartbeatMs,
       frameMax: this.frameMax,
       channelMax: this.core.channelMax,
-      clientProperties: argumentsJson(this.clientProperties ?? { entries: [] }),
+      clientProperties: this.clientProperties,
       recvOct: this.socket.bytesRead,
       sendOct: this.socket.bytesWritten,
-      channels: [...this.openChannels()].map((channel) => channel.facts()),
-    };
+    });
   }
 
   // ---------------------------------------------------------------------------- ConnectionWire
@@ -577,32 +568,25 @@ export class AmqpConnection
     this.timer.unref();
   }
 
-  /** Release everything and close the socket once the queued frames are written. */
-  private shutdown(): void {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
-    this.release();
+  // ---------------------------------------------------------------------------- CoreConnection
+
+  protected flushWrites(): void {
     this.outgoing.flush();
+  }
+
+  protected endSocket(): void {
     this.socket.end();
-    const kill = setTimeout(() => this.socket.destroy(), 2000);
-    kill.unref();
   }
 
-  private onSocketClosed(): void {
-    if (this.state !== 'closed') {
-      this.logger.debug('socket closed by peer');
-      this.state = 'closed';
-      this.release();
-    }
+  protected destroySocket(): void {
+    this.socket.destroy();
   }
 
-  private release(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+  protected stopTimers(): void {
+    clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+    clearTimeout(this.frameTimer);
     this.frameTimer = undefined;
-    this.core.release((channel) => channel.abandon());
-    if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
   }
 }
 

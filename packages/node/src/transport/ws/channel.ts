@@ -42,14 +42,7 @@ export class Channel implements ChannelOutput<Uint8Array> {
   constructor(host: ChannelHost, broker: Broker, number: number) {
     this.host = host;
     this.number = number;
-    this.core = new ChannelCore({
-      broker,
-      session: host.session,
-      connectionId: host.id,
-      number,
-      logger: host.logger,
-      output: this,
-    });
+    this.core = ChannelCore.of(host, broker, number, this);
   }
 
   get isOpen(): boolean {
