@@ -135,8 +135,8 @@ describe('consumers', () => {
     const ch = await connection.createChannel();
     await ch.assertQueue('facts-q', { durable: true });
     await ch.consume('facts-q', () => undefined, { priority: 5, arguments: { 'x-custom': 'yes' } });
-    const consumers = node.broker
-      .clientConnections()
+    const consumers = node.broker.gate
+      .list()
       .flatMap((c) => c.info().channels.flatMap((channel) => channel.consumers))
       .filter((c) => c.queue.name === 'facts-q');
     expect(consumers).toHaveLength(1);
@@ -181,8 +181,8 @@ describe('connection.blocked under the memory alarm', () => {
     const pch = await publisher.createConfirmChannel();
     pch.sendToQueue('alarm-q', Buffer.from('held'));
     expect(await blocked).toMatch(/memory/);
-    const state = tight.broker
-      .clientConnections()
+    const state = tight.broker.gate
+      .list()
       .map((c) => c.info())
       .find((i) => i.channels.some((ch) => ch.confirm));
     expect(state?.state).toBe('blocked');
@@ -223,7 +223,7 @@ describe('a graceful close (maintenance, shutdown) leaves no publish in doubt', 
       }
     })().catch(() => undefined);
     await eventually('some publishes confirmed', async () => acked > 100);
-    const [gone] = own.broker.clientConnections();
+    const [gone] = own.broker.gate.list();
     await gone?.closeGracefully('node entering maintenance mode');
     expect(await blocked).toBe('node entering maintenance mode');
     expect(String((await closed).message)).toMatch(/320.*maintenance/);

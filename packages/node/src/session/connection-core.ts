@@ -428,7 +428,7 @@ export abstract class CoreConnection<C extends AbandonableChannel, Held> {
   protected release(): void {
     this.stopTimers();
     this.core.release((channel) => channel.abandon());
-    if (this.sessionValue !== undefined) this.broker.connectionClosed(this as unknown as ClientConnection);
+    if (this.sessionValue !== undefined) this.broker.gate.closed(this as unknown as ClientConnection);
   }
 
   get session(): Session {

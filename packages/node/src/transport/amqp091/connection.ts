@@ -399,7 +399,7 @@ export class AmqpConnection
     this.user = user;
     this.state = 'authenticating';
     this.core.holdCommands();
-    this.broker.checkCredentials(user, password, this.remoteAddress).then(
+    this.broker.gate.checkCredentials(user, password, this.remoteAddress).then(
       () => {
         if (this.state !== 'authenticating') return;
         this.state = 'tune';
@@ -426,7 +426,7 @@ export class AmqpConnection
    */
   private updateSecret(secret: string, reason: string): void {
     this.core.holdCommands();
-    this.broker.checkCredentials(this.user, secret, this.remoteAddress).then(
+    this.broker.gate.checkCredentials(this.user, secret, this.remoteAddress).then(
       () => {
         if (this.state !== 'open') return;
         this.logger.info({ user: this.user, reason }, 'secret updated');
@@ -488,12 +488,12 @@ export class AmqpConnection
 
   /** connection.open: the vhost (530 NOT_ALLOWED if missing or not permitted). */
   private open(vhost: string): void {
-    const session = this.broker.openSession(this.user, vhost, this.id);
+    const session = this.broker.gate.openSession(this.user, vhost, this.id);
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.sessionValue = session;
     this.state = 'open';
-    this.broker.connectionOpened(this);
+    this.broker.gate.opened(this);
     this.write(encodeMethodFrame(0, { name: 'connection.open-ok', args: {} }));
     this.logger.info({ user: session.user, vhost: session.vhost }, 'AMQP connection opened');
   }

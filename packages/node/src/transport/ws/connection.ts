@@ -248,7 +248,7 @@ export class Connection
         `unsupported protocol version ${hello.protocolVersion}; this node speaks ${PROTOCOL_VERSION}`,
       );
     }
-    const session = await this.broker.authenticate(
+    const session = await this.broker.gate.authenticate(
       hello.username,
       hello.password,
       hello.vhost || '/',
@@ -265,7 +265,7 @@ export class Connection
         ? Math.max(requested, this.limits.heartbeatMs)
         : Math.min(requested, this.limits.heartbeatMs);
     this.state = 'open';
-    this.broker.connectionOpened(this);
+    this.broker.gate.opened(this);
     this.send({
       channel: 0,
       method: 'helloOk',
