@@ -310,7 +310,7 @@ export class ChaosCluster {
     const args = [
       ...['netns', 'exec', host.namespace, process.execPath, CLI, 'server'],
       ...['--data-dir', node.dataDir, '--node-name', node.name],
-      ...['--host', host.ip, '--port', String(CLIENT_PORT)],
+      ...['--host', host.ip, '--port', String(CLIENT_PORT), '--amqp-port', '0'],
       // 0.0.0.0 inside the namespace: loopback for `styx ctl` there, the bridge address for the harness.
       ...['--management-host', '0.0.0.0', '--management-port', String(MANAGEMENT_PORT)],
       ...['--cluster-listen', `${host.ip}:${CLUSTER_PORT}`, '--cluster-secret-file', this.#secretFile],

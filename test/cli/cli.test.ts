@@ -19,7 +19,9 @@ const CLI = join(REPO_ROOT, 'packages', 'node', 'src', 'cli', 'main.ts');
  * Nodes started here turn the management API off: its default port (15680) is one fixed port, and
  * test files run in parallel.
  */
-const NO_MANAGEMENT = ['--management-port', '0'];
+// Only the WebSocket listener, on the port a test gives: no management, no AMQP (its default 5672
+// would clash between tests running side by side).
+const WS_ONLY = ['--management-port', '0', '--amqp-port', '0'];
 
 const tempDirs: string[] = [];
 
@@ -173,7 +175,7 @@ describe('styx server refusing to start', () => {
       '127.0.0.1',
       '--port',
       String(port),
-      ...NO_MANAGEMENT,
+      ...WS_ONLY,
       '--data-dir',
       dataDir,
     ]);
@@ -190,7 +192,7 @@ describe('styx server refusing to start', () => {
         '127.0.0.1',
         '--port',
         '0',
-        ...NO_MANAGEMENT,
+        ...WS_ONLY,
         '--data-dir',
         first.dataDir,
       ]);
@@ -233,16 +235,7 @@ describe('styx server stopping', () => {
 
   it('SIGINT stops it cleanly too; without --log-format and with a piped stdout every log line is JSON', async () => {
     const dataDir = await tempDir();
-    const p = start([
-      'server',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      ...NO_MANAGEMENT,
-      '--data-dir',
-      dataDir,
-    ]);
+    const p = start(['server', '--host', '127.0.0.1', '--port', '0', ...WS_ONLY, '--data-dir', dataDir]);
     const url = await listening(p);
     expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
     p.child.kill('SIGINT');

@@ -211,6 +211,8 @@ async function startServer(command: string): Promise<void> {
       `data_dir = ${dataDir}`,
       `listeners.port = ${port}`,
       `management.port = ${managementPort}`,
+      // No AMQP listener: its default 5672 would clash with another test's node.
+      'listeners.amqp.port = 0',
       'log.format = json',
       // The secret the docs' pipeline made: the node must take it.
       `cluster.listen = 127.0.0.1:${clusterPort}`,

@@ -159,6 +159,9 @@ describe('README "Two commands"', () => {
         String(managementPort),
         '--data-dir',
         dataDir,
+        // No AMQP listener: its default 5672 would clash with another test's node.
+        '--amqp-port',
+        '0',
       ]);
     },
   );
@@ -178,6 +181,8 @@ describe('README "The CLI": passing flags after `--`', () => {
         // The README's --port 5690 stays; a later --port wins, so the test does not take 5690.
         '--port',
         String(port),
+        '--amqp-port',
+        '0',
       ]);
       // pino's debug level is 20: the node logged at debug, as --log-level debug asked.
       expect(logs.some((line) => line.level === 20)).toBe(true);

@@ -92,6 +92,8 @@ describe('styx on the PATH', () => {
     await mkdir(elsewhere, { recursive: true });
     const managementPort = await freePort();
     const node = await server(work, [
+      '--amqp-port',
+      '0',
       '--port',
       String(await freePort()),
       '--management-port',
@@ -145,7 +147,7 @@ describe('styx on the PATH', () => {
     const conf = join(dir, 'styx.conf');
     await writeFile(
       conf,
-      `# styx.conf\ndata_dir = ${join(dir, 'data')}\nlisteners.port = ${port}\nmanagement.port = ${managementPort}\nlog.level = info\n`,
+      `# styx.conf\ndata_dir = ${join(dir, 'data')}\nlisteners.port = ${port}\nmanagement.port = ${managementPort}\nlisteners.amqp.port = 0\nlog.level = info\n`,
     );
     const node = await server(dir, ['--config', conf]);
     expect(node.stdout()).toContain(`"url":"ws://127.0.0.1:${port}"`);

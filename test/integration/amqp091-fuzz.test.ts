@@ -9,7 +9,7 @@
 // internal error, and the healthy clients must lose nothing and see no error.
 import type { AddressInfo, Socket } from 'node:net';
 import { createServer, connect as tcpConnect } from 'node:net';
-import { amqp091 } from '@styx/node';
+import { amqp091, seededRandom } from '@styx/node';
 import type { ChannelModel, ConsumeMessage } from 'amqplib';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,18 +46,6 @@ afterAll(async () => {
   await broker?.stop();
   await broker?.cleanup();
 });
-
-/** mulberry32: a small seeded generator, so a failing case can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function amqplibConnect(url: string): Promise<ChannelModel> {
   const connection = await amqp.connect(`${url.replace('://', '://guest:guest@')}?heartbeat=0`);
@@ -363,7 +351,7 @@ describe('AMQP 0-9-1: mutated replays of a recorded amqplib session', () => {
     expect(baseline, JSON.stringify(baseline)).toMatchObject({ kind: 'close-ok' });
 
     const healthy = await healthyClients();
-    const rnd = random(SEED);
+    const rnd = seededRandom(SEED);
     const counts = new Map<string, number>();
     const failures: string[] = [];
     let cases = 0;

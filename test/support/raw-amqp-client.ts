@@ -58,14 +58,20 @@ export class RawAmqpClient {
     this.send(amqp091.encodeMethodFrame(channel, method));
   }
 
-  /** The next command named `name` (waiting at most `ms`), or an error saying what came instead. */
-  async next(name: string, ms = 10_000): Promise<Command> {
+  /**
+   * The next command named `name` (or any of the names), waiting at most `ms`, or an error saying
+   * what came instead.
+   */
+  async next(name: string | readonly string[], ms = 10_000): Promise<Command> {
+    const names: readonly string[] = typeof name === 'string' ? [name] : name;
     const deadline = Date.now() + ms;
     for (;;) {
-      const at = this.commands.findIndex((c) => c.method.name === name);
+      const at = this.commands.findIndex((c) => names.includes(c.method.name));
       if (at >= 0) return this.commands.splice(at, 1)[0] as Command;
       if (this.socket.destroyed || Date.now() > deadline) {
-        throw new Error(`no ${name}; got ${this.commands.map((c) => c.method.name).join(', ') || 'nothing'}`);
+        throw new Error(
+          `no ${names.join(' or ')}; got ${this.commands.map((c) => c.method.name).join(', ') || 'nothing'}`,
+        );
       }
       await new Promise<void>((resolve) => {
         this.#waiters.push(resolve);

@@ -32,7 +32,7 @@ async function start() {
   broker = started;
   let id = 0;
   const login = (user: string, password: string) =>
-    started.authenticate(user, password, '/', '127.0.0.1', `c${++id}`);
+    started.gate.authenticate(user, password, '/', '127.0.0.1', `c${++id}`);
   return { broker: started, checks, decoys, login };
 }
 

@@ -20,7 +20,7 @@ import type {
 import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
 import { commandPatternProblem } from '../metadata/name-pattern.ts';
 import { hashPassword } from '../metadata/passwords.ts';
-import { canAccess, canUseVhost } from '../metadata/permissions.ts';
+import { canAccess } from '../metadata/permissions.ts';
 import {
   integerArgument,
   queueConfigFromArguments,
@@ -43,14 +43,13 @@ import { withCompaction } from '../storage/compaction-policy.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { raftHostOf } from '../storage/raft-groups.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
-import type { ClientChannel, ClientConnection } from './client-connection.ts';
-import { ClientConnections } from './client-connections.ts';
+import type { ClientChannel } from './client-connection.ts';
 import { ClusterQueueDirectory } from './cluster-queue-directory.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 import { ConnectionDirectory } from './connection-directory.ts';
+import { ConnectionGate } from './connection-gate.ts';
 import { DEFAULT_DISK_FREE_LIMIT_BYTES } from './disk-free-limit.ts';
 import { LocalQueueDirectory } from './local-queue-directory.ts';
-import { isLoopbackAddress } from './loopback.ts';
 import { NodeListeners } from './node-listeners.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
@@ -179,8 +178,11 @@ export class Broker {
   private readonly localDeletes = new Set<string>();
   /** The queue actors running here (the replicas held here, in a cluster). */
   private readonly actors: QueueActors;
-  /** Client connections open here, of any protocol (transports register them once authenticated). */
-  private readonly connections = new ClientConnections();
+  /**
+   * Who may connect, and the client connections open here of any protocol (transports come
+   * through it: connection-gate.ts).
+   */
+  readonly gate: ConnectionGate;
   /** How this node reaches its queues, whether it is alone or in a cluster. */
   private readonly queues: QueueDirectory;
   /** The consistency check of replicated queues (`styx ctl check_queue`). */
@@ -242,6 +244,16 @@ export class Broker {
     this.logins = new VerifiedLogins(
       options.verifyPassword === undefined ? {} : { verify: options.verifyPassword },
     );
+    this.gate = new ConnectionGate({
+      logger: this.logger,
+      metadata: this.metadata,
+      logins: this.logins,
+      loopbackUsers: this.loopbackUsers,
+      counters: this.counters,
+      checkAcceptsClients: () => this.maintenance.checkAcceptsClients(),
+      publishBlockReason: () => this.publishBlockReason,
+      released: (connectionId) => this.releaseExclusiveQueues(connectionId),
+    });
     this.storage = options.storage;
     this.cluster = options.cluster;
     // A clustered node's run id is its incarnation: peers that see it change know it restarted.
@@ -343,7 +355,7 @@ export class Broker {
       selfId: this.nodeId(),
       selfName: this.nodeName,
       logger: this.logger,
-      local: () => this.clientConnections(),
+      local: () => this.gate.list(),
       members: () => {
         const nodes = this.cluster === undefined ? [] : this.metadata.clusterNodes();
         if (nodes.length === 0) return [{ id: this.nodeId(), name: this.nodeName }];
@@ -360,7 +372,7 @@ export class Broker {
       queueGroup: (groupId) => this.queues.group(groupId),
       metadataGroup: this.cluster === undefined ? undefined : this.metaGroup,
       closeClients: (reason) => {
-        const open = [...this.connections.values()];
+        const open = this.gate.list();
         // Gracefully: each publisher learns exactly which publishes to send again elsewhere.
         for (const connection of open) void connection.closeGracefully(reason);
         return open.length;
@@ -390,12 +402,7 @@ export class Broker {
       nameOf: (id) => this.metadata.clusterNodes().find((node) => node.id === id)?.name ?? id,
     });
     // Any alarm in the cluster blocks this node's publishers; the last one cleared unblocks them.
-    this.alarms.onChange(() => {
-      const reason = this.alarms.blockReason();
-      for (const connection of this.connections.values()) {
-        connection.setMemoryBlocked(reason !== undefined, reason);
-      }
-    });
+    this.alarms.onChange(() => this.gate.alarmsChanged());
     this.serverProperties = {
       entries: [
         { key: 'product', value: { longStr: 'Styx' } },
@@ -438,83 +445,14 @@ export class Broker {
 
   // ------------------------------------------------------------------------------ connections
 
-  async authenticate(
-    user: string,
-    password: string,
-    vhost: string,
-    remoteAddress: string,
-    connectionId: string,
-  ): Promise<Session> {
-    await this.checkCredentials(user, password, remoteAddress);
-    return this.openSession(user, vhost, connectionId);
-  }
-
-  /**
-   * The first half of `authenticate`, for a protocol that checks who the client is before it
-   * names a vhost (AMQP 0-9-1: start-ok, then open): 403 ACCESS_REFUSED unless the credentials
-   * are right and the user may connect from `remoteAddress`.
-   */
-  async checkCredentials(user: string, password: string, remoteAddress: string): Promise<void> {
-    this.maintenance.checkAcceptsClients();
-    const record = this.metadata.user(user);
-    // Unknown user and wrong password get the same answer after the same scrypt work (an unknown
-    // name is checked against a decoy hash), so names cannot be probed, nor timed. A password
-    // verified a moment ago for the same stored hash skips scrypt (a reconnection storm).
-    if (!(await this.logins.verify(user, password, record?.passwordHash))) {
-      throw new ConnectionError(Code.ACCESS_REFUSED, `login refused: user '${user}' - invalid credentials`);
-    }
-    if (this.loopbackUsers.has(user) && !isLoopbackAddress(remoteAddress)) {
-      throw new ConnectionError(Code.ACCESS_REFUSED, `user '${user}' can only connect via localhost`);
-    }
-  }
-
-  /** The second half of `authenticate`: 530 NOT_ALLOWED unless `vhost` exists and `user` may use it. */
-  openSession(user: string, vhost: string, connectionId: string): Session {
-    if (this.metadata.vhost(vhost) === undefined) {
-      throw new ConnectionError(Code.NOT_ALLOWED, `vhost '${vhost}' not found`);
-    }
-    if (!canUseVhost(this.metadata, user, vhost)) {
-      throw new ConnectionError(Code.NOT_ALLOWED, `access to vhost '${vhost}' refused for user '${user}'`);
-    }
-    return { user, vhost, connectionId };
-  }
-
-  connectionOpened(connection: ClientConnection): void {
-    this.connections.add(connection);
-    this.counters.connectionsOpened++;
-    const reason = this.publishBlockReason;
-    if (reason !== undefined) connection.setMemoryBlocked(true, reason);
-  }
-
-  connectionClosed(connection: ClientConnection): void {
-    if (!this.connections.delete(connection)) return;
-    this.counters.connectionsClosed++;
-    // Exclusive queues die with their connection.
-    this.runMeta({ type: 'deleteExclusive', connectionId: connection.id })
+  /** Exclusive queues die with their connection. */
+  private releaseExclusiveQueues(connectionId: string): void {
+    this.runMeta({ type: 'deleteExclusive', connectionId })
       .then((reply) => {
         this.counters.queuesDeleted += reply.deletedQueues.length;
         for (const q of reply.deletedQueues) void this.actors.stop(q.vhost, q.name, true);
       })
       .catch((err: unknown) => this.logger.warn({ err }, 'failed to delete exclusive queues'));
-  }
-
-  /** This node's open client connections, as the broker shows them to operators. */
-  clientConnections(): ClientConnection[] {
-    return [...this.connections.values()];
-  }
-
-  /**
-   * Close this node's connections that `match` with 320 CONNECTION_FORCED and `reason`: those of
-   * a user or vhost just deleted, which may no longer act (RabbitMQ closes them too). After the
-   * current apply, as a close releases the connection's exclusive queues through the metadata.
-   */
-  private closeConnectionsWhere(match: (connection: ClientConnection) => boolean, reason: string): void {
-    const doomed = this.clientConnections().filter(match);
-    if (doomed.length === 0) return;
-    this.logger.info({ count: doomed.length, reason }, 'closing connections');
-    queueMicrotask(() => {
-      for (const connection of doomed) connection.close(Code.CONNECTION_FORCED, reason);
-    });
   }
 
   private resolveOwner(owner: string): OwnerSink | undefined {
@@ -526,12 +464,12 @@ export class Broker {
    * back for one whose leader gave them up while it counted this node down.
    */
   private reassertConsumers(): void {
-    for (const channel of this.connections.openChannels()) channel.reassertConsumers();
+    for (const channel of this.gate.connections.openChannels()) channel.reassertConsumers();
   }
 
   /** The open channel of this node with owner id `owner` (`${connectionId}/${channel}`). */
   private localChannel(owner: string): ClientChannel | undefined {
-    return this.connections.channel(owner);
+    return this.gate.connections.channel(owner);
   }
 
   /** This node's figures as `/api/nodes` names them (and as its resource report carries them). */
@@ -544,7 +482,7 @@ export class Broker {
       disk_free_limit: this.resources.diskFreeLimitBytes ?? null,
       fd_used: descriptors.openFds ?? null,
       fd_total: descriptors.maxFds ?? null,
-      sockets_used: this.connections.size,
+      sockets_used: this.gate.connections.size,
       // Sockets are descriptors: Styx sets no limit of their own (RabbitMQ's is the descriptor limit's).
       sockets_total: descriptors.maxFds ?? null,
     };
@@ -603,7 +541,7 @@ export class Broker {
         // Every node applies this, so each closes its own: the closes are cluster-wide.
         if (command.type === 'deleteUser') {
           const name = command.name;
-          this.closeConnectionsWhere((c) => c.session.user === name, `user '${name}' deleted`);
+          this.gate.closeWhere((c) => c.session.user === name, `user '${name}' deleted`);
         }
         break;
       case 'setPermissions':
@@ -613,7 +551,7 @@ export class Broker {
         // Every node applies this, so each closes its own: the closes are cluster-wide.
         if (command.type === 'deleteVhost') {
           const name = command.name;
-          this.closeConnectionsWhere((c) => c.session.vhost === name, `vhost '${name}' deleted`);
+          this.gate.closeWhere((c) => c.session.vhost === name, `vhost '${name}' deleted`);
         }
         break;
       case 'setPolicy':
@@ -881,7 +819,7 @@ export class Broker {
     const locked = checkExclusiveAccess(record, session.connectionId);
     if (locked === undefined) return;
     // The owner is gone and its exclusive queues are being deleted: the queue no longer exists.
-    if (record.exclusiveOwner !== undefined && !this.connections.has(record.exclusiveOwner)) {
+    if (record.exclusiveOwner !== undefined && !this.gate.connections.has(record.exclusiveOwner)) {
       throw notFound(`no queue '${name}' in vhost '${session.vhost}'`);
     }
     throw new ChannelError(locked.code, locked.text);
@@ -1034,7 +972,7 @@ export class Broker {
 
   /** Open client connections on this node. */
   connectionCount(): number {
-    return this.connections.size;
+    return this.gate.connections.size;
   }
 
   /** What `GET /metrics` reads of this node (metrics/node-metrics.ts). */
@@ -1045,10 +983,10 @@ export class Broker {
       replicas: () => this.actors.replicas(),
       raftGroupOf: (groupId) => this.actors.raftGroupOf(groupId),
       metadataRaft: () => this.metaGroup,
-      connectionCount: () => this.connections.size,
-      channelCount: () => this.connections.sum((c) => c.channelCount),
-      publisherCount: () => this.connections.sum((c) => c.publisherCount),
-      clientConsumerCount: () => this.connections.sum((c) => c.consumerCount),
+      connectionCount: () => this.gate.connections.size,
+      channelCount: () => this.gate.connections.sum((c) => c.channelCount),
+      publisherCount: () => this.gate.connections.sum((c) => c.publisherCount),
+      clientConsumerCount: () => this.gate.connections.sum((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
       logSync: this.storage?.logStore.syncLatency,
       counters: this.counters,
@@ -1111,7 +1049,7 @@ export class Broker {
     // a queue's retries (GRACEFUL_CLOSE_MAX_WAIT_MS) when its commits stall. The server command
     // exits at once on a second signal.
     await Promise.all(
-      [...this.connections.values()].map((connection) => connection.closeGracefully('broker shutting down')),
+      this.gate.list().map((connection) => connection.closeGracefully('broker shutting down')),
     );
     this.replicaOps.stop();
     this.maintenance.stop();

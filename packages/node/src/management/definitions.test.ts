@@ -136,10 +136,12 @@ describe('import of a RabbitMQ 3.10 export', () => {
       tags: ['monitoring'],
     });
     expect((await h.api('GET', '/api/whoami', undefined, { user: 'ops', password: 'ops' })).status).toBe(401);
-    await expect(h.broker.authenticate('ops', 'ops-pw', 'shop', '127.0.0.1', 'c1')).resolves.toMatchObject({
+    await expect(
+      h.broker.gate.authenticate('ops', 'ops-pw', 'shop', '127.0.0.1', 'c1'),
+    ).resolves.toMatchObject({
       user: 'ops',
     });
-    await expect(h.broker.authenticate('ops', 'wrong', 'shop', '127.0.0.1', 'c2')).rejects.toThrow(
+    await expect(h.broker.gate.authenticate('ops', 'wrong', 'shop', '127.0.0.1', 'c2')).rejects.toThrow(
       /invalid credentials/,
     );
   });

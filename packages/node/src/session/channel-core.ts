@@ -10,7 +10,7 @@
  * handshake, channel multiplexing, heartbeats, batching and back-pressure (the transport's) and
  * topology, routing and queues (the broker's). The broker sees a core as a `ClientChannel`.
  */
-import type { BasicProperties } from '@styx/client/wire';
+import type { BasicProperties, FieldTable } from '@styx/client/wire';
 import type { Broker, Session } from '../broker/broker.ts';
 import type { ChannelFacts, ClientChannel } from '../broker/client-connection.ts';
 import { extractSenderRouting } from '../broker/sender-routing.ts';
@@ -23,11 +23,12 @@ import {
   preconditionFailed,
 } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
+import { argumentsJson } from '../management/views.ts';
 import type { OwnerSink } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { REDELIVER_UNFLAGGED, REORDER_DELIVERIES } from '../test-support/test-breaks.ts';
-import type { ChannelMethod, ChannelReply, PublishMethod } from './channel-methods.ts';
+import type { BindMethod, ChannelMethod, ChannelReply, PublishMethod } from './channel-methods.ts';
 import type { ChannelOutput } from './channel-output.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
 import { checkMessageSize } from './message-size.ts';
@@ -42,6 +43,13 @@ export interface ChannelCoreOptions<Prepared> {
   readonly number: number;
   readonly logger: Logger;
   readonly output: ChannelOutput<Prepared>;
+}
+
+/** What a channel's connection gives its core: who acts, the connection's id, its logger. */
+export interface ChannelCoreHost {
+  readonly session: Session;
+  readonly id: string;
+  readonly logger: Logger;
 }
 
 /**
@@ -60,6 +68,8 @@ interface Consumer<Prepared> {
   readonly noAck: boolean;
   readonly prefetch: number;
   readonly exclusive: boolean;
+  /** basic.consume's arguments, as the consumer's facts show them. */
+  readonly arguments: { readonly [key: string]: unknown };
   /**
    * Deliveries (as the output prepared them) that arrived before basic.consume-ok went out. AMQP
    * requires consume-ok first, but the queue may deliver during the very apply that attached the
@@ -108,6 +118,8 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   private prefetch = 0;
   /** basic.qos global=true's prefetch count (0: none). */
   private globalPrefetch = 0;
+  /** The queue this channel declared last: what an empty queue name stands for (queueName). */
+  private lastDeclaredQueue = '';
   private nextDeliveryTag = 1;
   /** `reorder-deliveries` (test-breaks.ts) only: deliveries so far, and one held back. */
   private reorderCount = 0;
@@ -145,6 +157,23 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   private writableEpoch = -1;
   /** Published at least once (a publisher, for `rabbitmq_global_publishers`). */
   hasPublished = false;
+
+  /** The core of channel `number` of the connection `host`, answering through `output`. */
+  static of<Prepared>(
+    host: ChannelCoreHost,
+    broker: Broker,
+    number: number,
+    output: ChannelOutput<Prepared>,
+  ): ChannelCore<Prepared> {
+    return new ChannelCore({
+      broker,
+      session: host.session,
+      connectionId: host.id,
+      number,
+      logger: host.logger,
+      output,
+    });
+  }
 
   constructor(options: ChannelCoreOptions<Prepared>) {
     this.output = options.output;
@@ -184,10 +213,25 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
         ackRequired: !c.noAck,
         prefetchCount: c.prefetch,
         exclusive: c.exclusive,
-        // basic.consume's arguments are not kept (no consumer argument changes anything yet).
-        arguments: {},
+        // Shown as given (x-priority and the like change nothing in delivery yet).
+        arguments: c.arguments,
       })),
     };
+  }
+
+  /**
+   * A queue name as a method gives it: the empty name stands for the queue this channel declared
+   * last (AMQP 0-9-1's shortcut, as RabbitMQ keeps it); 404 NOT_FOUND when it declared none.
+   */
+  private queueName(name: string): string {
+    if (name !== '') return name;
+    if (this.lastDeclaredQueue === '') throw new ChannelError(Code.NOT_FOUND, 'no previously declared queue');
+    return this.lastDeclaredQueue;
+  }
+
+  /** queue.bind / unbind's routing key: with the queue and key both empty, the last declared queue's name. */
+  private bindingKey(m: BindMethod): string {
+    return m.destination === '' && m.routingKey === '' ? this.queueName('') : m.routingKey;
   }
 
   /** Handle one method from the client, in order. Connection-level faults go to `output.connectionError`. */
@@ -325,30 +369,31 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       case 'queue.declare':
         return b.declareQueue(s, m).then((ok) => {
           b.counters.queuesDeclared++;
+          this.lastDeclaredQueue = ok.queue;
           this.reply({ method: 'queue.declare-ok', ...ok });
         });
       case 'queue.delete':
         return b
-          .deleteQueue(s, m.queue, m.ifUnused, m.ifEmpty)
+          .deleteQueue(s, this.queueName(m.queue), m.ifUnused, m.ifEmpty)
           .then((messageCount) => this.reply({ method: 'queue.delete-ok', messageCount }));
       case 'queue.purge':
         return b
-          .purgeQueue(s, m.queue)
+          .purgeQueue(s, this.queueName(m.queue))
           .then((messageCount) => this.reply({ method: 'queue.purge-ok', messageCount }));
       case 'queue.bind':
         return b
-          .bind(s, 'queue', m.destination, m.source, m.routingKey, m.arguments)
+          .bind(s, 'queue', this.queueName(m.destination), m.source, this.bindingKey(m), m.arguments)
           .then(() => this.reply({ method: 'queue.bind-ok' }));
       case 'queue.unbind':
         return b
-          .unbind(s, 'queue', m.destination, m.source, m.routingKey, m.arguments)
+          .unbind(s, 'queue', this.queueName(m.destination), m.source, this.bindingKey(m), m.arguments)
           .then(() => this.reply({ method: 'queue.unbind-ok' }));
       case 'basic.consume':
-        return this.consume(m.queue, m.consumerTag, m.noAck, m.exclusive);
+        return this.consume(this.queueName(m.queue), m.consumerTag, m.noAck, m.exclusive, m.arguments);
       case 'basic.cancel':
         return this.cancel(m.consumerTag);
       case 'basic.get':
-        return this.get(m.queue, m.noAck);
+        return this.get(this.queueName(m.queue), m.noAck);
       case 'basic.recover':
         return this.recover();
       case 'channel.close-ok':
@@ -502,6 +547,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     requestedTag: string,
     noAck: boolean,
     exclusive: boolean,
+    args: FieldTable | undefined,
   ): Promise<void> {
     const queue = this.broker.queueForUse(this.session, queueName, 'read');
     if (this.globalPrefetch > 0) {
@@ -521,6 +567,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       noAck,
       prefetch: this.prefetch,
       exclusive,
+      arguments: args === undefined ? {} : argumentsJson(args),
       pending: [],
     };
     this.consumers.set(tag, consumer);

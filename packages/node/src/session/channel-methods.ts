@@ -79,6 +79,11 @@ export type ChannelMethod =
       readonly consumerTag: string;
       readonly noAck: boolean;
       readonly exclusive: boolean;
+      /**
+       * The consumer's arguments (x-priority...), shown in its facts. AMQP's no-local is not
+       * here: RabbitMQ ignores it too.
+       */
+      readonly arguments?: FieldTable | undefined;
     }
   | { readonly method: 'basic.cancel'; readonly consumerTag: string }
   | { readonly method: 'basic.get'; readonly queue: string; readonly noAck: boolean }

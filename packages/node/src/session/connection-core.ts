@@ -6,11 +6,14 @@
  * taken. The transport keeps only what its wire decides: how a heartbeat, a blocked notice or a
  * close is encoded, and how its socket is paused.
  */
+
+import type { FieldTable } from '@styx/client/wire';
 import type { Broker, Session } from '../broker/broker.ts';
-import type { ClientChannel } from '../broker/client-connection.ts';
+import type { ClientChannel, ClientConnection, ConnectionFacts } from '../broker/client-connection.ts';
 import { ENQUEUE_SETTLE_BOUND_MS } from '../broker/cluster-queue.ts';
 import { Code, ConnectionError } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
+import { argumentsJson } from '../management/views.ts';
 
 /**
  * `closeGracefully`: longest wait for the confirms of publishes already taken, ms. Longer than a
@@ -324,14 +327,112 @@ export class ConnectionCore<C extends ConnectionChannel, Held> {
   }
 }
 
+/** A connection's facts that its transport decides (`CoreConnection.coreFacts` adds the rest). */
+export interface WireFacts {
+  readonly id: string;
+  /** The user named at the handshake, until a session says who is connected. */
+  readonly user: string;
+  readonly protocol: string;
+  readonly ends: SocketEnds;
+  /** The socket is TLS (RabbitMQ's `ssl`). */
+  readonly ssl: boolean;
+  readonly connectedAt: number;
+  readonly frameMax: number;
+  readonly channelMax: number;
+  readonly clientProperties: FieldTable | null | undefined;
+  readonly recvOct: number;
+  readonly sendOct: number;
+}
+
+/** The two ends of a client's socket. */
+export interface SocketEnds {
+  readonly peerHost: string;
+  readonly peerPort: number;
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A transport's channel adapter as its connection releases it. */
+export interface AbandonableChannel extends ConnectionChannel {
+  /** The connection is gone: release the channel without sending anything. */
+  abandon(): void;
+}
+
+/** How long a socket asked to end may take to close before it is destroyed, ms. */
+const SOCKET_END_GRACE_MS = 2000;
+
 /**
  * What a transport's connection answers the broker from its connection core alone (the counts and
- * channels of `ClientConnection`, its session, resource alarms), written once for every protocol.
+ * channels of `ClientConnection`, its session, resource alarms), and the end of a connection
+ * (shutdown, the peer's close, the release of its channels and of its place in the broker), written
+ * once for every protocol. The transport says how its socket ends and which timers it stops.
  */
-export abstract class CoreConnection<C extends ConnectionChannel, Held> {
+export abstract class CoreConnection<C extends AbandonableChannel, Held> {
   protected abstract readonly core: ConnectionCore<C, Held>;
+  protected abstract readonly broker: Broker;
+  abstract readonly logger: Logger;
+  /** The transport's states; 'closed' once released. */
+  protected abstract state: string;
   /** Who is connected, once the handshake authenticated them. */
   protected sessionValue: Session | undefined;
+
+  /** What an operator sees of a connection that the transport decides (the rest is the core's). */
+  protected coreFacts(own: WireFacts): ConnectionFacts {
+    const e = own.ends;
+    return {
+      name: `${e.peerHost}:${e.peerPort} -> ${e.host}:${e.port}`,
+      id: own.id,
+      user: this.sessionValue?.user ?? own.user,
+      vhost: this.sessionValue?.vhost ?? '',
+      protocol: own.protocol,
+      ...e,
+      ssl: own.ssl,
+      state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
+      connectedAt: own.connectedAt,
+      heartbeatMs: this.core.heartbeatMs,
+      frameMax: own.frameMax,
+      channelMax: own.channelMax,
+      clientProperties: argumentsJson(own.clientProperties ?? { entries: [] }),
+      recvOct: own.recvOct,
+      sendOct: own.sendOct,
+      channels: [...this.core.openChannels()].map((channel) => channel.facts()),
+    };
+  }
+
+  /** Write what is queued for the socket now. */
+  protected abstract flushWrites(): void;
+  /** Close the socket once what is written has gone. */
+  protected abstract endSocket(): void;
+  /** Close the socket at once (it did not close in time after `endSocket`). */
+  protected abstract destroySocket(): void;
+  /** Stop the transport's own timers (handshake, close, frame). */
+  protected abstract stopTimers(): void;
+
+  /** Release everything and close the socket once the queued frames are written. */
+  protected shutdown(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.release();
+    // What is queued (a connection.close, a close-ok) goes first.
+    this.flushWrites();
+    this.endSocket();
+    setTimeout(() => this.destroySocket(), SOCKET_END_GRACE_MS).unref();
+  }
+
+  /** The peer closed the socket (or it broke). */
+  protected onSocketClosed(): void {
+    if (this.state === 'closed') return;
+    this.logger.debug('socket closed by peer');
+    this.state = 'closed';
+    this.release();
+  }
+
+  /** Stop the timers, abandon every channel, and leave the broker's connections if it was open. */
+  protected release(): void {
+    this.stopTimers();
+    this.core.release((channel) => channel.abandon());
+    if (this.sessionValue !== undefined) this.broker.gate.closed(this as unknown as ClientConnection);
+  }
 
   get session(): Session {
     if (this.sessionValue === undefined) throw new Error('session used before the handshake completed');

@@ -21,7 +21,7 @@ async function channelOn(maxMessageSize: number | undefined) {
     ...(maxMessageSize !== undefined ? { maxMessageSize } : {}),
   });
   started.push(broker);
-  const session = await broker.authenticate('guest', 'guest', '/', '127.0.0.1', 'c1');
+  const session = await broker.gate.authenticate('guest', 'guest', '/', '127.0.0.1', 'c1');
   const seen: string[] = [];
   const output: ChannelOutput<string> = {
     reply: (r) => seen.push(r.method),
@@ -82,7 +82,7 @@ describe('max_message_size in the channel core', () => {
     );
     expect(core.isOpen).toBe(false);
     // The refused message reached no queue; the one at the limit did.
-    const session = await broker.authenticate('guest', 'guest', '/', '127.0.0.1', 'c2');
+    const session = await broker.gate.authenticate('guest', 'guest', '/', '127.0.0.1', 'c2');
     expect(
       (
         await broker.declareQueue(session, {

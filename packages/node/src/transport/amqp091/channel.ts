@@ -82,14 +82,7 @@ export class AmqpChannel implements ChannelOutput<Buffer> {
   constructor(host: AmqpChannelHost, broker: Broker, number: number) {
     this.host = host;
     this.number = number;
-    this.core = new ChannelCore({
-      broker,
-      session: host.session,
-      connectionId: host.id,
-      number,
-      logger: host.logger,
-      output: this,
-    });
+    this.core = ChannelCore.of(host, broker, number, this);
   }
 
   /** Handle one command from the client, in order. */

@@ -40,7 +40,10 @@ interface PendingContent {
   /** -1 until the content header has come. */
   bodySize: number;
   received: number;
+  /** Body frames as they came (views of their chunks), while they are few. */
   fragments: Buffer[];
+  /** Past MAX_FRAGMENTS: the body so far, copied, in a buffer grown by doubling up to bodySize. */
+  gathered: Buffer | undefined;
   properties: BasicProperties;
   propertiesBytes: Buffer;
 }
@@ -50,6 +53,14 @@ const CONTENT_METHODS: ReadonlySet<number> = new Set(
 );
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Body frames kept as views before they are gathered into one buffer: a peer sending a large body
+ * in tiny frames would otherwise hold one Buffer object (~100 B) per byte or so of its body.
+ */
+const MAX_FRAGMENTS = 64;
+/** The first gathering buffer's smallest size, bytes. */
+const MIN_GATHER_BYTES = 64 * 1024;
 
 /**
  * Turns frames into commands, as RabbitMQ's rabbit_command_assembler does: a method frame is a
@@ -126,6 +137,7 @@ export class CommandAssembler {
       bodySize: -1,
       received: 0,
       fragments: [],
+      gathered: undefined,
       properties: {},
       propertiesBytes: EMPTY,
     });
@@ -189,7 +201,8 @@ export class CommandAssembler {
     if (payload.length > p.bodySize - p.received) {
       throw frameError('content body frame exceeds remaining content size', p.classId, p.methodId);
     }
-    p.fragments.push(payload);
+    if (p.gathered === undefined && p.fragments.length < MAX_FRAGMENTS) p.fragments.push(payload);
+    else gather(p, payload);
     p.received += payload.length;
     return p.received === p.bodySize ? this.complete(channel, p) : undefined;
   }
@@ -197,11 +210,13 @@ export class CommandAssembler {
   private complete(channel: number, p: PendingContent): AmqpCommand {
     this.pending.delete(channel);
     const body =
-      p.fragments.length === 0
-        ? EMPTY
-        : p.fragments.length === 1
-          ? (p.fragments[0] as Buffer)
-          : Buffer.concat(p.fragments, p.bodySize);
+      p.gathered !== undefined
+        ? p.gathered.subarray(0, p.bodySize)
+        : p.fragments.length === 0
+          ? EMPTY
+          : p.fragments.length === 1
+            ? (p.fragments[0] as Buffer)
+            : Buffer.concat(p.fragments, p.bodySize);
     return {
       kind: 'content',
       channel,
@@ -211,4 +226,26 @@ export class CommandAssembler {
       body,
     };
   }
+}
+
+/**
+ * Copies `payload` after the body received so far into `p.gathered`, which grows by doubling (never
+ * past the declared body size): memory follows the bytes that came, not the size a header claims,
+ * and each byte is copied O(1) times on average.
+ */
+function gather(p: PendingContent, payload: Buffer): void {
+  const needed = p.received + payload.length;
+  let buffer = p.gathered;
+  if (buffer === undefined || buffer.length < needed) {
+    const grown = Buffer.allocUnsafe(Math.min(p.bodySize, Math.max(2 * needed, MIN_GATHER_BYTES)));
+    if (buffer !== undefined) buffer.copy(grown, 0, 0, p.received);
+    else {
+      let at = 0;
+      for (const fragment of p.fragments) at += fragment.copy(grown, at);
+      p.fragments = [];
+    }
+    buffer = grown;
+    p.gathered = grown;
+  }
+  payload.copy(buffer, p.received);
 }

@@ -184,6 +184,7 @@ export function methodOfCommand(command: Exclude<AmqpCommand, { kind: 'heartbeat
           consumerTag: m.args.consumerTag,
           noAck: m.args.noAck,
           exclusive: m.args.exclusive,
+          arguments: m.args.arguments,
         },
         nowait: m.args.nowait,
       };

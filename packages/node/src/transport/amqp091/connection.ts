@@ -4,7 +4,6 @@ import type { Broker } from '../../broker/broker.ts';
 import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
-import { argumentsJson } from '../../management/views.ts';
 import type { ConnectionWire } from '../../session/connection-core.ts';
 import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts';
 import { TurnBatch } from '../../session/turn-batch.ts';
@@ -114,11 +113,11 @@ export class AmqpConnection
   readonly id: string;
   readonly logger: Logger;
   private readonly socket: Socket;
-  private readonly broker: Broker;
+  protected readonly broker: Broker;
   private readonly limits: AmqpConnectionLimits;
   private readonly remoteAddress: string;
   protected readonly core: ConnectionCore<AmqpChannel, AmqpCommand>;
-  private state: State = 'header';
+  protected state: State = 'header';
   private readonly header = new ProtocolHeaderReader();
   private readonly parser = new FrameParser({ frameMax: FRAME_MIN_SIZE });
   private readonly assembler: CommandAssembler;
@@ -182,27 +181,19 @@ export class AmqpConnection
   }
 
   info(): ConnectionFacts {
-    return {
-      name: `${this.remoteAddress}:${this.ends.peerPort} -> ${this.ends.host}:${this.ends.port}`,
+    return this.coreFacts({
       id: this.id,
-      user: this.sessionValue?.user ?? this.user,
-      vhost: this.sessionValue?.vhost ?? '',
+      user: this.user,
       protocol: 'AMQP 0-9-1',
-      peerHost: this.remoteAddress,
-      peerPort: this.ends.peerPort,
-      host: this.ends.host,
-      port: this.ends.port,
+      ends: { peerHost: this.remoteAddress, ...this.ends },
       ssl: this.tls,
-      state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
       connectedAt: this.connectedAt,
-      heartbeatMs: this.core.heartbeatMs,
       frameMax: this.frameMax,
       channelMax: this.core.channelMax,
-      clientProperties: argumentsJson(this.clientProperties ?? { entries: [] }),
+      clientProperties: this.clientProperties,
       recvOct: this.socket.bytesRead,
       sendOct: this.socket.bytesWritten,
-      channels: [...this.openChannels()].map((channel) => channel.facts()),
-    };
+    });
   }
 
   // ---------------------------------------------------------------------------- ConnectionWire
@@ -380,6 +371,9 @@ export class AmqpConnection
       case 'connection.close-ok':
         this.shutdown();
         return;
+      case 'connection.update-secret':
+        this.updateSecret(method.args.newSecret.toString(), method.args.reason);
+        return;
       default:
         throw failing(Code.COMMAND_INVALID, `${method.name} is not valid on channel 0 now`, method.name);
     }
@@ -408,7 +402,7 @@ export class AmqpConnection
     this.user = user;
     this.state = 'authenticating';
     this.core.holdCommands();
-    this.broker.checkCredentials(user, password, this.remoteAddress).then(
+    this.broker.gate.checkCredentials(user, password, this.remoteAddress).then(
       () => {
         if (this.state !== 'authenticating') return;
         this.state = 'tune';
@@ -425,6 +419,34 @@ export class AmqpConnection
         this.replayHeld();
       },
       (err: unknown) => this.closeWithError(err, 'connection.start-ok'),
+    );
+  }
+
+  /**
+   * connection.update-secret, as RabbitMQ answers it: the new secret is checked for the same user
+   * (here a password; RabbitMQ's token backends take a token), then update-secret-ok; a refused one
+   * closes the connection with 530 NOT_ALLOWED. What the client sends meanwhile waits, in order.
+   */
+  private updateSecret(secret: string, reason: string): void {
+    this.core.holdCommands();
+    this.broker.gate.checkCredentials(this.user, secret, this.remoteAddress).then(
+      () => {
+        if (this.state !== 'open') return;
+        this.logger.info({ user: this.user, reason }, 'secret updated');
+        this.write(encodeMethodFrame(0, { name: 'connection.update-secret-ok', args: {} }));
+        this.replayHeld();
+      },
+      (err: unknown) => {
+        this.logger.warn({ user: this.user, err: (err as Error).message }, 'secret update refused');
+        this.core.takeHeld();
+        this.closeWithError(
+          failing(
+            Code.NOT_ALLOWED,
+            'New secret was refused by one of the backends',
+            'connection.update-secret',
+          ),
+        );
+      },
     );
   }
 
@@ -469,12 +491,12 @@ export class AmqpConnection
 
   /** connection.open: the vhost (530 NOT_ALLOWED if missing or not permitted). */
   private open(vhost: string): void {
-    const session = this.broker.openSession(this.user, vhost, this.id);
+    const session = this.broker.gate.openSession(this.user, vhost, this.id);
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.sessionValue = session;
     this.state = 'open';
-    this.broker.connectionOpened(this);
+    this.broker.gate.opened(this);
     this.write(encodeMethodFrame(0, { name: 'connection.open-ok', args: {} }));
     this.logger.info({ user: session.user, vhost: session.vhost }, 'AMQP connection opened');
   }
@@ -554,32 +576,25 @@ export class AmqpConnection
     this.timer.unref();
   }
 
-  /** Release everything and close the socket once the queued frames are written. */
-  private shutdown(): void {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
-    this.release();
+  // ---------------------------------------------------------------------------- CoreConnection
+
+  protected flushWrites(): void {
     this.outgoing.flush();
+  }
+
+  protected endSocket(): void {
     this.socket.end();
-    const kill = setTimeout(() => this.socket.destroy(), 2000);
-    kill.unref();
   }
 
-  private onSocketClosed(): void {
-    if (this.state !== 'closed') {
-      this.logger.debug('socket closed by peer');
-      this.state = 'closed';
-      this.release();
-    }
+  protected destroySocket(): void {
+    this.socket.destroy();
   }
 
-  private release(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+  protected stopTimers(): void {
+    clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.frameTimer !== undefined) clearTimeout(this.frameTimer);
+    clearTimeout(this.frameTimer);
     this.frameTimer = undefined;
-    this.core.release((channel) => channel.abandon());
-    if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
   }
 }
 

@@ -141,6 +141,23 @@ describe('CommandAssembler', () => {
   const headerAndBody = content.subarray(publish.length);
   const body = Buffer.from([3, 0, 1, 0, 0, 0, 5, 104, 101, 108, 108, 111, 0xce]);
 
+  it('a body in thousands of small frames is gathered whole, byte for byte', () => {
+    // 200 kB in 100-byte frames: gathered past the 64th, the buffer grows twice.
+    const text = Buffer.from(Array.from({ length: 200_000 }, (_, i) => 97 + (i % 26)));
+    const method = { name: 'basic.publish', args: { routingKey: 'q' } } as const;
+    const whole = encodeContentFrames(1, method, {}, text, 4096);
+    const start = encodeMethodFrame(1, method).length;
+    const header = whole.subarray(0, start + 8 + whole.readUInt32BE(start + 3));
+    // Frames far smaller than any encoder makes (frame_max is at least 4096).
+    const bytes: Buffer[] = [];
+    for (let at = 0; at < text.length; at += 100) {
+      bytes.push(Buffer.from([3, 0, 1, 0, 0, 0, 100]), text.subarray(at, at + 100), Buffer.from([0xce]));
+    }
+    const cmds = decodeChunks([Buffer.concat([header, ...bytes])]);
+    expect(cmds).toHaveLength(1);
+    expect(cmds[0]?.kind === 'content' && cmds[0].body.equals(text)).toBe(true);
+  });
+
   it('assembles content across interleaved channels', () => {
     const other = encodeContentFrames(
       2,

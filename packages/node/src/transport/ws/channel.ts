@@ -66,14 +66,7 @@ export class Channel implements ChannelOutput<PreparedDelivery> {
     this.host = host;
     this.broker = broker;
     this.number = number;
-    this.core = new ChannelCore({
-      broker,
-      session: host.session,
-      connectionId: host.id,
-      number,
-      logger: host.logger,
-      output: this,
-    });
+    this.core = ChannelCore.of(host, broker, number, this);
   }
 
   get isOpen(): boolean {

@@ -14,7 +14,6 @@ import type { Broker } from '../../broker/broker.ts';
 import type { ClientConnection, ConnectionFacts } from '../../broker/client-connection.ts';
 import { Code, ConnectionError } from '../../errors/amqp-error.ts';
 import type { Logger } from '../../logging/logger.ts';
-import { argumentsJson } from '../../management/views.ts';
 import type { ConnectionWire } from '../../session/connection-core.ts';
 import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts';
 import { TurnBatch } from '../../session/turn-batch.ts';
@@ -79,11 +78,11 @@ export class Connection
   readonly id: string;
   readonly logger: Logger;
   private readonly ws: WebSocket;
-  private readonly broker: Broker;
+  protected readonly broker: Broker;
   private readonly limits: ConnectionLimits;
   private readonly remoteAddress: string;
   protected readonly core: ConnectionCore<Channel, Frame>;
-  private state: 'handshake' | 'open' | 'closing' | 'closed' = 'handshake';
+  protected state: 'handshake' | 'open' | 'closing' | 'closed' = 'handshake';
   /** Frames queued this turn: Frame objects, or frames already encoded (the hot ones, see fast-codec). */
   private readonly outgoing = new TurnBatch<Frame | Uint8Array>(MAX_FRAMES_PER_MESSAGE, (f) =>
     this.writeBatch(f),
@@ -154,27 +153,24 @@ export class Connection
   /** What an operator sees of this connection (`GET /api/connections`, broker/client-connection.ts). */
   info(): ConnectionFacts {
     const socket = this.socket;
-    return {
-      name: `${this.remoteAddress}:${this.ends.peerPort} -> ${this.ends.host}:${this.ends.port}`,
+    return this.coreFacts({
       id: this.id,
-      user: this.sessionValue?.user ?? '',
-      vhost: this.sessionValue?.vhost ?? '',
+      user: '',
       protocol: `Styx WebSocket ${PROTOCOL_VERSION}`,
-      peerHost: this.remoteAddress,
-      peerPort: this.ends.peerPort,
-      host: this.ends.host,
-      port: this.ends.port,
+      ends: {
+        peerHost: this.remoteAddress,
+        peerPort: this.ends.peerPort,
+        host: this.ends.host,
+        port: this.ends.port,
+      },
       ssl: this.ends.tls,
-      state: this.state === 'open' ? (this.core.blocked ? 'blocked' : 'running') : 'closing',
       connectedAt: this.connectedAt,
-      heartbeatMs: this.core.heartbeatMs,
       frameMax: this.frameMax,
       channelMax: this.limits.channelMax,
-      clientProperties: argumentsJson(this.clientProperties ?? { entries: [] }),
+      clientProperties: this.clientProperties,
       recvOct: socket?.bytesRead ?? 0,
       sendOct: socket?.bytesWritten ?? 0,
-      channels: [...this.openChannels()].map((channel) => channel.facts()),
-    };
+    });
   }
 
   /** An operator's close (or the user's or vhost's deletion): `code` and `reason` to the client. */
@@ -272,7 +268,7 @@ export class Connection
         `unsupported protocol version ${hello.protocolVersion}; this node speaks ${PROTOCOL_VERSION}`,
       );
     }
-    const session = await this.broker.authenticate(
+    const session = await this.broker.gate.authenticate(
       hello.username,
       hello.password,
       hello.vhost || '/',
@@ -290,7 +286,7 @@ export class Connection
         ? Math.max(requested, this.limits.heartbeatMs)
         : Math.min(requested, this.limits.heartbeatMs);
     this.state = 'open';
-    this.broker.connectionOpened(this);
+    this.broker.gate.opened(this);
     this.send({
       channel: 0,
       method: 'helloOk',
@@ -426,29 +422,21 @@ export class Connection
     return this.core.closeGracefully(text, maxWaitMs);
   }
 
-  /** Release everything and close the socket once the queued frames are written. */
-  private shutdown(): void {
-    if (this.state === 'closed') return;
-    this.state = 'closed';
-    this.release();
-    // Write what is queued (a close frame or close-ok), then close the socket.
+  // ---------------------------------------------------------------------------- CoreConnection
+
+  protected flushWrites(): void {
     this.outgoing.flush();
+  }
+
+  protected endSocket(): void {
     if (this.ws.readyState === this.ws.OPEN) this.ws.close(1000);
-    const kill = setTimeout(() => this.ws.terminate(), 2000);
-    kill.unref();
   }
 
-  private onSocketClosed(): void {
-    if (this.state !== 'closed') {
-      this.logger.debug('socket closed by peer');
-      this.state = 'closed';
-      this.release();
-    }
+  protected destroySocket(): void {
+    this.ws.terminate();
   }
 
-  private release(): void {
-    if (this.handshakeTimer !== undefined) clearTimeout(this.handshakeTimer);
-    this.core.release((channel) => channel.abandon());
-    if (this.sessionValue !== undefined) this.broker.connectionClosed(this);
+  protected stopTimers(): void {
+    clearTimeout(this.handshakeTimer);
   }
 }

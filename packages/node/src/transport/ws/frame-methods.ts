@@ -128,6 +128,7 @@ export function methodOfFrame(frame: Frame): ChannelMethod {
         consumerTag: m.consumerTag,
         noAck: m.noAck,
         exclusive: m.exclusive,
+        arguments: m.arguments ?? undefined,
       };
     }
     case 'basicCancel':
