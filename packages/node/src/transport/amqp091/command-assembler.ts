@@ -8,10 +8,11 @@ import type { AmqpMethod } from './spec.gen.ts';
 import { decodeBasicProperties, decodeMethodFields, METHOD_DEFS } from './spec.gen.ts';
 
 /**
- * The largest message body accepted by default, in bytes: RabbitMQ's default max_message_size
- * (128 MiB). A content header that declares more is refused (501) before any body is buffered.
+ * The largest message body kept by default, in bytes: RabbitMQ 4's default max_message_size
+ * (16 MiB). A content header that declares more gets its body read and dropped, never buffered,
+ * and the command completes as `oversize` so the channel refuses it (406, as RabbitMQ does).
  */
-export const DEFAULT_MAX_BODY_SIZE = 128 * 1024 * 1024;
+export const DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024;
 
 /** A complete AMQP command: a method, with its content when it carries one. */
 export type AmqpCommand =
@@ -24,12 +25,20 @@ export type AmqpCommand =
       /** The header's property bytes (flags and values) as received, to pass on without re-encoding. */
       propertiesBytes: Buffer;
       body: Buffer;
+      /**
+       * The declared body size when it was over the maximum: the body was read and dropped (`body`
+       * is empty), and the channel refuses the message with 406 PRECONDITION_FAILED.
+       */
+      oversize?: number;
     }
   | { kind: 'heartbeat' };
 
 /** Options of a CommandAssembler. */
 export interface CommandAssemblerOptions {
-  /** Largest body accepted, in bytes (default DEFAULT_MAX_BODY_SIZE); more is a 501 FRAME_ERROR. */
+  /**
+   * Largest body kept, in bytes (default DEFAULT_MAX_BODY_SIZE, the node's max_message_size): a
+   * larger one is read and dropped, and its command completes `oversize`.
+   */
   maxBodySize?: number;
 }
 
@@ -44,6 +53,8 @@ interface PendingContent {
   fragments: Buffer[];
   /** Past MAX_FRAGMENTS: the body so far, copied, in a buffer grown by doubling up to bodySize. */
   gathered: Buffer | undefined;
+  /** The declared size is over maxBodySize: body frames are counted, not kept. */
+  dropping: boolean;
   properties: BasicProperties;
   propertiesBytes: Buffer;
 }
@@ -138,6 +149,7 @@ export class CommandAssembler {
       received: 0,
       fragments: [],
       gathered: undefined,
+      dropping: false,
       properties: {},
       propertiesBytes: EMPTY,
     });
@@ -170,13 +182,12 @@ export class CommandAssembler {
     const high = payload.readUInt32BE(r.pos);
     const bodySize = high * 0x1_0000_0000 + payload.readUInt32BE(r.pos + 4);
     r.pos += 8;
-    if (high > 0x1f_ffff || bodySize > this.maxBodySize) {
-      throw frameError(
-        `content body size ${high > 0x1f_ffff ? '> 2^53' : bodySize} exceeds maximum allowed size ${this.maxBodySize}`,
-        p.classId,
-        p.methodId,
-      );
+    if (high > 0x1f_ffff) {
+      throw frameError('content body size > 2^53 cannot be represented', p.classId, p.methodId);
     }
+    // Over the maximum: read the body and drop it, so that only the channel is refused (406), as
+    // RabbitMQ refuses an oversized message, and the connection's framing stays intact.
+    p.dropping = bodySize > this.maxBodySize;
     const start = r.pos;
     p.properties = decodeBasicProperties(r);
     if (r.remaining !== 0) {
@@ -201,7 +212,9 @@ export class CommandAssembler {
     if (payload.length > p.bodySize - p.received) {
       throw frameError('content body frame exceeds remaining content size', p.classId, p.methodId);
     }
-    if (p.gathered === undefined && p.fragments.length < MAX_FRAGMENTS) p.fragments.push(payload);
+    if (p.dropping) {
+      // counted below, never kept
+    } else if (p.gathered === undefined && p.fragments.length < MAX_FRAGMENTS) p.fragments.push(payload);
     else gather(p, payload);
     p.received += payload.length;
     return p.received === p.bodySize ? this.complete(channel, p) : undefined;
@@ -209,6 +222,17 @@ export class CommandAssembler {
 
   private complete(channel: number, p: PendingContent): AmqpCommand {
     this.pending.delete(channel);
+    if (p.dropping) {
+      return {
+        kind: 'content',
+        channel,
+        method: p.method,
+        properties: p.properties,
+        propertiesBytes: p.propertiesBytes,
+        body: EMPTY,
+        oversize: p.bodySize,
+      };
+    }
     const body =
       p.gathered !== undefined
         ? p.gathered.subarray(0, p.bodySize)

@@ -47,6 +47,7 @@ export function methodOfCommand(command: Exclude<AmqpCommand, { kind: 'heartbeat
         immediate: m.args.immediate,
         properties: command.properties,
         body: command.body,
+        ...(command.oversize === undefined ? {} : { bodySize: command.oversize }),
       },
       nowait: WAIT,
     };

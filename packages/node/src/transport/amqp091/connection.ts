@@ -42,8 +42,6 @@ export interface AmqpConnectionLimits {
   readonly closeTimeoutMs: number;
   /** Bytes queued towards a client above which its socket is no longer read until they drain. */
   readonly socketHighWater: number;
-  /** Largest message body accepted, bytes (more is a 501 FRAME_ERROR). */
-  readonly maxBodySize: number;
 }
 
 export const DEFAULT_AMQP_LIMITS: AmqpConnectionLimits = {
@@ -55,7 +53,6 @@ export const DEFAULT_AMQP_LIMITS: AmqpConnectionLimits = {
   frameTimeoutMs: 30_000,
   closeTimeoutMs: 3_000,
   socketHighWater: 4 * 1024 * 1024,
-  maxBodySize: 16 * 1024 * 1024,
 };
 
 /** Commands a client may send while its credentials are checked (it should send none). */
@@ -150,7 +147,7 @@ export class AmqpConnection
       port: socket.localPort ?? 0,
     };
     this.logger = logger.child({ conn: this.id, peer: this.remoteAddress });
-    this.assembler = new CommandAssembler({ maxBodySize: limits.maxBodySize });
+    this.assembler = new CommandAssembler({ maxBodySize: broker.maxMessageSize });
     this.core = new ConnectionCore({
       broker,
       logger: this.logger,

@@ -158,6 +158,18 @@ describe('CommandAssembler', () => {
     expect(cmds[0]?.kind === 'content' && cmds[0].body.equals(text)).toBe(true);
   });
 
+  it('a body over the maximum is read and dropped: the command completes oversize, empty, framing intact', () => {
+    const method = { name: 'basic.publish', args: { routingKey: 'q' } } as const;
+    const over = encodeContentFrames(1, method, { priority: 2 }, Buffer.alloc((1 << 20) + 1, 1), 4096);
+    const cmds = decodeChunks([over, publish, headerAndBody]);
+    expect(cmds).toHaveLength(2);
+    const [dropped, next] = cmds;
+    expect(
+      dropped?.kind === 'content' && [dropped.oversize, dropped.body.length, dropped.properties],
+    ).toEqual([(1 << 20) + 1, 0, { priority: 2 }]);
+    expect(next?.kind === 'content' && [next.oversize, next.body.toString()]).toEqual([undefined, 'hello']);
+  });
+
   it('assembles content across interleaved channels', () => {
     const other = encodeContentFrames(
       2,
