@@ -46,7 +46,7 @@ import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { GotApplyResult, OwnerSink, QueueActor } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
-import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import { decodeForwarded } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, queueMembers } from './cluster-queue.ts';
 import { handOverTarget } from './handover-target.ts';
@@ -456,13 +456,15 @@ export class ClusterQueues {
 
   // ------------------------------------------------------------------------------ the link's server side
 
-  readonly #onRequest: QueueLinkHandler = (op, group, body) => {
+  readonly #onRequest: QueueLinkHandler = (op, group, body, _from, headroom = 0) => {
     switch (op) {
       case QueueOp.command: {
         // Decoded here, synchronously: a body that does not decode closes the stream it came on.
+        // An enqueue is proposed in the bytes it came in (the frame's header makes room for the
+        // entry's).
         let command: QueueCommand;
         try {
-          command = queueCommandCodec.decode(body);
+          command = decodeForwarded(body, headroom);
         } catch (error) {
           throw new QueueLinkFrameError(`queue command does not decode: ${(error as Error).message}`);
         }
