@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
 import {
   decodeCommandAnswer,
+  encodeBinaryAnswer,
   encodeCommandAnswer,
   encodeCounts,
   QueueLinkCode,
@@ -64,6 +65,8 @@ class FakePort implements QueueNodePort {
   /** Calls past this many fail the test (a loop that never ends). */
   maxCalls = 500;
   orderedPublishes: (() => boolean) | undefined = undefined;
+  /** Off unless a test turns it on: the responders here answer op 1, in JSON. */
+  binaryAnswers: () => boolean = () => false;
 
   replica(groupId: string): QueueActor | undefined {
     return groupId === GROUP ? this.local : undefined;
@@ -76,7 +79,8 @@ class FakePort implements QueueNodePort {
     body: Uint8Array,
     timeoutMs: number,
   ): Promise<Uint8Array> {
-    const command = op === QueueOp.command ? queueCommandCodec.decode(body) : undefined;
+    const command =
+      op === QueueOp.command || op === QueueOp.commandBinary ? queueCommandCodec.decode(body) : undefined;
     const call: Call = { peer, op, group, command, timeoutMs };
     this.calls.push(call);
     if (this.calls.length > this.maxCalls) throw new RunawayError(this.calls);
@@ -529,6 +533,46 @@ describe('ClusterQueue: the ordered_publishes feature flag', () => {
     const ordered = port.calls.map((c) => (c.command?.type === 'enqueue' ? c.command.ordered : undefined));
     expect(ordered).toEqual([undefined, true]);
     expect(leader.ready).toBe(2);
+  });
+});
+
+describe('ClusterQueue: the binary_queue_answers feature flag', () => {
+  it('sends op 8 and reads binary answers while the flag is enabled, op 1 and JSON while not', async () => {
+    const port = new FakePort();
+    const leader = new MachineHarness({
+      deadLetterExchange: undefined,
+      maxLength: 1,
+      overflow: 'reject-publish',
+    });
+    port.respond = (call, body) => {
+      const result = leader.apply(queueCommandCodec.decode(body));
+      // The actor attaches a got's body from its body store; the machine alone does not.
+      const got = result.reply.type === 'got' ? message() : undefined;
+      return call.op === QueueOp.commandBinary
+        ? encodeBinaryAnswer(result.reply, got)
+        : encodeCommandAnswer(result.reply, got);
+    };
+    let enabled = true;
+    port.binaryAnswers = () => enabled;
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    // The queue holds one message: the next is refused, and the refusal's reason comes through.
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'rejected', reason: 'maxlen' });
+    const got = await queue.get('conn/1', true);
+    expect(got).toMatchObject({ redelivered: false, messageCount: 0 });
+    expect(got?.message.body.byteLength).toBe(message().body.byteLength);
+    enabled = false;
+    expect(await queue.enqueue(message(), undefined)).toEqual({ type: 'ok' });
+    expect(await queue.get('conn/1', true)).toMatchObject({ messageCount: 0 });
+    expect(port.calls.map((c) => c.op)).toEqual([8, 8, 8, 1, 1]);
+  });
+
+  it('a binary answer that does not decode fails the command, not the node', async () => {
+    const port = new FakePort();
+    port.binaryAnswers = () => true;
+    port.respond = () => new Uint8Array([200]);
+    const queue = new ClusterQueue(record([SELF, 'id-b']), false, port);
+    await expect(queue.get('conn/1', true)).rejects.toThrow(/unknown tag 200/);
   });
 });
 

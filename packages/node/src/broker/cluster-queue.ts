@@ -24,8 +24,10 @@ import { GroupOverloadedError, NotLeaderError } from '@styx/raft';
 import { ClusterError } from '../cluster/errors.ts';
 import { QueueLinkLostError, QueueLinkRemoteError, QueueLinkTimeoutError } from '../cluster/queue-link.ts';
 import {
+  decodeBinaryAnswer,
   decodeCommandAnswer,
   decodeCounts,
+  encodeBinaryAnswer,
   encodeCommandAnswer,
   encodeCounts,
   QueueLinkCode,
@@ -87,6 +89,11 @@ export interface QueueNodePort {
    * every replica decodes their entries). Absent: yes.
    */
   orderedPublishes?(): boolean;
+  /**
+   * Whether commands may be forwarded as `QueueOp.commandBinary` (feature flag
+   * `binary_queue_answers` enabled cluster-wide: every leader answers it). Absent: yes.
+   */
+  binaryAnswers?(): boolean;
 }
 
 /** The queue has no leader this node can reach (a quorum of its replicas is down or cut off). */
@@ -347,7 +354,8 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
         }
         return { reply: result.reply, message: (result as GotApplyResult).message };
       }
-      return this.#forward(QueueOp.command, queueCommandCodec.encode(command), false, decodeCommandAnswer);
+      const { op, decode } = this.#commandOp();
+      return this.#forward(op, queueCommandCodec.encode(command), false, decode);
     }
     const outgoing: Outgoing = { command, body: undefined };
     const seq = ++this.#commandSeq;
@@ -406,10 +414,11 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     if (peer === undefined) return Promise.resolve({ error: new Error('no other replica to ask') });
     // Encoded once, when first sent over the link (the local replica takes the command as is).
     outgoing.body ??= queueCommandCodec.encode(outgoing.command);
-    return this.#port.call(peer, QueueOp.command, this.groupId, outgoing.body, CALL_TIMEOUT_MS).then(
+    const { op, decode } = this.#commandOp();
+    return this.#port.call(peer, op, this.groupId, outgoing.body, CALL_TIMEOUT_MS).then(
       (bytes) => {
         this.#leaderHint = peer;
-        const answer = decodeCommandAnswer(bytes);
+        const answer = decode(bytes);
         if (answer.reply.type === 'outOfOrder') return { error: new PublishOvertookError() };
         return { answer };
       },
@@ -564,9 +573,10 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       if (replica?.isLeader) {
         // Became leader while the command was being forwarded (rare: the extra coding is fine).
         try {
-          if (op !== QueueOp.command) return decode(encodeCounts(replica.counts()));
+          if (op === QueueOp.counts) return decode(encodeCounts(replica.counts()));
           const result = await runLocal(replica, queueCommandCodec.decode(body));
-          return decode(encodeCommandAnswer(result.reply, (result as GotApplyResult).message));
+          const encode = op === QueueOp.command ? encodeCommandAnswer : encodeBinaryAnswer;
+          return decode(encode(result.reply, (result as GotApplyResult).message));
         } catch (error) {
           if (error instanceof LocalProposalTimeoutError && !retryable)
             throw new ChannelError(Code.INTERNAL_ERROR, error.message);
@@ -613,6 +623,13 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       await sleep(delay);
       delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
+  }
+
+  /** The op commands are forwarded as, and the decoder of its answers. */
+  #commandOp(): { op: number; decode: (bytes: Uint8Array) => CommandAnswer } {
+    return this.#port.binaryAnswers?.() === false
+      ? { op: QueueOp.command, decode: decodeCommandAnswer }
+      : { op: QueueOp.commandBinary, decode: decodeBinaryAnswer };
   }
 
   /** Whether this node's replica of the queue leads it (a hint naming this node is then true). */

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { QueueLinkLostError } from '../cluster/queue-link.ts';
-import { encodeCommandAnswer } from '../cluster/queue-rpc-codec.ts';
+import { encodeBinaryAnswer, encodeCommandAnswer, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import { silentLogger } from '../logging/logger.ts';
 import type { QueueRecord } from '../metadata/metadata-machine.ts';
 import { MachineHarness, storedMessage } from '../queue/queue-test-harness.ts';
@@ -32,7 +32,7 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
     const port: QueueClusterPort = {
       nodeId: 'id-n1',
       queueLink: {
-        call: async (peer, _op, _group, body) => {
+        call: async (peer, op, _group, body) => {
           const command = queueCommandCodec.decode(body);
           if (command.type === 'enqueue' && command.publishId !== undefined) {
             const { messageId, source } = command.publishId;
@@ -42,7 +42,9 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
               throw new QueueLinkLostError(peer, 'stream closed');
             }
           }
-          return encodeCommandAnswer(leader.apply(command).reply, undefined);
+          // No feature flags here: commands go as op 8, answered in binary (op 1 in JSON).
+          const answer = op === QueueOp.commandBinary ? encodeBinaryAnswer : encodeCommandAnswer;
+          return answer(leader.apply(command).reply, undefined);
         },
         handle: () => {},
       },

@@ -21,7 +21,11 @@ import { randomBytes } from 'node:crypto';
 import type { RaftGroupLog } from '@styx/raft';
 import { NotLeaderError } from '@styx/raft';
 import type { FeatureFlagGate } from '../cluster/feature-flags.ts';
-import { CONSUMER_SUSPICION_FLAG, ORDERED_PUBLISHES_FLAG } from '../cluster/feature-flags.ts';
+import {
+  BINARY_QUEUE_ANSWERS_FLAG,
+  CONSUMER_SUSPICION_FLAG,
+  ORDERED_PUBLISHES_FLAG,
+} from '../cluster/feature-flags.ts';
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
 import { QueueLinkError, QueueLinkFrameError, QueueLinkRemoteError } from '../cluster/queue-link.ts';
@@ -31,6 +35,7 @@ import {
   decodeDelivery,
   decodeGroupStatus,
   decodeText,
+  encodeBinaryAnswer,
   encodeCancelled,
   encodeCommandAnswer,
   encodeCounts,
@@ -45,8 +50,8 @@ import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.
 import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { GotApplyResult, OwnerSink, QueueActor } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
-import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
-import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import type { QueueApplyResult, QueueCommand, QueueReply, StoredMessage } from '../queue/types.ts';
+import { decodeForwarded } from '../storage/queue-command-codec.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, queueMembers } from './cluster-queue.ts';
 import { handOverTarget } from './handover-target.ts';
@@ -187,6 +192,7 @@ export class ClusterQueues {
       replica: (groupId) => host.replica(groupId),
       call: (peer, op, group, body, timeoutMs) => cluster.queueLink.call(peer, op, group, body, timeoutMs),
       orderedPublishes: () => cluster.featureFlags?.isEnabled(ORDERED_PUBLISHES_FLAG) ?? true,
+      binaryAnswers: () => cluster.featureFlags?.isEnabled(BINARY_QUEUE_ANSWERS_FLAG) ?? true,
     };
     cluster.queueLink.handle(this.#onRequest);
     this.#unsubscribe = cluster.onNodeDown((nodeId) => this.#nodeDown(nodeId));
@@ -456,19 +462,24 @@ export class ClusterQueues {
 
   // ------------------------------------------------------------------------------ the link's server side
 
-  readonly #onRequest: QueueLinkHandler = (op, group, body) => {
+  readonly #onRequest: QueueLinkHandler = (op, group, body, _from, headroom = 0) => {
     switch (op) {
-      case QueueOp.command: {
+      case QueueOp.command:
+      case QueueOp.commandBinary: {
         // Decoded here, synchronously: a body that does not decode closes the stream it came on.
+        // An enqueue is proposed in the bytes it came in (the frame's header makes room for the
+        // entry's).
         let command: QueueCommand;
         try {
-          command = queueCommandCodec.decode(body);
+          command = decodeForwarded(body, headroom);
         } catch (error) {
           throw new QueueLinkFrameError(`queue command does not decode: ${(error as Error).message}`);
         }
+        const answer = op === QueueOp.command ? encodeCommandAnswer : encodeBinaryAnswer;
         const leading = this.#leadingOrElected(group);
-        if (leading instanceof Promise) return leading.then((actor) => this.#runForwarded(actor, command));
-        return this.#runForwarded(leading, command);
+        if (leading instanceof Promise)
+          return leading.then((actor) => this.#runForwarded(actor, command, answer));
+        return this.#runForwarded(leading, command, answer);
       }
       case QueueOp.counts: {
         const leading = this.#leadingOrElected(group);
@@ -582,9 +593,13 @@ export class ClusterQueues {
   }
 
   /** A forwarded command run on the leader here, its answer (or NOT_LEADER) for the caller. */
-  #runForwarded(actor: QueueActor, command: QueueCommand): Promise<Uint8Array> {
+  #runForwarded(
+    actor: QueueActor,
+    command: QueueCommand,
+    answer: (reply: QueueReply, message: StoredMessage | undefined) => Uint8Array,
+  ): Promise<Uint8Array> {
     return actor.run(command).then(
-      (result) => encodeCommandAnswer(result.reply, (result as GotApplyResult).message),
+      (result) => answer(result.reply, (result as GotApplyResult).message),
       (error: unknown) => {
         if (error instanceof NotLeaderError)
           throw new QueueLinkError(QueueLinkCode.notLeader, error.leader ?? '');

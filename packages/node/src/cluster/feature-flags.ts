@@ -69,6 +69,13 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       'moving dead letters back (metadata commands startRedrive, updateRedrive, claimRedrive, ' +
       'cancelRedrive; queue log entry remove, tag 16); while disabled a redrive is refused',
   },
+  {
+    name: 'binary_queue_answers',
+    since: 3,
+    description:
+      'a node forwards queue commands to their leader as queue-link op 8, answered in binary instead of ' +
+      'JSON; while disabled it sends op 1 and reads JSON answers, as before (every build answers both)',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -234,6 +241,12 @@ export const CONSUMER_SUSPICION_FLAG = 'consumer_suspicion';
  * 19) are unknown to a replica of an older build, which could not decode them.
  */
 export const ORDERED_PUBLISHES_FLAG = 'ordered_publishes';
+
+/**
+ * The flag that guards binary answers to forwarded queue commands (queue-link op 8,
+ * cluster/queue-rpc-codec.ts): an older build does not know the op.
+ */
+export const BINARY_QUEUE_ANSWERS_FLAG = 'binary_queue_answers';
 
 /** The flag that guards maintenance mode's metadata command (management/maintenance-api.ts). */
 export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';

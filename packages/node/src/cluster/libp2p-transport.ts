@@ -16,6 +16,7 @@ import {
   decodeUnknownFrameAnswer,
   encodeFrame,
   encodeUnknownFrameAnswer,
+  FRAME_PREFIX_BYTES,
   FrameDecoder,
   messageChunks,
   RAFT_FRAME_PEER_BATCH,
@@ -182,12 +183,14 @@ export class Libp2pTransport implements Transport {
 
   send(peer: string, batch: PeerBatch): Promise<void> {
     if (this.#closed) return Promise.reject(new PeerUnreachableError(peer));
-    // Encoded now: the caller may reuse the batch's objects once `send` returns.
-    const payload = encodePeerBatch(batch);
-    if (payload.byteLength > this.#maxFrameBytes) {
-      return Promise.reject(new FrameTooLargeError(payload.byteLength, this.#maxFrameBytes));
+    // Encoded now: the caller may reuse the batch's objects once `send` returns. Encoded after
+    // room for the frame's prefix, written in place (no copy of the batch into a frame).
+    const frame = encodePeerBatch(batch, FRAME_PREFIX_BYTES);
+    const payloadBytes = frame.byteLength - FRAME_PREFIX_BYTES;
+    if (payloadBytes > this.#maxFrameBytes) {
+      return Promise.reject(new FrameTooLargeError(payloadBytes, this.#maxFrameBytes));
     }
-    const frame = encodeFrame(payload);
+    new DataView(frame.buffer, frame.byteOffset, FRAME_PREFIX_BYTES).setUint32(0, payloadBytes);
     const link = this.#link(peer);
     const stream = this.#streamFor(peer, link);
     const written = Promise.all([stream, link.tail]).then(([s]) => this.#write(peer, link, s, frame));

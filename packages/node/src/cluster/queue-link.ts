@@ -23,6 +23,10 @@
  * that gets no answer in time rejects with `QueueLinkLostError` / `QueueLinkTimeoutError`: its
  * outcome is unknown (the caller retries with an idempotency id, or reports the loss).
  *
+ * Writes: the frames one turn makes for a stream (requests on the caller's, answers on the
+ * responder's) go out together, as one `send` in a microtask (cost is per write: yamux frame, noise
+ * cipher, socket write); and the calls of one turn share one deadline timer.
+ *
  * Back-pressure: a request is handed to the stream only while it takes more (`send` returned true,
  * no `drain` awaited); the others wait here, in order, and go on `drain`. At most `maxQueuedBytes`
  * of them wait per peer (plus one frame, so a request of any allowed size can go): past it a call
@@ -35,10 +39,11 @@ import type { Connection, Libp2p, Stream } from '@libp2p/interface';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import type { Logger } from '../logging/logger.ts';
 import { ClusterError, FrameTooLargeError } from './errors.ts';
+import { FrameBatch } from './frame-batch.ts';
 import { nodeMultiaddr } from './peer-address.ts';
 import type { PeerVersions, UnknownMessage } from './protocol-version.ts';
 import { fixedVersions, receivedUnknown, UnknownMessageLog } from './protocol-version.ts';
-import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
+import { allocFrame, FRAME_PREFIX_BYTES, FrameDecoder, messageChunks } from './raft-frames.ts';
 
 export const QUEUE_LINK_PROTOCOL = '/styx/queue-rpc/1.0.0';
 
@@ -65,12 +70,17 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 /** Error codes and texts are cut to their bounds, possibly inside a character. */
 const lenientDecoder = new TextDecoder('utf-8');
 
-/** Answers one request: its op, group, body and the caller's proven peer id in, the answer out. */
+/**
+ * Answers one request: its op, group, body and the caller's proven peer id in, the answer out.
+ * `headroom` bytes before `body` in its buffer are the request's own header, already read: the
+ * handler may overwrite them (to write a log entry's header in front of the body without a copy).
+ */
 export type QueueLinkHandler = (
   op: number,
   group: string,
   body: Uint8Array,
   from: string,
+  headroom?: number,
 ) => Promise<Uint8Array> | Uint8Array;
 
 /** Thrown by a handler to answer with an error; the caller's call rejects with `QueueLinkRemoteError`. */
@@ -143,7 +153,16 @@ interface PendingCall {
   readonly op: number;
   readonly resolve: (body: Uint8Array) => void;
   readonly reject: (error: Error) => void;
-  readonly timer: NodeJS.Timeout;
+  readonly deadline: CallDeadline;
+}
+
+/** One timer for the calls made to a peer in one turn with the same timeout. */
+interface CallDeadline {
+  readonly timeoutMs: number;
+  readonly ids: number[];
+  /** Calls of it still waiting for their answer; the timer is cleared at 0. */
+  open: number;
+  timer: NodeJS.Timeout | undefined;
 }
 
 /** This node's stream to one peer and the calls waiting on it. */
@@ -152,18 +171,14 @@ interface OutboundLink {
   opening: Promise<void> | undefined;
   readonly pending: Map<number, PendingCall>;
   /**
-   * Requests waiting for the stream (being opened, or full until its `drain`), in order, and their
-   * bytes (at most `maxQueuedBytes` plus one frame).
+   * Requests waiting for the stream (made this turn, being opened, or full until its `drain`), in
+   * order, tagged with their call ids (at most `maxQueuedBytes` plus one frame).
    */
-  queued: QueuedFrame[];
-  queuedBytes: number;
-  /** The stream whose `drain` is awaited, if any. */
+  readonly queued: FrameBatch<number>;
+  /** The stream whose `drain` (or this turn's flush) is awaited, if any. */
   awaiting: Stream | undefined;
-}
-
-interface QueuedFrame {
-  readonly id: number;
-  readonly frame: Uint8Array;
+  /** The deadline calls made this turn join (dropped at the turn's flush). */
+  deadline: CallDeadline | undefined;
 }
 
 export interface QueueLinkOptions {
@@ -240,7 +255,7 @@ export class QueueLink {
   bufferedBytes(peer: string): number {
     const link = this.#links.get(peer);
     if (link === undefined) return 0;
-    return link.queuedBytes + (link.stream?.writeBufferLength ?? 0);
+    return link.queued.bytes + (link.stream?.writeBufferLength ?? 0);
   }
 
   /** Answer requests with `handler` (one handler per node). */
@@ -261,28 +276,52 @@ export class QueueLink {
     if (groupBytes.byteLength > 0xffff) return Promise.reject(new RangeError('group id too long'));
     const size = 1 + 4 + 1 + 2 + groupBytes.byteLength + body.byteLength;
     if (size > this.#maxFrameBytes) return Promise.reject(new FrameTooLargeError(size, this.#maxFrameBytes));
+    const link = this.#link(peer);
+    if (link.queued.length > 0 && link.queued.bytes + FRAME_PREFIX_BYTES + size > this.#maxQueuedBytes)
+      return Promise.reject(new QueueLinkBusyError(peer, link.queued.bytes, this.#maxQueuedBytes));
     const id = this.#nextCallId;
     this.#nextCallId = id === 0xffffffff ? 1 : id + 1;
-    const payload = new Uint8Array(size);
-    const view = new DataView(payload.buffer);
-    payload[0] = REQUEST;
-    view.setUint32(1, id);
-    payload[5] = op;
-    view.setUint16(6, groupBytes.byteLength);
-    payload.set(groupBytes, 8);
-    payload.set(body, 8 + groupBytes.byteLength);
-    const link = this.#link(peer);
-    const frame = encodeFrame(payload);
-    if (link.queued.length > 0 && link.queuedBytes + frame.byteLength > this.#maxQueuedBytes)
-      return Promise.reject(new QueueLinkBusyError(peer, link.queuedBytes, this.#maxQueuedBytes));
+    // The frame is written in place: the body is copied once, into the frame.
+    const frame = allocFrame(size);
+    const at = FRAME_PREFIX_BYTES;
+    const view = new DataView(frame.buffer);
+    frame[at] = REQUEST;
+    view.setUint32(at + 1, id);
+    frame[at + 5] = op;
+    view.setUint16(at + 6, groupBytes.byteLength);
+    frame.set(groupBytes, at + 8);
+    frame.set(body, at + 8 + groupBytes.byteLength);
+    const deadline = this.#deadline(peer, link, timeoutMs);
     return new Promise<Uint8Array>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (link.pending.delete(id)) reject(new QueueLinkTimeoutError(peer, timeoutMs));
-      }, timeoutMs);
-      timer.unref();
-      link.pending.set(id, { op, resolve, reject, timer });
+      link.pending.set(id, { op, resolve, reject, deadline });
+      deadline.ids.push(id);
+      deadline.open++;
       this.#write(peer, link, id, frame);
     });
+  }
+
+  /** The deadline of this turn's calls to `peer` with `timeoutMs`: one timer for all of them. */
+  #deadline(peer: string, link: OutboundLink, timeoutMs: number): CallDeadline {
+    const current = link.deadline;
+    if (current !== undefined && current.timeoutMs === timeoutMs) return current;
+    const deadline: CallDeadline = { timeoutMs, ids: [], open: 0, timer: undefined };
+    deadline.timer = setTimeout(() => {
+      deadline.timer = undefined;
+      if (link.deadline === deadline) link.deadline = undefined;
+      for (const id of deadline.ids) {
+        const call = link.pending.get(id);
+        if (call === undefined || call.deadline !== deadline) continue;
+        link.pending.delete(id);
+        call.reject(new QueueLinkTimeoutError(peer, timeoutMs));
+      }
+    }, timeoutMs);
+    deadline.timer.unref();
+    link.deadline = deadline;
+    // The next turn's calls get a deadline of their own.
+    queueMicrotask(() => {
+      if (link.deadline === deadline) link.deadline = undefined;
+    });
+    return deadline;
   }
 
   async close(): Promise<void> {
@@ -309,47 +348,42 @@ export class QueueLink {
         stream: undefined,
         opening: undefined,
         pending: new Map(),
-        queued: [],
-        queuedBytes: 0,
+        queued: new FrameBatch<number>(),
         awaiting: undefined,
+        deadline: undefined,
       };
       this.#links.set(peer, link);
     }
     return link;
   }
 
+  /** Queue a request for this turn's write to the stream (opening it first if need be). */
   #write(peer: string, link: OutboundLink, id: number, frame: Uint8Array): void {
+    link.queued.push(frame, id);
     const stream = link.stream;
-    const writable = stream !== undefined && stream.writeStatus === 'writable';
-    if (writable && link.queued.length === 0 && !stream.writableNeedsDrain) {
-      if (!stream.send(frame)) this.#awaitDrain(link, stream);
-      return;
-    }
-    link.queued.push({ id, frame });
-    link.queuedBytes += frame.byteLength;
-    if (writable) this.#awaitDrain(link, stream);
+    if (stream !== undefined && stream.writeStatus === 'writable') this.#awaitDrain(link, stream);
     else if (link.opening === undefined) link.opening = this.#open(peer, link);
   }
 
-  /** Hand the waiting requests to `stream` while it takes more; skips those whose call ended. */
+  /**
+   * Hand the waiting requests to `stream` in one write, if it takes more; skips those whose call
+   * ended (timed out while waiting: never sent).
+   */
   #flush(link: OutboundLink, stream: Stream): void {
-    const queued = link.queued;
-    let i = 0;
-    while (i < queued.length && stream.writeStatus === 'writable' && !stream.writableNeedsDrain) {
-      const { id, frame } = queued[i++] as QueuedFrame;
-      link.queuedBytes -= frame.byteLength;
-      if (!link.pending.has(id)) continue; // timed out while waiting: never sent
-      stream.send(frame);
+    if (link.queued.length === 0 || stream.writeStatus !== 'writable') return;
+    if (stream.writableNeedsDrain) {
+      this.#awaitDrain(link, stream);
+      return;
     }
-    queued.splice(0, i);
-    if (queued.length === 0) link.queuedBytes = 0;
-    else if (stream.writeStatus === 'writable') this.#awaitDrain(link, stream);
+    const bytes = link.queued.take((id) => link.pending.has(id));
+    if (bytes !== undefined && !stream.send(bytes)) this.#awaitDrain(link, stream);
   }
 
   /**
-   * Flush once `stream` takes more. (The 'drain' event, not `onDrain()`: libp2p keeps the first
-   * `onDrain` promise once resolved and hands it out again, so awaiting it spun.) A stream that
-   * closes first never drains: its close fails the calls, and `#fail` drops what waited.
+   * Flush at the end of this turn if `stream` takes more, else once it drains. (The 'drain' event,
+   * not `onDrain()`: libp2p keeps the first `onDrain` promise once resolved and hands it out again,
+   * so awaiting it spun.) A stream that closes first never drains: its close fails the calls, and
+   * `#fail` drops what waited.
    */
   #awaitDrain(link: OutboundLink, stream: Stream): void {
     if (link.awaiting === stream) return;
@@ -397,14 +431,13 @@ export class QueueLink {
 
   /** Every call waiting on `link` fails: its outcome is unknown. */
   #fail(peer: string, link: OutboundLink, reason: string): void {
-    link.queued = [];
-    link.queuedBytes = 0;
+    link.queued.clear();
     if (link.pending.size === 0) return;
     const pending = [...link.pending.values()];
     link.pending.clear();
     const error = new QueueLinkLostError(peer, reason);
     for (const call of pending) {
-      clearTimeout(call.timer);
+      settled(call);
       call.reject(error);
     }
   }
@@ -432,7 +465,7 @@ export class QueueLink {
     // apart from it), dropped.
     if (call === undefined) return;
     link.pending.delete(id);
-    clearTimeout(call.timer);
+    settled(call);
     if (payload[0] === ANSWER_OK) {
       call.resolve(payload.subarray(5));
       return;
@@ -484,12 +517,13 @@ export class QueueLink {
       return;
     }
     const frames = new FrameDecoder(this.#maxFrameBytes);
+    const answers = new FrameBatch();
     this.#inbound.add(stream);
     stream.addEventListener('close', () => this.#inbound.delete(stream));
     stream.addEventListener('message', (event) => {
       try {
         for (const chunk of messageChunks(event.data)) {
-          for (const payload of frames.push(chunk)) this.#request(peer, stream, payload);
+          for (const payload of frames.push(chunk)) this.#request(peer, stream, answers, payload);
         }
       } catch (error) {
         this.#log.warn({ peer, err: error }, 'malformed queue-link request: closing its stream');
@@ -498,18 +532,18 @@ export class QueueLink {
     });
   }
 
-  #request(peer: string, stream: Stream, payload: Uint8Array): void {
+  #request(peer: string, stream: Stream, answers: FrameBatch, payload: Uint8Array): void {
     const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
     if (payload.byteLength >= 5 && payload[0] !== REQUEST) {
       // Every frame starts [kind][call id]: a later version's kind is answered, not a fault.
-      this.#answerUnknown(peer, stream, view.getUint32(1), `frame kind ${payload[0]}`);
+      this.#answerUnknown(peer, stream, answers, view.getUint32(1), `frame kind ${payload[0]}`);
       return;
     }
     if (payload.byteLength < 8) throw new QueueLinkFrameError('request shorter than its header');
     const id = view.getUint32(1);
     const op = payload[5] as number;
     if (!this.#knowsOp(op)) {
-      this.#answerUnknown(peer, stream, id, `op ${op}`);
+      this.#answerUnknown(peer, stream, answers, id, `op ${op}`);
       return;
     }
     const groupLength = view.getUint16(6);
@@ -521,33 +555,50 @@ export class QueueLink {
     try {
       if (handler === undefined)
         throw new QueueLinkError('UNAVAILABLE', 'this node does not serve queues yet');
-      answer = handler(op, group, body, peer);
+      answer = handler(op, group, body, peer, 8 + groupLength);
     } catch (error) {
-      this.#reply(stream, errorFrame(id, error, this.#log));
+      this.#reply(stream, answers, errorFrame(id, error, this.#log));
       // A body that does not decode is a broken or hostile sender: once the call is answered with
-      // the reason, its stream is closed (by the caller of this method).
-      if (error instanceof QueueLinkFrameError) throw error;
+      // the reason (written now, with the turn's answers before it), its stream is closed (by the
+      // caller of this method).
+      if (error instanceof QueueLinkFrameError) {
+        this.#sendAnswers(stream, answers);
+        throw error;
+      }
       return;
     }
     if (answer instanceof Uint8Array) {
-      this.#reply(stream, okFrame(id, answer));
+      this.#reply(stream, answers, okFrame(id, answer));
       return;
     }
     answer.then(
-      (bytes) => this.#reply(stream, okFrame(id, bytes)),
-      (error: unknown) => this.#reply(stream, errorFrame(id, error, this.#log)),
+      (bytes) => this.#reply(stream, answers, okFrame(id, bytes)),
+      (error: unknown) => this.#reply(stream, answers, errorFrame(id, error, this.#log)),
     );
   }
 
   /** Answer call `id` with `UNKNOWN_MESSAGE`, naming both versions; logged once per peer and message. */
-  #answerUnknown(peer: string, stream: Stream, id: number, what: string): void {
+  #answerUnknown(peer: string, stream: Stream, answers: FrameBatch, id: number, what: string): void {
     const { message, text } = receivedUnknown(this.#versions, this.nodeId, peer, 'queue-link', what);
     this.#unknown.report(message, text, 'received');
-    this.#reply(stream, errorFrame(id, new QueueLinkError(UNKNOWN_MESSAGE_CODE, text), this.#log));
+    this.#reply(stream, answers, errorFrame(id, new QueueLinkError(UNKNOWN_MESSAGE_CODE, text), this.#log));
   }
 
-  #reply(stream: Stream, payload: Uint8Array): void {
+  /** Queue an answer frame for this turn's write to the caller's stream. */
+  #reply(stream: Stream, answers: FrameBatch, frame: Uint8Array): void {
     if (stream.writeStatus !== 'writable') return; // the caller learns from the broken stream
+    // A turn's answers go out at most a bound's worth at a time, each checked against the bound.
+    if (answers.length > 0 && answers.bytes + frame.byteLength > this.#maxQueuedBytes)
+      this.#sendAnswers(stream, answers);
+    answers.push(frame, undefined);
+    if (answers.length === 1) queueMicrotask(() => this.#sendAnswers(stream, answers));
+  }
+
+  #sendAnswers(stream: Stream, answers: FrameBatch): void {
+    if (stream.writeStatus !== 'writable') {
+      answers.clear();
+      return;
+    }
     // A caller that does not read its answers: more than the bound waits already. Its stream goes
     // (its calls fail as lost and are retried) rather than answers piling up here without end.
     if (stream.writableNeedsDrain && stream.writeBufferLength > this.#maxQueuedBytes) {
@@ -555,11 +606,14 @@ export class QueueLink {
         { waiting: stream.writeBufferLength, bound: this.#maxQueuedBytes },
         'queue-link answers not read by the caller: closing its stream',
       );
+      answers.clear();
       stream.abort(new Error(`queue-link answers not read: ${stream.writeBufferLength} bytes waiting`));
       return;
     }
+    const bytes = answers.take();
+    if (bytes === undefined) return;
     try {
-      stream.send(encodeFrame(payload));
+      stream.send(bytes);
     } catch (error) {
       this.#log.debug({ err: error }, 'queue-link answer not sent');
     }
@@ -574,12 +628,23 @@ export class QueueLink {
   };
 }
 
+/** A call's ok answer, framed. */
 function okFrame(id: number, body: Uint8Array): Uint8Array {
-  const payload = new Uint8Array(5 + body.byteLength);
-  payload[0] = ANSWER_OK;
-  new DataView(payload.buffer).setUint32(1, id);
-  payload.set(body, 5);
-  return payload;
+  const frame = allocFrame(5 + body.byteLength);
+  const at = FRAME_PREFIX_BYTES;
+  frame[at] = ANSWER_OK;
+  new DataView(frame.buffer).setUint32(at + 1, id);
+  frame.set(body, at + 5);
+  return frame;
+}
+
+/** A call was answered or failed: its share of the turn's deadline timer is done. */
+function settled(call: PendingCall): void {
+  const deadline = call.deadline;
+  if (--deadline.open === 0 && deadline.timer !== undefined) {
+    clearTimeout(deadline.timer);
+    deadline.timer = undefined;
+  }
 }
 
 function errorFrame(id: number, error: unknown, log: Logger): Uint8Array {
@@ -593,15 +658,16 @@ function errorFrame(id: number, error: unknown, log: Logger): Uint8Array {
   }
   const codeBytes = encoder.encode(code).subarray(0, 255);
   const textBytes = encoder.encode(text).subarray(0, 1024);
-  const payload = new Uint8Array(5 + 1 + codeBytes.byteLength + 2 + textBytes.byteLength);
-  const view = new DataView(payload.buffer);
+  const frame = allocFrame(5 + 1 + codeBytes.byteLength + 2 + textBytes.byteLength);
+  const payload = frame.subarray(FRAME_PREFIX_BYTES);
+  const view = new DataView(payload.buffer, payload.byteOffset);
   payload[0] = ANSWER_ERROR;
   view.setUint32(1, id);
   payload[5] = codeBytes.byteLength;
   payload.set(codeBytes, 6);
   view.setUint16(6 + codeBytes.byteLength, textBytes.byteLength);
   payload.set(textBytes, 8 + codeBytes.byteLength);
-  return payload;
+  return frame;
 }
 
 /** Errors with a string or numeric code (AMQP errors, NotLeaderError) answer with that code. */

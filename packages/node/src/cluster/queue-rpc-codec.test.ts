@@ -10,12 +10,14 @@ import { seededRandom } from '../test-support/seeded-random.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
 import type { GroupStatus } from './queue-rpc-codec.ts';
 import {
+  decodeBinaryAnswer,
   decodeCancelled,
   decodeCommandAnswer,
   decodeCounts,
   decodeDelivery,
   decodeGroupStatus,
   decodeText,
+  encodeBinaryAnswer,
   encodeCancelled,
   encodeCommandAnswer,
   encodeCounts,
@@ -268,6 +270,7 @@ describe('queue-rpc codec: malformed input throws QueueLinkFrameError', () => {
   it('random bytes: every decoder answers or throws QueueLinkFrameError, never anything else', () => {
     const random = seededRandom(0x51c0dec);
     const decoders: ((bytes: Uint8Array) => unknown)[] = [
+      decodeBinaryAnswer,
       decodeCommandAnswer,
       decodeCounts,
       decodeDelivery,
@@ -296,5 +299,84 @@ describe('queue-rpc codec: malformed input throws QueueLinkFrameError', () => {
         }
       }
     }
+  });
+});
+
+describe('queue-rpc codec: binary command answers (op 8)', () => {
+  const replies: QueueReply[] = [
+    { type: 'ok' },
+    { type: 'rejected', reason: 'maxlen' },
+    { type: 'rejected', reason: 'dead-letter-backlog' },
+    { type: 'duplicate' },
+    { type: 'outOfOrder' },
+    { type: 'empty' },
+    { type: 'purged', count: 0 },
+    { type: 'purged', count: 2 ** 40 },
+    { type: 'removed', ids: [] },
+    { type: 'removed', ids: [0, 7, 2 ** 53 - 1] },
+    { type: 'locked', text: 'queue locked by an exclusive consumer ✓' },
+    { type: 'locked', text: '' },
+  ];
+
+  it.each(replies)('round-trips %o', (reply) => {
+    const decoded = decodeBinaryAnswer(encodeBinaryAnswer(reply, undefined));
+    expect(decoded.reply).toStrictEqual(reply);
+    expect(decoded.message).toBeUndefined();
+  });
+
+  it('an ok answer is one byte, where JSON took 17', () => {
+    expect(encodeBinaryAnswer({ type: 'ok' }, undefined).byteLength).toBe(1);
+    expect(encodeCommandAnswer({ type: 'ok' }, undefined).byteLength).toBe(17);
+  });
+
+  it('a got answer with its message, read from a view inside a larger buffer', () => {
+    const message = richMessage();
+    const reply: QueueReply = {
+      type: 'got',
+      id: 2 ** 41,
+      redelivered: true,
+      deliveryCount: 3,
+      messageCount: 9,
+    };
+    const bytes = encodeBinaryAnswer(reply, message);
+    const framed = new Uint8Array(bytes.byteLength + 11);
+    framed.set(bytes, 7);
+    const decoded = decodeBinaryAnswer(framed.subarray(7, 7 + bytes.byteLength));
+    expect(decoded.reply).toStrictEqual(reply);
+    expectSameMessage(decoded.message as StoredMessage, message);
+    const bare = decodeBinaryAnswer(encodeBinaryAnswer({ ...reply, redelivered: false }, undefined));
+    expect(bare.reply).toStrictEqual({ ...reply, redelivered: false });
+    expect(bare.message).toBeUndefined();
+  });
+
+  it('malformed: no tag, unknown tags, trailing bytes, bad reason, short or long fields, bad numbers, bad UTF-8', () => {
+    const f64 = (value: number): number[] => {
+      const out = new Uint8Array(8);
+      new DataView(out.buffer).setFloat64(0, value);
+      return [...out];
+    };
+    const bad = [
+      [],
+      [0],
+      [10],
+      [255],
+      [1, 0],
+      [2],
+      [2, 0],
+      [2, 3],
+      [2, 1, 1],
+      [5, ...f64(1)],
+      [5, ...f64(-1), 0, 0, 0, 0, 0, ...f64(1)],
+      [5, ...f64(1.5), 0, 0, 0, 0, 0, ...f64(1)],
+      [5, ...f64(1), 0, 0, 0, 0, 0, ...f64(Number.NaN)],
+      [5, ...f64(1), 0, 0, 0, 0, 0, ...f64(1), 77],
+      [7, ...f64(1), 0],
+      [7, ...f64(2 ** 53)],
+      [8, 0, 0, 0, 2, ...f64(1)],
+      [8, 0, 0, 0, 1, ...f64(1), 0],
+      [8, 0, 0, 0],
+      [9, 0x61, 0xff],
+    ];
+    for (const bytes of bad) expectFrameError(() => decodeBinaryAnswer(new Uint8Array(bytes)));
   });
 });

@@ -4,6 +4,9 @@
  * - `QueueOp.command`: a queue command for the queue's leader, in the log's own binary encoding
  *   (`queueCommandCodec`); the answer is the machine's reply as JSON, followed for a `got` by the
  *   message in its stored encoding.
+ * - `QueueOp.commandBinary`: the same command, answered in binary (`encodeBinaryAnswer`: a tag and
+ *   the reply's fields, no JSON on either side). Sent once the feature flag `binary_queue_answers`
+ *   is enabled (every member answers it); the JSON form stays answered for older callers.
  * - `QueueOp.counts`: the leader's counts, as JSON.
  * - `QueueOp.deliver`: a leader hands a delivery to the node holding the consuming channel.
  * - `QueueOp.cancelled`: a leader tells that node the queue cancelled a consumer (queue deleted).
@@ -14,7 +17,7 @@
  * or hostile body closes the stream it came on, never the node.
  */
 
-import type { QueueCounts, QueueReply, StoredMessage } from '../queue/types.ts';
+import type { QueueCounts, QueueReply, RejectReason, StoredMessage } from '../queue/types.ts';
 import { decodeStoredMessage, encodeStoredMessage } from '../storage/stored-message-codec.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
 
@@ -28,6 +31,7 @@ export const QueueOp = {
   /** Hand the group's leadership to the node id in the body (UTF-8). */
   transfer: 6,
   reassert: 7,
+  commandBinary: 8,
 } as const;
 
 /** One replica of a queue's group, as its leader sees it. */
@@ -108,6 +112,142 @@ export function decodeCommandAnswer(bytes: Uint8Array): CommandAnswer {
   }
   const rest = bytes.subarray(4 + length);
   return { reply, message: rest.byteLength > 0 ? decodeMessage(rest) : undefined };
+}
+
+/** The tags of `encodeBinaryAnswer`, one per reply type. */
+const ANSWER_TAGS = {
+  ok: 1,
+  rejected: 2,
+  duplicate: 3,
+  outOfOrder: 4,
+  got: 5,
+  empty: 6,
+  purged: 7,
+  removed: 8,
+  locked: 9,
+} as const satisfies Record<QueueReply['type'], number>;
+
+const REJECT_REASONS: readonly RejectReason[] = ['maxlen', 'dead-letter-backlog'];
+
+/** Replies without fields, one shared object each (answers are read, never changed). */
+const BARE_REPLIES: Readonly<Record<number, QueueReply>> = {
+  [ANSWER_TAGS.ok]: Object.freeze({ type: 'ok' }),
+  [ANSWER_TAGS.duplicate]: Object.freeze({ type: 'duplicate' }),
+  [ANSWER_TAGS.outOfOrder]: Object.freeze({ type: 'outOfOrder' }),
+  [ANSWER_TAGS.empty]: Object.freeze({ type: 'empty' }),
+};
+
+/** Bytes of a `got` answer's fields: id, redelivered, delivery count, message count. */
+const GOT_FIELDS_BYTES = 8 + 1 + 4 + 8;
+
+/**
+ * The answer to a command in binary: `[u8 tag]` and the reply's fields — rejected `[u8 reason
+ * (1 maxlen, 2 dead-letter-backlog)]`; got `[f64 id][u8 redelivered][u32 delivery count][f64
+ * message count][message, stored encoding]`; purged `[f64 count]`; removed `[u32 n][f64 id]×n`;
+ * locked `[UTF-8 text]`; the others nothing.
+ */
+export function encodeBinaryAnswer(reply: QueueReply, message: StoredMessage | undefined): Uint8Array {
+  const tag = ANSWER_TAGS[reply.type];
+  switch (reply.type) {
+    case 'rejected':
+      return Uint8Array.of(tag, REJECT_REASONS.indexOf(reply.reason) + 1);
+    case 'got': {
+      const body = message === undefined ? new Uint8Array(0) : encodeStoredMessage(message);
+      const out = new Uint8Array(1 + GOT_FIELDS_BYTES + body.byteLength);
+      const view = new DataView(out.buffer);
+      out[0] = tag;
+      view.setFloat64(1, reply.id);
+      out[9] = reply.redelivered ? 1 : 0;
+      view.setUint32(10, Math.min(reply.deliveryCount, 0xffffffff));
+      view.setFloat64(14, reply.messageCount);
+      out.set(body, 1 + GOT_FIELDS_BYTES);
+      return out;
+    }
+    case 'purged': {
+      const out = new Uint8Array(9);
+      out[0] = tag;
+      new DataView(out.buffer).setFloat64(1, reply.count);
+      return out;
+    }
+    case 'removed': {
+      const out = new Uint8Array(5 + 8 * reply.ids.length);
+      const view = new DataView(out.buffer);
+      out[0] = tag;
+      view.setUint32(1, reply.ids.length);
+      for (let i = 0; i < reply.ids.length; i++) view.setFloat64(5 + 8 * i, reply.ids[i] as number);
+      return out;
+    }
+    case 'locked': {
+      const text = encoder.encode(reply.text);
+      const out = new Uint8Array(1 + text.byteLength);
+      out[0] = tag;
+      out.set(text, 1);
+      return out;
+    }
+    default:
+      return Uint8Array.of(tag);
+  }
+}
+
+/** Throws `QueueLinkFrameError` on bytes `encodeBinaryAnswer` did not make. */
+export function decodeBinaryAnswer(bytes: Uint8Array): CommandAnswer {
+  if (bytes.byteLength < 1) throw new QueueLinkFrameError('command answer without a tag');
+  const tag = bytes[0] as number;
+  const bare = BARE_REPLIES[tag];
+  if (bare !== undefined) {
+    if (bytes.byteLength !== 1)
+      throw new QueueLinkFrameError(`command answer ${bare.type} with trailing bytes`);
+    return { reply: bare, message: undefined };
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  switch (tag) {
+    case ANSWER_TAGS.rejected: {
+      const reason = REJECT_REASONS[(bytes[1] ?? 0) - 1];
+      if (reason === undefined || bytes.byteLength !== 2)
+        throw new QueueLinkFrameError(`rejected answer with reason ${bytes[1]}`);
+      return { reply: { type: 'rejected', reason }, message: undefined };
+    }
+    case ANSWER_TAGS.got: {
+      if (bytes.byteLength < 1 + GOT_FIELDS_BYTES)
+        throw new QueueLinkFrameError('got answer shorter than its fields');
+      const id = safeCount(view.getFloat64(1), 'got id');
+      const redelivered = bytes[9] === 1;
+      const deliveryCount = view.getUint32(10);
+      const messageCount = safeCount(view.getFloat64(14), 'got message count');
+      const rest = bytes.subarray(1 + GOT_FIELDS_BYTES);
+      return {
+        reply: { type: 'got', id, redelivered, deliveryCount, messageCount },
+        message: rest.byteLength > 0 ? decodeMessage(rest) : undefined,
+      };
+    }
+    case ANSWER_TAGS.purged: {
+      if (bytes.byteLength !== 9) throw new QueueLinkFrameError('purged answer of the wrong size');
+      return {
+        reply: { type: 'purged', count: safeCount(view.getFloat64(1), 'purged count') },
+        message: undefined,
+      };
+    }
+    case ANSWER_TAGS.removed: {
+      const count = bytes.byteLength >= 5 ? view.getUint32(1) : -1;
+      if (count < 0 || bytes.byteLength !== 5 + 8 * count)
+        throw new QueueLinkFrameError('removed answer of the wrong size');
+      const ids: number[] = [];
+      for (let i = 0; i < count; i++) ids.push(safeCount(view.getFloat64(5 + 8 * i), 'removed id'));
+      return { reply: { type: 'removed', ids }, message: undefined };
+    }
+    case ANSWER_TAGS.locked:
+      return {
+        reply: { type: 'locked', text: decodeText(bytes.subarray(1), 'locked text') },
+        message: undefined,
+      };
+    default:
+      throw new QueueLinkFrameError(`command answer with unknown tag ${tag}`);
+  }
+}
+
+function safeCount(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new QueueLinkFrameError(`${what} ${value}`);
+  return value;
 }
 
 export function encodeCounts(counts: QueueCounts): Uint8Array {

@@ -35,13 +35,23 @@ export function decodeUnknownFrameAnswer(payload: Uint8Array): { kind: number; t
 }
 
 /** Bytes of a frame's length prefix (u32 big-endian). */
-const PREFIX_BYTES = 4;
+export const FRAME_PREFIX_BYTES = 4;
+const PREFIX_BYTES = FRAME_PREFIX_BYTES;
 
 /** One frame: the payload's length as a u32 big-endian, then the payload. */
 export function encodeFrame(payload: Uint8Array): Uint8Array {
-  const frame = new Uint8Array(PREFIX_BYTES + payload.byteLength);
-  new DataView(frame.buffer).setUint32(0, payload.byteLength);
+  const frame = allocFrame(payload.byteLength);
   frame.set(payload, PREFIX_BYTES);
+  return frame;
+}
+
+/**
+ * A frame for a payload of `payloadBytes`, its prefix written: the payload is written in place at
+ * `FRAME_PREFIX_BYTES` (no second copy, as `encodeFrame` of a finished payload makes).
+ */
+export function allocFrame(payloadBytes: number): Uint8Array {
+  const frame = new Uint8Array(PREFIX_BYTES + payloadBytes);
+  new DataView(frame.buffer).setUint32(0, payloadBytes);
   return frame;
 }
 

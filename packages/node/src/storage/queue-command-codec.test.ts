@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { QueueCommand } from '../queue/types.ts';
 import { DEFAULT_QUEUE_CONFIG } from '../queue/types.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
-import { QUEUE_COMMAND_TAGS, queueCommandCodec } from './queue-command-codec.ts';
+import { decodeForwarded, QUEUE_COMMAND_TAGS, queueCommandCodec } from './queue-command-codec.ts';
 import { encodeStoredMessage } from './stored-message-codec.ts';
 import { expectSameMessage, richProperties, sampleMessage } from './test-support/storage-fixtures.ts';
 
@@ -228,5 +228,74 @@ describe('queueCommandCodec', () => {
     for (const bytes of corrupt) {
       expect(() => queueCommandCodec.decode(bytes)).toThrow(StoredBytesCorruptedError);
     }
+  });
+});
+
+describe('decodeForwarded', () => {
+  const encodeWithHeadroom = (command: QueueCommand, headroom: number): Uint8Array => {
+    const encode = queueCommandCodec.encodeWithHeadroom;
+    if (encode === undefined) throw new Error('the queue codec offers headroom');
+    return encode(command, headroom);
+  };
+  /** `command`'s bytes after `room` bytes of a frame header, as the queue link hands them over. */
+  const arrived = (command: QueueCommand, room: number): Uint8Array => {
+    const plain = queueCommandCodec.encode(command);
+    const frame = new Uint8Array(room + plain.byteLength).fill(0xee, 0, room);
+    frame.set(plain, room);
+    return frame.subarray(room);
+  };
+
+  it('proposes a forwarded enqueue in the bytes it came in, the entry header written in the room before', () => {
+    for (const command of SAMPLES.enqueue) {
+      const body = arrived(command, 20);
+      const decoded = decodeForwarded(body, 20);
+      const entry = encodeWithHeadroom(decoded, 9);
+      // The same memory, starting 9 bytes before the command: no second encoding, no copy.
+      expect(entry.buffer).toBe(body.buffer);
+      expect(entry.byteOffset).toBe(body.byteOffset - 9);
+      expect(entry.byteLength).toBe(body.byteLength + 9);
+      expect(Buffer.from(entry.subarray(9)).equals(Buffer.from(queueCommandCodec.encode(command)))).toBe(
+        true,
+      );
+      // Taken once: a second encoding of the same command is a fresh one.
+      const again = encodeWithHeadroom(decoded, 9);
+      expect(again.buffer).not.toBe(body.buffer);
+      expect(Buffer.from(again.subarray(9)).equals(Buffer.from(entry.subarray(9)))).toBe(true);
+    }
+  });
+
+  it('encodes again when the room is too small, or for commands other than enqueue', () => {
+    const enqueue = SAMPLES.enqueue[0] as QueueCommand;
+    const small = arrived(enqueue, 4);
+    const entry = encodeWithHeadroom(decodeForwarded(small, 4), 9);
+    expect(entry.buffer).not.toBe(small.buffer);
+    expect(Buffer.from(entry.subarray(9)).equals(Buffer.from(small))).toBe(true);
+    // No room claimed at all.
+    const none = arrived(enqueue, 20);
+    expect(encodeWithHeadroom(decodeForwarded(none, 0), 9).buffer).not.toBe(none.buffer);
+    const settle: QueueCommand = { type: 'settle', owner: 'o', ids: [1, 2] };
+    const body = arrived(settle, 20);
+    const decoded = decodeForwarded(body, 20);
+    expect(decoded).toStrictEqual(settle);
+    expect(encodeWithHeadroom(decoded, 9).buffer).not.toBe(body.buffer);
+  });
+
+  it('refuses bytes that do not decode, as decode does', () => {
+    const frame = new Uint8Array([
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      0xee,
+      QUEUE_COMMAND_TAGS.enqueue,
+      0,
+      9,
+    ]);
+    expect(() => decodeForwarded(frame.subarray(10), 10)).toThrow(StoredBytesCorruptedError);
   });
 });

@@ -392,12 +392,51 @@ function readField(r: ByteCursor, kind: FieldKind): unknown {
   }
 }
 
+/**
+ * Enqueues decoded from bytes another node forwarded (`decodeForwarded`), and those bytes with the
+ * headroom before them: proposed as they arrived instead of encoded again (the body is not copied
+ * a second time on the leader's way into the log). Taken once; weak, so an enqueue refused before
+ * it was proposed leaves nothing behind.
+ */
+const forwardedEncodings = new WeakMap<
+  QueueCommand,
+  { readonly bytes: Uint8Array; readonly headroom: number }
+>();
+
+/**
+ * Decode a command forwarded over the queue link. When `headroom` bytes before `bytes` in its
+ * buffer are free to overwrite (the link frame's own header, already read), an enqueue keeps its
+ * bytes for `encodeWithHeadroom`, which then returns them with the log's entry header written in
+ * that room. Safe to propose as they came: the decoder accepted them, and every replica decodes
+ * the log with the same codec (an encoding some replica lacks is only sent once a feature flag
+ * enabled it cluster-wide).
+ */
+export function decodeForwarded(bytes: Uint8Array, headroom: number): QueueCommand {
+  const command = queueCommandCodec.decode(bytes);
+  if (command.type === 'enqueue' && headroom > 0 && bytes.byteOffset >= headroom) {
+    forwardedEncodings.set(command, {
+      bytes: new Uint8Array(bytes.buffer, bytes.byteOffset - headroom, headroom + bytes.byteLength),
+      headroom,
+    });
+  }
+  return command;
+}
+
 export const queueCommandCodec: CommandCodec<QueueCommand> = {
   encode(command: QueueCommand): Uint8Array {
     return encodeCommand(command, 0);
   },
 
   encodeWithHeadroom(command: QueueCommand, headroom: number): Uint8Array {
+    const forwarded = forwardedEncodings.get(command);
+    if (forwarded !== undefined) {
+      forwardedEncodings.delete(command);
+      // Room to spare: the entry starts `headroom` bytes before the command's own bytes.
+      if (forwarded.headroom >= headroom) {
+        const start = forwarded.headroom - headroom;
+        return forwarded.bytes.subarray(start);
+      }
+    }
     return encodeCommand(command, headroom);
   },
 

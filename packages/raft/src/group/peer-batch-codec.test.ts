@@ -38,6 +38,45 @@ describe('peer batch codec', () => {
     expect(decoded).toEqual(sample);
   });
 
+  it('encodes after headroom left zero, the same bytes as without', () => {
+    const plain = encodePeerBatch(sample);
+    const roomy = encodePeerBatch(sample, 4);
+    expect(roomy.byteLength).toBe(plain.byteLength + 4);
+    expect([...roomy.subarray(0, 4)]).toEqual([0, 0, 0, 0]);
+    expect(roomy.subarray(4)).toEqual(plain);
+  });
+
+  it('hands entry data over as plain Uint8Arrays of their own, small (pooled) and large alike', () => {
+    const small = new Uint8Array(1024).fill(7);
+    const large = new Uint8Array(64 * 1024).fill(9);
+    const batch: PeerBatch = {
+      from: 'n1',
+      messages: [
+        {
+          groupId: 'g',
+          message: message(MessageType.App, 'n1', 'n2', 1, {
+            entries: [
+              { term: 1, index: 1, type: EntryType.Normal, data: small },
+              { term: 1, index: 2, type: EntryType.Normal, data: large },
+            ],
+          }),
+        },
+      ],
+      quiesce: [],
+    };
+    const bytes = encodePeerBatch(batch);
+    const [first, second] = (decodePeerBatch(bytes).messages[0]?.message.entries ?? []).map((e) => e.data);
+    bytes.fill(0);
+    for (const [data, want] of [
+      [first, small],
+      [second, large],
+    ] as const) {
+      expect(Object.getPrototypeOf(data)).toBe(Uint8Array.prototype);
+      expect(data).toEqual(want);
+      expect(data?.buffer).not.toBe(bytes.buffer);
+    }
+  });
+
   it('throws RaftDecodeError on every truncation of a valid batch', () => {
     const bytes = encodePeerBatch(sample);
     for (let length = 0; length < bytes.length; length++) {

@@ -21,12 +21,16 @@ const VERSION = 1;
  */
 const MAX_ITEMS_PER_BATCH = 1 << 20;
 
-/** Encode `batch`; the result shares no memory with it. */
-export function encodePeerBatch(batch: PeerBatch): Uint8Array {
+/**
+ * Encode `batch`; the result shares no memory with it. With `headroom`, the encoding starts that
+ * many bytes into the result (left zero, for a frame header written in place: no further copy).
+ */
+export function encodePeerBatch(batch: PeerBatch, headroom = 0): Uint8Array {
   const parts = batch.messages.map((m) => ({ groupId: m.groupId, bytes: encodeMessage(m.message) }));
-  let size = 16 + batch.from.length + batch.quiesce.length * 64;
+  let size = headroom + 16 + batch.from.length + batch.quiesce.length * 64;
   for (const part of parts) size += 16 + part.groupId.length + part.bytes.byteLength;
   const w = new WireWriter(size);
+  for (let i = 0; i < headroom; i++) w.u8(0);
   w.u8(VERSION);
   w.string(batch.from);
   w.varint(parts.length);
@@ -53,7 +57,8 @@ export function decodePeerBatch(bytes: Uint8Array): PeerBatch {
   const messages: GroupMessage[] = [];
   for (let i = 0; i < messageCount; i++) {
     const groupId = r.string();
-    messages.push({ groupId, message: decodeMessage(r.bytes()) });
+    // A view: decodeMessage copies what it keeps (entry data, snapshot chunks).
+    messages.push({ groupId, message: decodeMessage(r.view()) });
   }
   const quiesceCount = readCount(r, 'quiesce notices');
   const quiesce: QuiesceNotice[] = [];

@@ -80,6 +80,23 @@ export class WireWriter {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * Copies below this size come from Node's shared allocation pool (`Buffer.allocUnsafe` serves
+ * requests under half its 8 KiB pool from it): an ArrayBuffer of its own per entry (a follower
+ * copies every entry it receives) cost an allocation and a GC-tracked backing store each. A kept
+ * copy holds its pool slab, as the leader's own entries (encoded by `Buffer.allocUnsafe`) do.
+ */
+const POOLED_COPY_BELOW = Buffer.poolSize >>> 1;
+
+/** A copy of `bytes`, a plain `Uint8Array` (not a Buffer, whose `slice` would be a view). */
+function copyOf(bytes: Uint8Array): Uint8Array {
+  if (bytes.byteLength >= POOLED_COPY_BELOW || bytes.byteLength === 0) return bytes.slice();
+  const pooled = Buffer.allocUnsafe(bytes.byteLength);
+  pooled.set(bytes);
+  return new Uint8Array(pooled.buffer, pooled.byteOffset, pooled.byteLength);
+}
+
 /** Longest string the ASCII fast path handles: its length must fit one varint byte. */
 const MAX_FAST_STRING = 0x7f;
 
@@ -118,10 +135,18 @@ export class WireReader {
 
   /** A copy of the next length-prefixed bytes (never a view: decoded data must not alias input). */
   bytes(): Uint8Array {
+    return copyOf(this.view());
+  }
+
+  /**
+   * A view of the next length-prefixed bytes, for bytes decoded at once whose decoder keeps
+   * nothing of them (a peer batch's messages, which `bytes` copies what they keep from).
+   */
+  view(): Uint8Array {
     const length = this.varint();
     const end = this.#offset + length;
     if (end > this.#buffer.length) throw new RaftDecodeError('byte string past end of input');
-    const value = this.#buffer.slice(this.#offset, end);
+    const value = this.#buffer.subarray(this.#offset, end);
     this.#offset = end;
     return value;
   }
