@@ -120,7 +120,7 @@ describe('the empty queue name: the last queue the channel declared', () => {
       const ids = amqp091.METHOD_DEFS.find((d) => d.name === method.name);
       expect(close.method.args).toMatchObject({
         replyCode: 404,
-        replyText: 'no previously declared queue',
+        replyText: 'NOT_FOUND - no previously declared queue',
         classId: ids?.classId,
         methodId: ids?.methodId,
       });
@@ -161,7 +161,7 @@ describe('connection.update-secret', () => {
     });
     expect((await client.next('connection.close')).method.args).toMatchObject({
       replyCode: 530,
-      replyText: 'New secret was refused by one of the backends',
+      replyText: 'NOT_ALLOWED - New secret was refused by one of the backends',
       classId: 10,
       methodId: 70,
     });
