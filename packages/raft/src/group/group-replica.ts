@@ -147,15 +147,18 @@ interface PendingBarrier {
  * One replica of a Raft group on a host: a `RaftCore` over the group's `LogStoreRaftStorage`, the
  * state machine it drives, and the proposals waiting for their entries to apply.
  *
- * The Ready cycle (`pump` → the store batch is durable → `finish`), one Ready outstanding at a time:
+ * The Ready cycle (`pump` → the store batch is durable → `finish`), pipelined: up to
+ * `GROUP_READIES_IN_FLIGHT` Readys are in the store at once, completed strictly in order:
  * 1. `messages` go to the host's per-peer batches at once (they promise nothing about our disk);
  * 2. snapshot, entries and hard state join the store's batch of this turn (one transaction for
  *    every group of the node);
- * 3. committed entries already stable on our disk are applied at once; a leader's are always, so
- *    its commit latency does not wait for the sync of the entries proposed meanwhile;
- * 4. after the sync (`finish`): `persistedMessages` (votes, append acks) are released, the rest
- *    of the committed entries applied, `advance()`.
- * A Ready that needs no sync (only a commit index moved) finishes at once.
+ * 3. committed entries already durable on our disk (and not being rewritten by a Ready in flight)
+ *    are applied at once, so a leader's commit latency does not wait for the sync of the entries
+ *    proposed meanwhile;
+ * 4. once its batch and every earlier one are durable (`finish`): `persistedMessages` (votes,
+ *    append acks) are released, the rest of the committed entries applied, `advance()`.
+ * A Ready that needs no sync (only a commit index moved, or nothing written) completes as soon as
+ * every Ready before it has.
  *
  * Exactly once per incarnation: entries are applied strictly in Raft index order, each once
  * (asserted), starting after the snapshot the machine was restored from. The machine's

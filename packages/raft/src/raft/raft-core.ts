@@ -512,8 +512,9 @@ export class RaftCore {
   }
 
   /**
-   * Take the next batch of work. Must be followed by `advance()` before the next `ready()`; the
-   * core keeps stepping and ticking in between, and what that produces goes in the next Ready.
+   * Take the next batch of work. At most `maxReadiesInFlight` Readys may be taken and not yet
+   * advanced (default 1: `advance()` before the next `ready()`); each `advance()` settles the oldest.
+   * The core keeps stepping and ticking in between, and what that produces goes in the next Ready.
    */
   ready(): Ready {
     invariant(
