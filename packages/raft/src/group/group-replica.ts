@@ -49,11 +49,15 @@ export interface ReplicaHost {
 }
 
 /**
- * Readys of one group in flight to the store at once: one syncing while the next is written (the
- * core keeps stepping meanwhile, and what arrives gathers in its following Ready, so a batch grows
- * with what arrives during the previous sync).
+ * Readys of one group in flight to the store at once. The store gathers every group's writes of a
+ * turn into one batch and keeps up to `DEFAULT_MAX_BATCHES_IN_FLIGHT` (3) batches in flight plus the
+ * one gathering, so a group takes at most one Ready per batch: 4 lets it feed each of them (its
+ * next entries, and its appends to followers, go out while its earlier ones sync). Readys that
+ * only move the commit index or carry heartbeats hold a place too (they complete in order), so
+ * fewer would stall a busy leader's broadcasts behind a single sync again. When all places are
+ * taken, what arrives gathers in the core and goes out in one Ready once the oldest completes.
  */
-export const GROUP_READIES_IN_FLIGHT = 2;
+export const GROUP_READIES_IN_FLIGHT = 4;
 
 /** A Ready handed to the store and not completed yet. */
 interface OutstandingReady {

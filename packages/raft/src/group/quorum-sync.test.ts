@@ -120,6 +120,40 @@ describe('RaftGroupLog: committed means synced on a quorum', () => {
     expect(machines[0]?.state.total).toBe(5);
   });
 
+  it('pipelines: the next entry is replicated while the leader still syncs the previous one, and each confirm waits for the sync of its own entry', async () => {
+    const { leader, machines } = await nodes.group('g');
+    await leader.propose({ add: 1 });
+    const storage = nodes.storages[0] as ManualSyncLogStorage;
+    const follower = nodes.storages[1] as ManualSyncLogStorage;
+    const base = follower.durable.lastIndex('g');
+    nodes.gates[0] = false;
+    // Per proposal: the leader's durable last index when its confirm arrived.
+    const confirmedAt = new Map<string, number>();
+    const first = leader.propose({ add: 10 }).then(() => {
+      confirmedAt.set('first', storage.durable.lastIndex('g'));
+    });
+    await eventually(() => follower.durable.lastIndex('g') > base);
+    const firstIndex = follower.durable.lastIndex('g');
+    const second = leader.propose({ add: 100 }).then(() => {
+      confirmedAt.set('second', storage.durable.lastIndex('g'));
+    });
+    // With one Ready at a time the leader would send the second entry only after its own sync of
+    // the first: here it reaches the followers' disks while that sync is still withheld.
+    await eventually(() => follower.durable.lastIndex('g') > firstIndex);
+    const secondIndex = follower.durable.lastIndex('g');
+    await turns(100);
+    expect(storage.durable.lastIndex('g')).toBeLessThan(firstIndex);
+    // A quorum without the leader has both entries, yet the leader confirms nothing before its sync.
+    expect(confirmedAt.size).toBe(0);
+    expect(machines[0]?.state.total).toBe(1);
+    while (confirmedAt.size < 2 && storage.releaseSync()) await turns(50);
+    nodes.gates[0] = true;
+    await Promise.all([first, second]);
+    expect(confirmedAt.get('first')).toBeGreaterThanOrEqual(firstIndex);
+    expect(confirmedAt.get('second')).toBeGreaterThanOrEqual(secondIndex);
+    expect(machines[0]?.state.total).toBe(111);
+  });
+
   it('fails the proposals waiting on a failed sync, with LogFailedError', async () => {
     const { leader } = await nodes.group('g');
     nodes.gates[0] = false;
