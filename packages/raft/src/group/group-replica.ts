@@ -40,12 +40,41 @@ export interface ReplicaHost {
   send(groupId: string, m: Message): void;
   /** The replica may have a Ready: pump it in this turn. */
   markDirty(replica: HostedReplica): void;
-  /** Call `replica.finish()` once `written` (the store batch holding its Ready) is durable. */
+  /** Call `replica.finish(written)` once `written` (the store batch holding a Ready) is durable. */
   awaitDurable(written: Promise<void>, replica: HostedReplica): void;
   /** Tick the replica again (it left quiescence). */
   wake(replica: HostedReplica): void;
   /** Bytes of proposals now held by the replica (positive) or settled (negative). */
   account(bytes: number): void;
+}
+
+/**
+ * Readys of one group in flight to the store at once. The store gathers every group's writes of a
+ * turn into one batch and keeps up to `DEFAULT_MAX_BATCHES_IN_FLIGHT` (3) batches in flight plus the
+ * one gathering, so a group takes at most one Ready per batch: 4 lets it feed each of them (its
+ * next entries, and its appends to followers, go out while its earlier ones sync). Readys that
+ * only move the commit index or carry heartbeats hold a place too (they complete in order), so
+ * fewer would stall a busy leader's broadcasts behind a single sync again. When all places are
+ * taken, what arrives gathers in the core and goes out in one Ready once the oldest completes.
+ */
+export const GROUP_READIES_IN_FLIGHT = 4;
+
+/** A Ready handed to the store and not completed yet. */
+interface OutstandingReady {
+  readonly rd: Ready;
+  /** The store batch holding its writes; undefined when it wrote nothing. */
+  readonly written: Promise<void> | undefined;
+  /** Its writes (and every earlier Ready's) are durable, or it has nothing to sync. */
+  durable: boolean;
+  /** Committed entries of it already applied (they were durable when it was taken). */
+  earlyApplied: number;
+}
+
+/** The first index `rd` rewrites in the stored log (-1 for a snapshot: all of it). */
+function firstRewritten(rd: Ready): number {
+  if (rd.snapshot !== undefined) return -1;
+  const first = rd.entries[0];
+  return first === undefined ? Number.POSITIVE_INFINITY : first.index - 1;
 }
 
 /** The face of a replica its host drives, whatever its command types. */
@@ -54,10 +83,13 @@ export interface HostedReplica {
   readonly core: RaftCore;
   /** Not ticked: idle and caught up (set and cleared by the host only). */
   quiesced: boolean;
-  /** Take and process the core's Ready, if it has one and none is outstanding. */
+  /** Take and process the core's Readys, while it has one and the pipeline has room. */
   pump(): void;
-  /** The outstanding Ready's writes are durable: release, apply, advance. */
-  finish(): void;
+  /**
+   * The store batch `written` is durable (and so is every earlier batch): complete the Readys it
+   * covers, in order — release, apply, advance.
+   */
+  finish(written: Promise<void>): void;
   /** Whether the replica may stop ticking: a leader with every member caught up and nothing to do. */
   canQuiesce(): boolean;
   /** A leader's quiesce notice; returns true if this replica quiesced. */
@@ -119,15 +151,18 @@ interface PendingBarrier {
  * One replica of a Raft group on a host: a `RaftCore` over the group's `LogStoreRaftStorage`, the
  * state machine it drives, and the proposals waiting for their entries to apply.
  *
- * The Ready cycle (`pump` → the store batch is durable → `finish`), one Ready outstanding at a time:
+ * The Ready cycle (`pump` → the store batch is durable → `finish`), pipelined: up to
+ * `GROUP_READIES_IN_FLIGHT` Readys are in the store at once, completed strictly in order:
  * 1. `messages` go to the host's per-peer batches at once (they promise nothing about our disk);
  * 2. snapshot, entries and hard state join the store's batch of this turn (one transaction for
  *    every group of the node);
- * 3. committed entries already stable on our disk are applied at once; a leader's are always, so
- *    its commit latency does not wait for the sync of the entries proposed meanwhile;
- * 4. after the sync (`finish`): `persistedMessages` (votes, append acks) are released, the rest
- *    of the committed entries applied, `advance()`.
- * A Ready that needs no sync (only a commit index moved) finishes at once.
+ * 3. committed entries already durable on our disk (and not being rewritten by a Ready in flight)
+ *    are applied at once, so a leader's commit latency does not wait for the sync of the entries
+ *    proposed meanwhile;
+ * 4. once its batch and every earlier one are durable (`finish`): `persistedMessages` (votes,
+ *    append acks) are released, the rest of the committed entries applied, `advance()`.
+ * A Ready that needs no sync (only a commit index moved, or nothing written) completes as soon as
+ * every Ready before it has.
  *
  * Exactly once per incarnation: entries are applied strictly in Raft index order, each once
  * (asserted), starting after the snapshot the machine was restored from. The machine's
@@ -164,9 +199,8 @@ export class GroupReplica<C, R> implements HostedReplica {
   #confState: ConfState = EMPTY_CONF_STATE;
   #lastProposedTs = Number.NEGATIVE_INFINITY;
   readonly #pending = new ProposalQueue<PendingProposal<C, R>>();
-  #outstanding: Ready | undefined;
-  /** Committed entries of the outstanding Ready already applied (they were stable). */
-  #earlyApplied = 0;
+  /** Readys handed to the store and not completed, oldest first (at most `#depth`). */
+  #outstanding: OutstandingReady[] = [];
   /** A leader serves (reports 'leader') once it has applied up to its term's first entry. */
   #termStartIndex = Number.POSITIVE_INFINITY;
   #pendingConf: PendingConfChange | undefined;
@@ -189,7 +223,12 @@ export class GroupReplica<C, R> implements HostedReplica {
     // A group's bootstrap snapshot has no machine state: the machine starts fresh.
     this.#adoptSnapshot(snapshot, decodeSnapshotData(snapshot.data));
     this.core = new RaftCore(
-      { ...options.config, id: options.host.nodeId, applied: snapshot.meta.index },
+      {
+        maxReadiesInFlight: GROUP_READIES_IN_FLIGHT,
+        ...options.config,
+        id: options.host.nodeId,
+        applied: snapshot.meta.index,
+      },
       options.storage,
       options.random,
     );
@@ -374,13 +413,15 @@ export class GroupReplica<C, R> implements HostedReplica {
   }
 
   pump(): void {
-    if (this.#stopped || this.#outstanding !== undefined || !this.core.hasReady()) return;
+    while (!this.#stopped && this.core.hasReady()) this.#cut();
+  }
+
+  /** Take one Ready: send what may go now, queue its writes, apply what is already durable. */
+  #cut(): void {
     let rd = this.core.ready();
     // A snapshot received as a transfer payload: its side data is written now, so it joins this
     // turn's store batch with the snapshot; what is stored (and restored in `finish`) is metadata.
     if (rd.snapshot !== undefined) rd = { ...rd, snapshot: this.#incomingSnapshot(rd.snapshot) };
-    this.#outstanding = rd;
-    this.#earlyApplied = 0;
     for (const rs of rd.readStates) {
       const barrier = this.#barriers.get(rs.context);
       if (barrier !== undefined) barrier.index = rs.index;
@@ -388,55 +429,92 @@ export class GroupReplica<C, R> implements HostedReplica {
     if (rd.softState !== undefined) this.#onSoftState(rd.softState);
     const host = this.#host;
     for (const m of rd.messages) host.send(this.groupId, m);
-    // What is stable before this Ready's writes: committed entries up to here can apply now.
+    // What is durable before this Ready's writes and stays so: the stored log, short of what a
+    // Ready still in flight (or this one) rewrites — a conflicting suffix from a new leader — and
+    // nothing while a snapshot replaces the whole log.
     const storage = this.#storage;
-    const firstNew = rd.entries[0];
-    const stable =
-      rd.snapshot !== undefined
-        ? -1
-        : firstNew === undefined
-          ? storage.lastIndex()
-          : Math.min(storage.lastIndex(), firstNew.index - 1);
+    let stable = storage.lastIndex();
+    let earlierApplied = true;
+    for (const each of this.#outstanding) {
+      stable = Math.min(stable, firstRewritten(each.rd));
+      if (each.earlyApplied < each.rd.committedEntries.length) earlierApplied = false;
+    }
+    stable = Math.min(stable, firstRewritten(rd));
     const written = storage.write(rd);
+    const outstanding: OutstandingReady = {
+      rd,
+      written,
+      // Only the commit index moved (or nothing was written): nothing to sync, but it completes
+      // only after every earlier Ready, whose writes its acknowledgements may count on.
+      durable: !rd.mustSync || written === undefined,
+      earlyApplied: 0,
+    };
+    this.#outstanding.push(outstanding);
+    // Committed entries already durable here apply at once (a leader's usually are, so its commit
+    // latency does not wait for the sync of the entries proposed meanwhile) — in index order, so
+    // only once every earlier Ready applied all of its own.
     const committed = rd.committedEntries;
-    while (this.#earlyApplied < committed.length) {
-      const entry = committed[this.#earlyApplied] as Entry;
+    while (earlierApplied && outstanding.earlyApplied < committed.length) {
+      const entry = committed[outstanding.earlyApplied] as Entry;
       if (entry.index > stable) break;
-      this.#earlyApplied++;
+      outstanding.earlyApplied++;
       this.#apply(entry);
     }
     if (rd.mustSync && written !== undefined) {
       host.awaitDurable(written, this);
     } else {
-      // Only the commit index moved: no sync to wait for, but a failed store still fails the group.
+      // A failed store still fails the group.
       written?.catch((error: unknown) =>
         this.fail(error instanceof Error ? error : new Error(String(error))),
       );
-      this.finish();
+      this.#completeDurable();
     }
   }
 
-  finish(): void {
-    const rd = this.#outstanding;
-    if (rd === undefined || this.#stopped) return;
+  finish(written: Promise<void>): void {
+    if (this.#stopped) return;
+    // Batches become durable in order: `written` covers every Ready up to the last one in it.
+    const outstanding = this.#outstanding;
+    let last = -1;
+    for (let i = 0; i < outstanding.length; i++)
+      if ((outstanding[i] as OutstandingReady).written === written) last = i;
+    for (let i = 0; i <= last; i++) (outstanding[i] as OutstandingReady).durable = true;
+    this.#completeDurable();
+  }
+
+  /** Complete the durable Readys at the head of the pipeline, oldest first. */
+  #completeDurable(): void {
+    let completed = false;
+    while (!this.#stopped) {
+      const head = this.#outstanding[0];
+      if (head === undefined || !head.durable) break;
+      this.#outstanding.shift();
+      this.#complete(head);
+      completed = true;
+    }
+    if (!completed) return;
+    this.#storage.trimCache(this.#appliedRaft);
+    this.#updateRole();
+    this.#serveBarriers();
+    this.#host.markDirty(this);
+    this.#events.onProgress();
+  }
+
+  /** The Ready and every earlier one are durable: release its acknowledgements, apply, advance. */
+  #complete(head: OutstandingReady): void {
+    const rd = head.rd;
     this.#storage.persisted(rd);
     const host = this.#host;
     for (const m of rd.persistedMessages) host.send(this.groupId, m);
     if (rd.snapshot !== undefined) this.#restore(rd.snapshot);
     const committed = rd.committedEntries;
-    for (let i = this.#earlyApplied; i < committed.length; i++) this.#apply(committed[i] as Entry);
-    this.#outstanding = undefined;
+    for (let i = head.earlyApplied; i < committed.length; i++) this.#apply(committed[i] as Entry);
     this.core.advance();
-    this.#storage.trimCache(this.#appliedRaft);
-    this.#updateRole();
-    this.#serveBarriers();
-    host.markDirty(this);
-    this.#events.onProgress();
   }
 
   canQuiesce(): boolean {
     const core = this.core;
-    if (this.#stopped || this.#outstanding !== undefined || core.role !== RaftRole.Leader) return false;
+    if (this.#stopped || this.#outstanding.length > 0 || core.role !== RaftRole.Leader) return false;
     if (core.hasReady() || core.leadTransferee !== undefined) return false;
     const last = core.lastIndex;
     if (core.commitIndex !== last || this.#appliedRaft !== last) return false;

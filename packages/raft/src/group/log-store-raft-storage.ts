@@ -34,6 +34,11 @@ export class LogStoreRaftStorage implements RaftStorage {
   #pendingSnapshot: Snapshot | undefined;
   #lastIndex: number;
   #lastTerm: number;
+  /**
+   * The last index handed to the store, durable or not: with Readys pipelined, the store may hold
+   * (or be about to hold) entries past `#lastIndex` that a later Ready replaces.
+   */
+  #writtenLastIndex: number;
   #cache: Entry[] = [];
   #cacheFirst = 0;
   /** Makes the snapshot sent to a follower from the stored one (see `sendSnapshotsAs`). */
@@ -56,12 +61,14 @@ export class LogStoreRaftStorage implements RaftStorage {
     this.#lastIndex = this.#snapIndex;
     this.#lastTerm = this.#snapTerm;
     const last = store.lastIndex(groupId);
+    this.#writtenLastIndex = this.#snapIndex;
     if (last > this.#snapIndex) {
       for (const entry of store.entries(groupId, last, last + 1)) {
         this.#lastIndex = entry.index;
         this.#lastTerm = entry.term;
       }
     }
+    this.#writtenLastIndex = this.#lastIndex;
   }
 
   // ------------------------------------------------------------------------------ RaftStorage
@@ -170,13 +177,17 @@ export class LogStoreRaftStorage implements RaftStorage {
       // Replaces the whole stored log.
       handled(store.truncateAfter(groupId, 0));
       written = handled(store.putSnapshot(groupId, ...snapshotArgs(rd.snapshot)));
+      this.#writtenLastIndex = rd.snapshot.meta.index;
     }
     const first = rd.entries[0];
     if (first !== undefined) {
-      // A follower overwriting a conflicting suffix: drop everything from the first new entry on.
-      if (first.index <= this.#lastIndex && rd.snapshot === undefined) {
+      // A follower overwriting a conflicting suffix — stored, or still being written by an earlier
+      // Ready: drop everything from the first new entry on (the append alone would too; explicit,
+      // since a stale suffix surviving a crash would break log matching).
+      if (first.index <= this.#writtenLastIndex && rd.snapshot === undefined) {
         handled(store.truncateAfter(groupId, first.index - 1));
       }
+      this.#writtenLastIndex = (rd.entries[rd.entries.length - 1] as Entry).index;
       for (const entry of rd.entries) {
         const stored = toStoredEntry(entry);
         written = handled(store.append(groupId, stored, stored.payload));

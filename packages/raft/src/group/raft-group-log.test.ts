@@ -330,10 +330,21 @@ describe('RaftGroupLog, three voters', () => {
       }
     }
     nodes.hub.isolate(undefined);
-    // Healed; one more command from the final leader writes every index anyone proposed at.
-    await eventually(() => replicas.some((r) => r.log.role === 'leader'));
-    const final = replicas.find((r) => r.log.role === 'leader') as (typeof replicas)[number];
-    await final.log.propose({ add: 0 });
+    // Healed; one more command from the final leader writes every index anyone proposed at. The
+    // replica that reports leading right after the heal may be a cut-off leader that has not heard
+    // of the newer term yet: its command is then lost (NotLeaderError), and the next leader's
+    // command does the job.
+    let final: (typeof replicas)[number] | undefined;
+    while (final === undefined) {
+      await eventually(() => replicas.some((r) => r.log.role === 'leader'));
+      const candidate = replicas.find((r) => r.log.role === 'leader') as (typeof replicas)[number];
+      try {
+        await candidate.log.propose({ add: 0 });
+        final = candidate;
+      } catch (error) {
+        if (!(error instanceof NotLeaderError)) throw error;
+      }
+    }
     const settled = new Map<number, string>();
     for (const [add, outcome] of outcomes) settled.set(add, await outcome);
     const committed = final.machine.state.values;

@@ -308,7 +308,7 @@ export class RaftHost {
       this.#waitingOn = written;
       this.#waiters = waiters;
       written.then(
-        () => this.#onDurable(waiters),
+        () => this.#onDurable(written, waiters),
         (error: unknown) => {
           for (const each of waiters) each.fail(error instanceof Error ? error : new Error(String(error)));
         },
@@ -317,10 +317,10 @@ export class RaftHost {
     this.#waiters.push(replica);
   }
 
-  #onDurable(waiters: readonly HostedReplica[]): void {
+  #onDurable(written: Promise<void>, waiters: readonly HostedReplica[]): void {
     for (const replica of waiters) {
       this.#guard(replica, () => {
-        replica.finish();
+        replica.finish(written);
         replica.pump();
       });
     }

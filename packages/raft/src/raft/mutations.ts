@@ -66,6 +66,31 @@ export interface Mutations {
    * campaigning (no pre-vote to stop it).
    */
   readonly termBumpResetsElectionTimer: boolean;
+  /**
+   * Pipelined storage (issue 28): an append acknowledgement leaves as soon as its Ready is handed
+   * to storage, before the sync that makes the acknowledged entries durable.
+   */
+  readonly ackAppendBeforeSync: boolean;
+  /**
+   * Pipelined storage: the leader counts its own entries toward commit once they are handed to
+   * storage (its self-acknowledgement is stepped in `ready()`), before they are durable.
+   */
+  readonly countUnsyncedLeaderEntries: boolean;
+  /**
+   * Pipelined storage: a Ready advanced after a later one replaced some of its entries still marks
+   * all of them stable (only the term at its last index is checked): an entry replaced and then
+   * written back by a newer leader is taken as stable while a Ready in flight overwrites it on disk
+   * with the entry in between (etcd's ABA race of asynchronous storage writes).
+   */
+  readonly stableIgnoresOverwriteInFlight: boolean;
+  /** Pipelined storage: a granted vote leaves before the term and vote it promises are durable. */
+  readonly voteBeforeSync: boolean;
+  /**
+   * Pipelined storage, in the host (the simulator's replica): a Ready that writes nothing is
+   * completed at once instead of after the earlier Readys still syncing, so its acknowledgements
+   * promise entries an earlier Ready has not made durable yet.
+   */
+  readonly completeOutOfOrder: boolean;
 }
 
 export type MutationName = keyof Mutations;
@@ -92,6 +117,11 @@ export const NO_MUTATIONS: Mutations = Object.freeze({
   installSnapshotWhileApplying: false,
   silentToStaleLeader: false,
   termBumpResetsElectionTimer: false,
+  ackAppendBeforeSync: false,
+  countUnsyncedLeaderEntries: false,
+  stableIgnoresOverwriteInFlight: false,
+  voteBeforeSync: false,
+  completeOutOfOrder: false,
 });
 
 /** Every mutation name, in §1.6 order. */

@@ -256,6 +256,69 @@ describe('RaftCore: Ready', () => {
   });
 });
 
+function entry(term: number, index: number) {
+  return { term, index, type: 0 as const, data: new Uint8Array() };
+}
+
+describe('RaftCore: pipelined storage writes (maxReadiesInFlight)', () => {
+  const PIPELINED = { ...QUIET, maxReadiesInFlight: 3 };
+
+  it('hands out the next Ready before the previous one is advanced, each entry once', () => {
+    const storage = MemoryRaftStorage.bootstrap({ ...EMPTY_CONF_STATE, voters: ['a', 'b'] });
+    const b = new RaftCore({ id: 'b', ...PIPELINED }, storage, fixedRandom);
+    const append = (prev: number, entries: ReturnType<typeof entry>[], commit = 1) =>
+      b.step(
+        message(MessageType.App, 'a', 'b', 2, { index: prev, logTerm: prev === 1 ? 1 : 2, commit, entries }),
+      );
+    append(1, [entry(2, 2), entry(2, 3)]);
+    const rd1 = b.ready();
+    expect(rd1.entries.map((e) => e.index)).toEqual([2, 3]);
+    expect(rd1.persistedMessages.map((m) => [m.type, m.index])).toEqual([[MessageType.AppResp, 3]]);
+    append(3, [entry(2, 4)]);
+    expect(b.hasReady()).toBe(true);
+    const rd2 = b.ready();
+    expect(rd2.entries.map((e) => e.index)).toEqual([4]);
+    expect(rd2.persistedMessages.map((m) => [m.type, m.index])).toEqual([[MessageType.AppResp, 4]]);
+    // A duplicate of what is in flight: nothing to write, but its acknowledgement still waits
+    // for the Readys before it (the host completes Readys in order).
+    append(1, [entry(2, 2)], 2);
+    const rd3 = b.ready();
+    expect(rd3.entries).toEqual([]);
+    expect(rd3.mustSync).toBe(false);
+    expect(rd3.persistedMessages.map((m) => m.type)).toEqual([MessageType.AppResp]);
+    expect(b.hasReady()).toBe(false); // three in flight: the pipeline is full
+    expect(() => b.ready()).toThrow(/maxReadiesInFlight 3/);
+    for (const rd of [rd1, rd2, rd3]) {
+      storage.persist(rd);
+      b.advance();
+    }
+    expect(storage.lastIndex()).toBe(4);
+    expect(b.lastIndex).toBe(4);
+  });
+
+  it('a leader counts its own entries toward commit only once they are durable', () => {
+    const storage = MemoryRaftStorage.bootstrap({ ...EMPTY_CONF_STATE, voters: ['a'] });
+    const a = new RaftCore({ id: 'a', ...PIPELINED }, storage, fixedRandom);
+    a.campaign();
+    const rd1 = a.ready(); // term, self-vote, no-op: nothing counts before it is durable
+    expect(a.role).toBe(RaftRole.Candidate);
+    storage.persist(rd1);
+    a.advance();
+    expect(a.role).toBe(RaftRole.Leader);
+    const rd2 = a.ready(); // the no-op
+    a.propose(new Uint8Array([1]));
+    const rd3 = a.ready(); // the proposal, while the no-op syncs
+    expect(rd3.entries.map((e) => e.index)).toEqual([3]);
+    expect(a.commitIndex).toBe(1);
+    storage.persist(rd2);
+    a.advance();
+    expect(a.commitIndex).toBe(2);
+    storage.persist(rd3);
+    a.advance();
+    expect(a.commitIndex).toBe(3);
+  });
+});
+
 describe('RaftCore: proposals', () => {
   it('drops proposals on a follower with the leader as a hint', () => {
     const c = cluster(['a', 'b', 'c']);

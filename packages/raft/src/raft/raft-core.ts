@@ -48,8 +48,14 @@ const NO_READ_STATES: readonly ReadState[] = Object.freeze([]);
 
 /** What the core remembers about the Ready it handed out, to settle it on `advance()`. */
 interface OutstandingReady {
-  readonly lastEntryIndex: number;
-  readonly lastEntryTerm: number;
+  /**
+   * The last entry this Ready's writes vouch for once durable: its last entry, lowered when a
+   * conflicting append (or a snapshot) replaces entries it writes before it is advanced — the
+   * replacement is written by a later Ready, and the entries it replaced must not be marked stable
+   * (etcd's ABA race of asynchronous storage writes).
+   */
+  lastEntryIndex: number;
+  lastEntryTerm: number;
   readonly snapshotIndex: number;
   readonly applyingTo: number;
   readonly committedBytes: number;
@@ -111,6 +117,7 @@ function resolveConfig(config: RaftConfig, storage: RaftStorage): ResolvedRaftCo
     'snapshotChunkBytes',
     'maxSnapshotChunksInflight',
     'maxPendingReadIndex',
+    'maxReadiesInFlight',
   ];
   for (const key of positive) {
     const value = resolved[key];
@@ -202,7 +209,8 @@ export class RaftCore {
 
   #prevSoft: SoftState;
   #prevHard: HardState;
-  #outstanding: OutstandingReady | undefined;
+  /** Readys handed out and not advanced yet, oldest first (at most `maxReadiesInFlight`). */
+  #outstanding: OutstandingReady[] = [];
 
   readonly #acked = (id: NodeId): number => this.#progress.get(id)?.match ?? 0;
 
@@ -221,6 +229,7 @@ export class RaftCore {
     this.#random = random;
     this.#reads = new ReadIndexQueue();
     this.#log = new RaftLog(storage, this.#cfg.maxCommittedBytesPerReady);
+    this.#log.unstable.onOverwrite = (first) => this.#onOverwrite(first);
     const { hardState, confState } = storage.initialState();
     this.#config = fromConfState(confState);
     this.#reconcileProgress();
@@ -482,11 +491,17 @@ export class RaftCore {
 
   /** Whether `ready()` has anything; false while a Ready is outstanding (not advanced). */
   hasReady(): boolean {
-    if (this.#outstanding !== undefined) return false;
+    const outstanding = this.#outstanding;
+    if (outstanding.length > 0) {
+      if (outstanding.length >= this.#cfg.maxReadiesInFlight) return false;
+      // A snapshot is a barrier: nothing is cut behind one until it is durable, and a received
+      // snapshot waits for the pipeline to drain (see #handleSnapshot).
+      if (this.#deferredSnapshot !== undefined) return false;
+      for (const rd of outstanding) if (rd.snapshotIndex > 0) return false;
+    }
     if ((this.#bcastPending || this.#commitBcastPending) && this.#role === RaftRole.Leader) return true;
     if (this.#msgs.length > 0 || this.#msgsAfterAppend.length > 0) return true;
-    const unstable = this.#log.unstable;
-    if (unstable.entries.length > 0 || unstable.snapshot !== undefined) return true;
+    if (this.#log.unstable.hasNotInProgress()) return true;
     if (this.#readStates.length > 0) return true;
     if (this.#log.hasNextCommittedEntries()) return true;
     const hard = this.#prevHard;
@@ -497,11 +512,16 @@ export class RaftCore {
   }
 
   /**
-   * Take the next batch of work. Must be followed by `advance()` before the next `ready()`; the
-   * core keeps stepping and ticking in between, and what that produces goes in the next Ready.
+   * Take the next batch of work. At most `maxReadiesInFlight` Readys may be taken and not yet
+   * advanced (default 1: `advance()` before the next `ready()`); each `advance()` settles the oldest.
+   * The core keeps stepping and ticking in between, and what that produces goes in the next Ready.
    */
   ready(): Ready {
-    invariant(this.#outstanding === undefined, 'ready() called again before advance()');
+    invariant(
+      this.#outstanding.length < this.#cfg.maxReadiesInFlight,
+      () =>
+        `ready() with ${this.#outstanding.length} Readys not advanced (maxReadiesInFlight ${this.#cfg.maxReadiesInFlight})`,
+    );
     this.#flushBroadcast();
     const log = this.#log;
     const unstable = log.unstable;
@@ -513,8 +533,9 @@ export class RaftCore {
       prevHard.term !== this.#term || prevHard.vote !== this.#vote || prevHard.commit !== log.committed;
     const hard = hardChanged ? this.#hardState() : undefined;
 
-    const entries = unstable.entries.length > 0 ? unstable.entries.slice() : NO_ENTRIES;
-    const snapshot = unstable.snapshot;
+    const snapshot = unstable.snapshotInProgress ? undefined : unstable.snapshot;
+    const taken = unstable.takeNotInProgress();
+    const entries = taken.length > 0 ? taken : NO_ENTRIES;
     const committedEntries = log.nextCommittedEntries();
     let applyingTo = 0;
     let committedBytes = 0;
@@ -528,13 +549,24 @@ export class RaftCore {
     this.#msgs = [];
     let persistedMessages: Message[] = [];
     const selfMessages: Message[] = [];
+    const early: Message[] = [];
+    const mut = this.#mut;
     for (const m of this.#msgsAfterAppend) {
       if (!this.#acknowledgesHeldEntry(m)) continue;
-      if (m.to === this.id) selfMessages.push(m);
-      else persistedMessages.push(m);
+      if (m.to === this.id) {
+        if (mut.countUnsyncedLeaderEntries && m.type === MessageType.AppResp) early.push(m);
+        else selfMessages.push(m);
+      } else if (
+        (mut.ackAppendBeforeSync && m.type === MessageType.AppResp && !m.reject) ||
+        (mut.voteBeforeSync && m.type === MessageType.VoteResp && !m.reject)
+      ) {
+        messages = [...messages, m];
+      } else {
+        persistedMessages.push(m);
+      }
     }
     this.#msgsAfterAppend = [];
-    if (this.#mut.replyBeforePersist && persistedMessages.length > 0) {
+    if (mut.replyBeforePersist && persistedMessages.length > 0) {
       messages = [...messages, ...persistedMessages];
       persistedMessages = [];
     }
@@ -548,16 +580,18 @@ export class RaftCore {
       prevHard.term !== this.#term ||
       prevHard.vote !== this.#vote;
 
-    this.#outstanding = {
+    this.#outstanding.push({
       lastEntryIndex: lastEntry?.index ?? 0,
       lastEntryTerm: lastEntry?.term ?? 0,
       snapshotIndex: snapshot?.meta.index ?? 0,
       applyingTo,
       committedBytes,
       selfMessages,
-    };
+    });
     if (softChanged) this.#prevSoft = soft;
     if (hard !== undefined) this.#prevHard = hard;
+    // Mutation only: the leader counts its entries as soon as they are handed to storage.
+    for (const m of early) this.#step(m);
     return {
       softState: softChanged ? soft : undefined,
       hardState: hard,
@@ -589,9 +623,8 @@ export class RaftCore {
 
   /** The host finished the last Ready: it is persisted, its messages sent, its entries applied. */
   advance(): void {
-    const rd = this.#outstanding;
+    const rd = this.#outstanding.shift();
     invariant(rd !== undefined, 'advance() without an outstanding ready()');
-    this.#outstanding = undefined;
     const log = this.#log;
     if (rd.snapshotIndex > 0) {
       log.unstable.stableSnapTo(rd.snapshotIndex);
@@ -607,7 +640,7 @@ export class RaftCore {
       }
     }
     const deferred = this.#deferredSnapshot;
-    if (deferred !== undefined) {
+    if (deferred !== undefined && this.#outstanding.length === 0) {
       this.#deferredSnapshot = undefined;
       // Still the follower of the leader that sent it (a new term or role dropped it in #reset).
       if (this.#role === RaftRole.Follower && this.#lead === deferred.from) {
@@ -626,6 +659,24 @@ export class RaftCore {
     }
     // Our own vote and append acknowledgement count only now that they are durable.
     for (const m of rd.selfMessages) this.#step(m);
+  }
+
+  /**
+   * Entries from `first` on (all of them for -1) were replaced while Readys writing them are
+   * outstanding: those Readys now vouch only for the entries before `first`, which are unchanged.
+   * Without this, a Ready whose entry at its last index was replaced and then written back (same
+   * index and term, by a later leader) would mark it stable while a Ready still in flight
+   * overwrites it in storage with the entry in between (etcd's ABA race; etcd drops the stale
+   * acknowledgement by its term, this keeps the prefix that is still true).
+   */
+  #onOverwrite(first: number): void {
+    if (this.#mut.stableToIgnoresTerm || this.#mut.stableIgnoresOverwriteInFlight) return;
+    for (const rd of this.#outstanding) {
+      if (rd.lastEntryIndex >= first && rd.lastEntryIndex > 0) {
+        rd.lastEntryIndex = Math.max(0, first - 1);
+        rd.lastEntryTerm = first > 0 ? this.#log.term(first - 1) : 0;
+      }
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1115,7 +1166,10 @@ export class RaftCore {
     }
     this.#assembly = undefined;
     const snapshot: Snapshot = { meta, data: concat(asm.chunks, asm.totalBytes) };
-    if (log.applying > log.applied && !this.#mut.installSnapshotWhileApplying) {
+    if (
+      (log.applying > log.applied || this.#outstanding.some((rd) => rd.snapshotIndex > 0)) &&
+      !this.#mut.installSnapshotWhileApplying
+    ) {
       // The host is applying committed entries of the outstanding Ready. Installing now would put
       // the snapshot's configuration under them (a conf change among them would then apply to a
       // configuration that already includes it): install once they are applied, in advance().

@@ -15,9 +15,40 @@ export class UnstableLog {
   entries: Entry[] = [];
   /** Index of entries[0] (or of the next entry to come when empty). */
   offset: number;
+  /**
+   * Index of the first entry not yet handed to the host in a Ready (entries before it are being
+   * written by an outstanding Ready): offset <= inProgress <= offset + entries.length.
+   */
+  inProgress: number;
+  /** The snapshot was handed to the host in a Ready that is not advanced yet. */
+  snapshotInProgress = false;
+  /**
+   * Called when entries this part held (or storage held) at `first` and after are replaced — a
+   * conflicting append — or all of them by a snapshot (`first` = -1): Readys still writing them
+   * may no longer vouch for them.
+   */
+  onOverwrite: ((first: number) => void) | undefined;
 
   constructor(offset: number) {
     this.offset = offset;
+    this.inProgress = offset;
+  }
+
+  /** Whether there is something no Ready has handed out yet. */
+  hasNotInProgress(): boolean {
+    return (
+      this.inProgress < this.offset + this.entries.length ||
+      (this.snapshot !== undefined && !this.snapshotInProgress)
+    );
+  }
+
+  /** The entries no Ready has handed out yet; marks them (and the snapshot) handed out. */
+  takeNotInProgress(): Entry[] {
+    const end = this.offset + this.entries.length;
+    const taken = this.inProgress < end ? this.entries.slice(this.inProgress - this.offset) : [];
+    this.inProgress = end;
+    if (this.snapshot !== undefined) this.snapshotInProgress = true;
+    return taken;
   }
 
   /** Last index held here, or NO_TERM when there is neither an entry nor a snapshot. */
@@ -50,29 +81,39 @@ export class UnstableLog {
     if (found !== term && !ignoreTerm) return;
     this.entries.splice(0, index + 1 - this.offset);
     this.offset = index + 1;
+    if (this.inProgress < this.offset) this.inProgress = this.offset;
   }
 
   /** The host persisted the snapshot at `index`. */
   stableSnapTo(index: number): void {
-    if (this.snapshot !== undefined && this.snapshot.meta.index === index) this.snapshot = undefined;
+    if (this.snapshot !== undefined && this.snapshot.meta.index === index) {
+      this.snapshot = undefined;
+      this.snapshotInProgress = false;
+    }
   }
 
   restore(snapshot: Snapshot): void {
     this.offset = snapshot.meta.index + 1;
+    this.inProgress = this.offset;
     this.entries = [];
     this.snapshot = snapshot;
+    this.snapshotInProgress = false;
+    this.onOverwrite?.(-1);
   }
 
   /** Append `entries` (contiguous), replacing whatever this part held at and after entries[0].index. */
   truncateAndAppend(entries: readonly Entry[]): void {
     const first = (entries[0] as Entry).index;
     const end = this.offset + this.entries.length;
+    if (first < this.inProgress) this.inProgress = Math.max(first, this.offset);
+    if (first < end) this.onOverwrite?.(first);
     if (first === end) {
       for (const entry of entries) this.entries.push(entry);
     } else if (first <= this.offset) {
       // Replaces the whole unstable part, and shadows storage from `first` on: the next Ready
       // writes from `first`, and the host deletes every stored entry at or after it.
       this.offset = first;
+      this.inProgress = first;
       this.entries = entries.slice();
     } else {
       this.entries.length = first - this.offset;

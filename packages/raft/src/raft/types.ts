@@ -146,7 +146,7 @@ export interface ReadState {
 }
 
 /**
- * What the host must do, in this order, before calling `advance()`:
+ * What the host must do, in this order, before calling `advance()` for it:
  * 1. send `messages` (they depend on nothing unpersisted; may go in parallel with step 2);
  * 2. persist `snapshot` (replacing the whole stored log), then `entries` (first deleting every stored
  *    entry with index >= entries[0].index), then `hardState` — atomically, synced when `mustSync`;
@@ -254,6 +254,17 @@ export interface RaftConfig {
    * storage's snapshot index). Committed entries after it are handed out again for replay.
    */
   readonly applied?: number;
+  /**
+   * Readys handed out and not yet advanced, at most (default 1). With 1, `ready()` waits for the
+   * previous Ready's `advance()`. Above 1 the storage writes are pipelined (etcd's asynchronous
+   * storage writes): the next Ready goes to storage while the previous one is still syncing. The
+   * host must then complete Readys strictly in the order they were handed out, and advance each
+   * only once its writes AND those of every earlier Ready are durable — a Ready that writes
+   * nothing (`mustSync` false) still waits its turn, since its `persistedMessages` may promise
+   * entries an earlier Ready is writing. Entries are handed out once (a Ready carries only the
+   * entries appended since the previous one, or those that replaced entries still in flight).
+   */
+  readonly maxReadiesInFlight?: number;
 }
 
 /** A resolved configuration: every optional field filled with its default. */
@@ -274,6 +285,7 @@ export const RAFT_DEFAULTS = {
   maxSnapshotChunksInflight: 4,
   maxPendingReadIndex: 4096,
   stepDownOnRemoval: true,
+  maxReadiesInFlight: 1,
 } as const;
 
 /** The `context` of a vote request forced by a leadership transfer: it overrides leases. */

@@ -167,8 +167,29 @@ export class Checker {
       return;
     }
     if (commit > watch.commit) {
+      if (core.role === RaftRole.Leader) this.#checkLeaderCommit(node, commit);
       this.#onCommit(node, watch.commit, commit);
       watch.commit = commit;
+    }
+  }
+
+  /**
+   * A leader may move its commit into its own term only over entries a quorum has durably
+   * acknowledged in that term: the followers' released acknowledgements and its own durable log
+   * (onPersisted). A leader that counted entries it had only handed to its disk commits past that.
+   */
+  #checkLeaderCommit(node: CheckedNode, commit: number): void {
+    const core = node.core;
+    const term = core.term;
+    const start = this.#termStart.get(term);
+    if (start === undefined || commit < start || this.#leaderOfTerm.get(term) !== node.id) return;
+    const acks = this.#acks.get(term);
+    const acked = jointCommittedIndex(core.membership().voters, (id) => acks?.get(id) ?? 0);
+    if (acked < commit) {
+      this.fail(
+        `${node.id} committed index ${commit} in term ${term}, but a quorum durably acknowledged ` +
+          `only up to ${acked}`,
+      );
     }
   }
 

@@ -1,8 +1,10 @@
 import { ConfChangeTransition, ConfChangeType } from '../conf-change.ts';
+import { MemoryRaftStorage } from '../memory-raft-storage.ts';
 import type { MutationName, Mutations } from '../mutations.ts';
 import { NO_MUTATIONS } from '../mutations.ts';
-import type { Message, NodeId, RaftConfig } from '../types.ts';
-import { MessageType, RaftRole } from '../types.ts';
+import { RaftCore } from '../raft-core.ts';
+import type { Entry, Message, NodeId, RaftConfig, Ready } from '../types.ts';
+import { EMPTY_CONF_STATE, MessageType, message, RaftRole } from '../types.ts';
 import type { InFlight } from './scripted-cluster.ts';
 import { ScriptedCluster } from './scripted-cluster.ts';
 
@@ -482,6 +484,48 @@ function stableToAba(mutations: Mutations): readonly string[] {
   );
 }
 
+/**
+ * Pipelined storage writes (etcd's ABA race): a follower with three Readys in flight gets entries
+ * of term 2, then term-3 entries that replace them, then the term-2 entries back from a term-4
+ * leader. When the first Ready completes its entries match the log again, but the second is still
+ * to overwrite them on disk: marking them stable then would make the core read the second Ready's
+ * entries back from storage as its own log once that completes.
+ */
+function pipelinedAba(mutations: Mutations): readonly string[] {
+  const storage = MemoryRaftStorage.bootstrap({ ...EMPTY_CONF_STATE, voters: ['a', 'b', 'c'] });
+  const b = new RaftCore(
+    { ...BASE, id: 'b', maxReadiesInFlight: 3 },
+    storage,
+    { nextInt: () => 0 },
+    mutations,
+  );
+  const entries = (term: number): Entry[] =>
+    [2, 3].map((index) => ({ term, index, type: 0, data: new Uint8Array() }));
+  const append = (from: NodeId, term: number, entryTerm: number): Ready => {
+    b.step(
+      message(MessageType.App, from, 'b', term, {
+        index: 1,
+        logTerm: 1,
+        commit: 1,
+        entries: entries(entryTerm),
+      }),
+    );
+    return b.ready();
+  };
+  const inFlight = [append('a', 2, 2), append('c', 3, 3), append('a', 4, 2)];
+  const found: string[] = [];
+  for (const rd of inFlight) {
+    storage.persist(rd);
+    b.advance();
+    if (b.termAt(3) !== 2) {
+      found.push(
+        `b reads entry 3 of term ${String(b.termAt(3))} (disk ${storage.term(3)}), its log has term 2`,
+      );
+    }
+  }
+  return found;
+}
+
 /** #14: with no jitter, replicas that time out together split the vote forever. */
 function electionJitter(mutations: Mutations): readonly string[] {
   return guarded(
@@ -702,6 +746,11 @@ export const CLASSIC_BUG_SCENARIOS: readonly ClassicBugScenario[] = [
     bug: '#13 no stable marking across a replacement (ABA)',
     mutation: 'stableToIgnoresTerm',
     run: stableToAba,
+  },
+  {
+    bug: 'pipelined storage: no stable marking across a replacement still in flight (ABA)',
+    mutation: 'stableIgnoresOverwriteInFlight',
+    run: pipelinedAba,
   },
   { bug: '#14 randomized election timeouts', mutation: 'fixedElectionTimeout', run: electionJitter },
   { bug: '#15 bounded queues', mutation: 'unboundedQueues', run: boundedQueues },

@@ -94,6 +94,7 @@ async function main(): Promise<number> {
     `sim: ${seeds} seeds x ${steps} steps (${total.steps + total.livenessSteps} events) in ${seconds} s: ` +
       `elections ${total.elections}, crashes ${total.crashes}, partitions ${total.partitions}, ` +
       `pauses ${total.pauses}, snapshots installed ${total.snapshotsInstalled}, ` +
+      `pipelined writes ${total.pipelinedWrites}, crash-kept writes ${total.crashKeptWrites}, ` +
       `membership changes ${total.membershipChanges}, transfers ${total.transfers}, ` +
       `leaders forgotten ${total.leadersForgotten}, ` +
       `commits ${total.commits}, reads ${total.reads}, writes ${total.writes}, ` +

@@ -22,6 +22,11 @@ const SIM_CAUGHT: readonly MutationName[] = [
   'voteIgnoresLog',
   'preVoteElects',
   'installStaleSnapshot',
+  // Pipelined storage writes (issue 28): the classic bugs of acknowledging before the sync.
+  'ackAppendBeforeSync',
+  'countUnsyncedLeaderEntries',
+  'voteBeforeSync',
+  'completeOutOfOrder',
 ];
 const GATE_SEEDS = 50;
 const GATE_STEPS = 2000;

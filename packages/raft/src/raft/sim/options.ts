@@ -33,6 +33,13 @@ export interface SwarmParams {
   readonly network: NetworkFaults;
   readonly fsyncMinMs: number;
   readonly fsyncMaxMs: number;
+  /**
+   * Readys in flight to a replica's disk at once (1 = the next Ready waits for the previous sync;
+   * above 1 = pipelined storage writes, see SimNodeOptions.storageDepth).
+   */
+  readonly storageDepth: number;
+  /** With pipelined storage: each sync takes up to this much longer (ms), drawn per write. */
+  readonly fsyncLateMs: number;
   /** Mean interval between nemesis actions (ms). */
   readonly nemesisMeanMs: number;
   readonly weights: NemesisWeights;
@@ -109,5 +116,8 @@ export function drawSwarm(prng: Prng): SwarmParams {
     readRatio: prng.pick([0.3, 0.5, 0.7]),
     maxBodyBytes: prng.pick([0, 8, 64]),
     compactEvery: prng.pick([8, 30, 100, 400]),
+    // Drawn last, so every earlier parameter of a seed is what it was before pipelining existed.
+    storageDepth: prng.pick([1, 2, 3, 4]),
+    fsyncLateMs: prng.pick([0, 3, 15]),
   };
 }

@@ -63,7 +63,7 @@ export class ScriptedCluster {
   #nextConfChange = 0;
   readonly #ops = new Map<number, ScriptedOp>();
   readonly #readContexts = new Map<string, ScriptedOp>();
-  readonly stats = { snapshotsInstalled: 0, snapshotsTaken: 0 };
+  readonly stats = { snapshotsInstalled: 0, snapshotsTaken: 0, pipelinedWrites: 0, crashKeptWrites: 0 };
 
   constructor(options: ScriptedClusterOptions) {
     this.#options = options;
@@ -109,6 +109,8 @@ export class ScriptedCluster {
         mutations: this.#options.mutations ?? NO_MUTATIONS,
         fsyncMinMs: 0,
         fsyncMaxMs: 0,
+        storageDepth: 1,
+        fsyncLateMs: 0,
         compactEvery: this.#options.compactEvery ?? Number.POSITIVE_INFINITY,
       },
       this.#prng.fork(),

@@ -18,8 +18,8 @@ export interface NodeContext {
   stamp(): number;
   /** Put a message on the network. */
   send(from: SimNode, m: Message): void;
-  /** Complete this node's pending write `delayMs` from now (the fsync). */
-  scheduleSync(node: SimNode, delayMs: number): void;
+  /** Complete this node's write `write` `delayMs` from now (its fsync). */
+  scheduleSync(node: SimNode, delayMs: number, write: InFlightWrite): void;
   /** A write proposed through this node was applied here. */
   onWriteApplied(node: SimNode, opId: number): void;
   /** A read-index read through this node can be answered with `value`. */
@@ -28,7 +28,12 @@ export interface NodeContext {
   onConfChangeApplied(node: SimNode, before: MembershipConfig, after: MembershipConfig): void;
   /** The replica a message is addressed to, for the checker's acknowledgement bookkeeping. */
   nodeById(id: NodeId): SimNode | undefined;
-  readonly stats: { snapshotsInstalled: number; snapshotsTaken: number };
+  readonly stats: {
+    snapshotsInstalled: number;
+    snapshotsTaken: number;
+    pipelinedWrites: number;
+    crashKeptWrites: number;
+  };
 }
 
 export interface SimNodeOptions {
@@ -37,8 +42,23 @@ export interface SimNodeOptions {
   /** fsync latency range in ms. */
   readonly fsyncMinMs: number;
   readonly fsyncMaxMs: number;
+  /**
+   * Readys in flight to the disk at once (the core's `maxReadiesInFlight`). Above 1 the disk is
+   * pipelined: each write's sync completes after its own random latency (so out of step with the
+   * others and with message delivery), writes complete in order, and a crash keeps a random prefix
+   * of the writes in flight (handed to the disk, maybe written, not known durable) and loses the rest.
+   */
+  readonly storageDepth: number;
+  /** Extra sync latency bound (ms) drawn per write on top of the fsync range when pipelined. */
+  readonly fsyncLateMs: number;
   /** Cut a snapshot (and truncate the log) once this many entries were applied since the last one. */
   readonly compactEvery: number;
+}
+
+/** A Ready handed to the disk, waiting for its sync (and for every earlier write's). */
+export interface InFlightWrite {
+  readonly rd: Ready;
+  synced: boolean;
 }
 
 interface PendingRead {
@@ -73,8 +93,8 @@ export class SimNode implements CheckedNode {
   tickGen = 0;
   /** Clock rate: ticks come every tickMs * skew ms of simulated time. */
   skew = 1;
-  /** The Ready whose fsync is in progress. */
-  syncing: Ready | undefined;
+  /** Readys handed to the disk and not completed, oldest first. */
+  inFlight: InFlightWrite[] = [];
   readonly pendingWrites = new Set<number>();
   readonly pendingReads = new Map<string, PendingRead>();
 
@@ -98,7 +118,7 @@ export class SimNode implements CheckedNode {
     this.tickGen++;
     this.up = true;
     this.paused = false;
-    this.syncing = undefined;
+    this.inFlight = [];
     this.pendingWrites.clear();
     this.pendingReads.clear();
     const snapshot = this.durable.snapshot();
@@ -106,7 +126,12 @@ export class SimNode implements CheckedNode {
     this.kv.restore(snapshot.data, snapshot.meta.index);
     this.confState = snapshot.meta.confState;
     this.core = new RaftCore(
-      { ...this.#options.raft, id: this.id, applied: snapshot.meta.index },
+      {
+        ...this.#options.raft,
+        id: this.id,
+        applied: snapshot.meta.index,
+        maxReadiesInFlight: this.#options.storageDepth,
+      },
       this.durable,
       this.#prng.fork(),
       this.#options.mutations,
@@ -120,37 +145,65 @@ export class SimNode implements CheckedNode {
   crash(): void {
     this.up = false;
     this.paused = false;
-    this.syncing = undefined;
+    // A pipelined disk may have written some of the writes in flight before the crash: a prefix
+    // of them survives (the disk applies writes in order). The core promised nothing about them.
+    if (this.#options.storageDepth > 1 && this.inFlight.length > 0) {
+      const kept = this.#prng.nextInt(this.inFlight.length + 1);
+      for (let i = 0; i < kept; i++) this.durable.persist((this.inFlight[i] as InFlightWrite).rd);
+      this.#ctx.stats.crashKeptWrites += kept;
+    }
+    this.inFlight = [];
     this.tickGen++;
     this.incarnation++;
     this.pendingWrites.clear();
     this.pendingReads.clear();
   }
 
-  /** Process Readys until one waits for its fsync or there is nothing left. */
+  /**
+   * Process Readys until the pipeline is full or there is nothing left. Each Ready's messages leave
+   * at once; it completes (persisted, acknowledgements released, entries applied, advanced) only
+   * when it and every earlier one are synced, in order.
+   */
   pump(): void {
     const ctx = this.#ctx;
-    while (this.up && !this.paused && this.syncing === undefined && this.core.hasReady()) {
+    while (this.up && !this.paused && this.core.hasReady()) {
       const rd = this.core.ready();
       ctx.checker.onEntries(this, rd.entries);
       for (const m of rd.messages) this.#release(m);
+      const write: InFlightWrite = { rd, synced: !rd.mustSync };
+      this.inFlight.push(write);
+      if (this.inFlight.length > 1) ctx.stats.pipelinedWrites++;
       if (rd.mustSync) {
-        this.syncing = rd;
-        const { fsyncMinMs, fsyncMaxMs } = this.#options;
-        ctx.scheduleSync(this, fsyncMinMs + this.#prng.nextFloat() * (fsyncMaxMs - fsyncMinMs));
-        return;
+        const { fsyncMinMs, fsyncMaxMs, fsyncLateMs } = this.#options;
+        let delay = fsyncMinMs + this.#prng.nextFloat() * (fsyncMaxMs - fsyncMinMs);
+        if (this.#options.storageDepth > 1 && fsyncLateMs > 0) delay += this.#prng.nextFloat() * fsyncLateMs;
+        ctx.scheduleSync(this, delay, write);
+      } else if (this.#options.mutations.completeOutOfOrder && this.inFlight.length > 1) {
+        // Mutation only: a Ready with nothing to sync lets its acknowledgements go at once.
+        for (const m of rd.persistedMessages) this.#release(m);
+        this.inFlight[this.inFlight.length - 1] = { rd: { ...rd, persistedMessages: [] }, synced: true };
       }
-      this.#finish(rd);
+      this.#completeSynced();
     }
   }
 
-  /** The fsync of the pending Ready completed. */
-  completeSync(): void {
-    const rd = this.syncing;
-    if (rd === undefined) return;
-    this.syncing = undefined;
-    this.#finish(rd);
+  /** The sync of `write` (default: the oldest write in flight) completed. */
+  completeSync(write?: InFlightWrite): void {
+    const done = write ?? this.inFlight[0];
+    if (done === undefined || !this.inFlight.includes(done)) return;
+    done.synced = true;
+    this.#completeSynced();
     this.pump();
+  }
+
+  /** Complete the synced writes at the head of the pipeline, in order. */
+  #completeSynced(): void {
+    while (this.up && !this.paused) {
+      const head = this.inFlight[0];
+      if (head === undefined || !head.synced) return;
+      this.inFlight.shift();
+      this.#finish(head.rd);
+    }
   }
 
   #finish(rd: Ready): void {

@@ -35,6 +35,10 @@ describe('deterministic simulation', () => {
     expect(total.commits).toBeGreaterThan(SWEEP_SEEDS * 10);
     expect(total.reads).toBeGreaterThan(SWEEP_SEEDS * 10);
     expect(total.writes).toBeGreaterThan(SWEEP_SEEDS * 10);
+    // Pipelined storage is exercised: Readys go to disk while earlier ones sync, and crashes keep
+    // some unsynced writes as well as losing others.
+    expect(total.pipelinedWrites).toBeGreaterThan(SWEEP_SEEDS * 10);
+    expect(total.crashKeptWrites).toBeGreaterThan(SWEEP_SEEDS / 10);
   });
 
   it('replays a seed bit for bit', () => {

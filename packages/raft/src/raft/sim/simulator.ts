@@ -16,7 +16,7 @@ import { PartitionKind, SimNetwork } from './network.ts';
 import type { NemesisWeights, SwarmParams } from './options.ts';
 import { drawSwarm } from './options.ts';
 import { Prng } from './prng.ts';
-import type { NodeContext } from './sim-node.ts';
+import type { InFlightWrite, NodeContext } from './sim-node.ts';
 import { SimNode } from './sim-node.ts';
 
 export interface SimulationOptions {
@@ -52,6 +52,10 @@ export interface SimStats {
   pauses: number;
   snapshotsInstalled: number;
   snapshotsTaken: number;
+  /** Readys handed to a disk while an earlier one was still syncing (pipelined storage writes). */
+  pipelinedWrites: number;
+  /** Writes in flight at a crash that the disk had written anyway (a kept prefix). */
+  crashKeptWrites: number;
   membershipChanges: number;
   transfers: number;
   /** Peer-down notices a replica acted on (its leader forgotten; see `peerDownNotices`). */
@@ -86,6 +90,8 @@ export function emptyStats(): SimStats {
     pauses: 0,
     snapshotsInstalled: 0,
     snapshotsTaken: 0,
+    pipelinedWrites: 0,
+    crashKeptWrites: 0,
     membershipChanges: 0,
     transfers: 0,
     leadersForgotten: 0,
@@ -101,7 +107,12 @@ export function emptyStats(): SimStats {
 type SimEvent =
   | { readonly kind: 'deliver'; readonly from: NodeId; readonly to: NodeId; readonly bytes: Uint8Array }
   | { readonly kind: 'tick'; readonly node: SimNode; readonly gen: number }
-  | { readonly kind: 'sync'; readonly node: SimNode; readonly incarnation: number }
+  | {
+      readonly kind: 'sync';
+      readonly node: SimNode;
+      readonly incarnation: number;
+      readonly write: InFlightWrite;
+    }
   | { readonly kind: 'nemesis' }
   | { readonly kind: 'restart'; readonly node: SimNode }
   | { readonly kind: 'resume'; readonly node: SimNode; readonly gen: number }
@@ -211,8 +222,8 @@ export class Simulation {
       now: () => this.#now,
       stamp: () => ++this.#logical,
       send: (from, m) => this.#send(from, m),
-      scheduleSync: (node, delay) =>
-        this.#queue.push(this.#now + delay, { kind: 'sync', node, incarnation: node.incarnation }),
+      scheduleSync: (node, delay, write) =>
+        this.#queue.push(this.#now + delay, { kind: 'sync', node, incarnation: node.incarnation, write }),
       onWriteApplied: (_node, opId) => this.#completeWrite(opId),
       onReadServed: (_node, context, value) => this.#completeRead(context, value),
       onConfChangeApplied: (node, before, after) => this.#onConfChangeApplied(node, before, after),
@@ -445,7 +456,7 @@ export class Simulation {
         if (event.incarnation !== node.incarnation || !node.up) return false;
         if (node.paused) return this.#defer(node, event);
         this.#record(event, node.id);
-        node.completeSync();
+        node.completeSync(event.write);
         this.checker.observe(node);
         return true;
       }
@@ -568,6 +579,8 @@ export class Simulation {
         mutations: this.#options.mutations ?? NO_MUTATIONS,
         fsyncMinMs: this.params.fsyncMinMs,
         fsyncMaxMs: this.params.fsyncMaxMs,
+        storageDepth: this.params.storageDepth,
+        fsyncLateMs: this.params.fsyncLateMs,
         compactEvery: this.params.compactEvery,
       },
       this.#prng.fork(),
