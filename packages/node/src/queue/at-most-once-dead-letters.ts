@@ -9,6 +9,13 @@
  * Copies and routes are computed synchronously, inside the apply (the bodies are deleted right
  * after); the enqueues are issued one microtask later, because an apply must never re-enter a log
  * (a copy may route back to this very queue).
+ *
+ * At most `MAX_COPIES_IN_FLIGHT` enqueues wait for their answer at once; the other copies wait
+ * here, in order, and go as answers come back. Without the bound an expiry of thousands of
+ * messages proposed thousands of entries at once: on a 3-node cluster a full-speed TTL stream's
+ * commits went from ~100 ms to 2 s (the publishes' too), and the copies reached their consumer
+ * 4.6 s late at 1.9k/s while at-least-once, windowed, ran at 4k/s. The waiting copies are in
+ * memory only, as the in-flight ones were: the strategy's promise is at most once.
  */
 import type { DeadLetteredCopy } from '@styx/dlx';
 import { deadLetterCopy } from '@styx/dlx';
@@ -17,6 +24,9 @@ import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { routeCopy } from './dead-letter-route.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { QueueConfig, QueueReply, RemovalReason, StoredMessage } from './types.ts';
+
+/** Copies being enqueued (answer not yet back) at once, at most; see the header. */
+export const MAX_COPIES_IN_FLIGHT = 1_024;
 
 interface Send {
   readonly target: DeadLetterTarget;
@@ -36,8 +46,11 @@ export interface AtMostOnceOptions {
 
 export class AtMostOnceDeadLetters {
   private readonly options: AtMostOnceOptions;
-  /** Enqueues waiting for the microtask that issues them. */
-  private sends: Send[] | undefined = undefined;
+  /** Copies waiting to be enqueued, oldest first from `waitingHead`. */
+  private waiting: Send[] = [];
+  private waitingHead = 0;
+  private issueScheduled = false;
+  private inFlight = 0;
 
   constructor(options: AtMostOnceOptions) {
     this.options = options;
@@ -82,32 +95,50 @@ export class AtMostOnceDeadLetters {
   }
 
   private queueSend(send: Send): void {
-    if (this.sends === undefined) {
-      this.sends = [send];
-      queueMicrotask(this.issue);
-    } else {
-      this.sends.push(send);
-    }
+    this.waiting.push(send);
+    this.scheduleIssue();
+  }
+
+  private scheduleIssue(): void {
+    if (this.issueScheduled || this.waitingHead === this.waiting.length) return;
+    this.issueScheduled = true;
+    queueMicrotask(this.issue);
   }
 
   private readonly issue = (): void => {
-    const sends = this.sends ?? [];
-    this.sends = undefined;
-    for (const send of sends) {
+    this.issueScheduled = false;
+    const waiting = this.waiting;
+    while (this.inFlight < MAX_COPIES_IN_FLIGHT && this.waitingHead < waiting.length) {
+      const send = waiting[this.waitingHead] as Send;
+      // Let go of the copy: the array may hold thousands more behind it.
+      waiting[this.waitingHead++] = undefined as unknown as Send;
+      this.inFlight++;
       send.target.enqueue(send.copy, undefined).then(
-        (reply) => this.confirmed(send, reply),
+        (reply) => this.answered(send, reply),
         (err: unknown) => {
           this.options.logger.debug(
             { err, target: send.target.name },
             'at-most-once dead-letter enqueue failed',
           );
-          this.options.drops.lost(send.reason, 'refused', send.dlx);
+          this.answered(send, undefined);
         },
       );
     }
+    if (this.waitingHead === waiting.length) {
+      this.waiting = [];
+      this.waitingHead = 0;
+    } else if (this.waitingHead > 1024 && this.waitingHead * 2 > waiting.length) {
+      this.waiting = waiting.slice(this.waitingHead);
+      this.waitingHead = 0;
+    }
   };
 
-  private confirmed(send: Send, reply: QueueReply): void {
-    if (reply.type === 'rejected') this.options.drops.lost(send.reason, 'refused', send.dlx);
+  /** `reply` undefined: the enqueue failed (the target unreachable, closed). */
+  private answered(send: Send, reply: QueueReply | undefined): void {
+    this.inFlight--;
+    if (reply === undefined || reply.type === 'rejected') {
+      this.options.drops.lost(send.reason, 'refused', send.dlx);
+    }
+    this.scheduleIssue();
   }
 }

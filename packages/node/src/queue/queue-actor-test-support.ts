@@ -191,7 +191,9 @@ export function deathOf(message: StoredMessage): { reason: string | undefined; q
 
 /**
  * A log whose role the test sets and whose entries it can append as if replicated from another
- * leader; it records every proposal. Proposals are applied one microtask later.
+ * leader; it records every proposal. Proposals are applied one microtask later, or, while
+ * `holding`, when the test calls `commitHeld()` (stamped with their proposal time, as a leader
+ * stamps entries).
  */
 export class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult> {
   readonly groupId = GROUP;
@@ -203,6 +205,9 @@ export class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult
   private readonly history: QueueCommand[];
   private index = 0;
   closed = false;
+  /** Proposals wait for `commitHeld()` instead of committing at once. */
+  holding = false;
+  private held: (() => void)[] = [];
 
   /** `history`: committed entries replayed by open(). */
   constructor(role: Role, history: QueueCommand[] = []) {
@@ -221,13 +226,24 @@ export class ScriptedLog implements ReplicatedLog<QueueCommand, QueueApplyResult
     if (this.role !== 'leader')
       return Promise.reject(Object.assign(new Error('follower'), { code: 'NOT_LEADER' }));
     this.proposed.push(command);
+    if (this.holding) {
+      const ts = Date.now();
+      return new Promise((resolve) => this.held.push(() => resolve(this.append(command, ts))));
+    }
     return Promise.resolve().then(() => this.append(command));
   }
 
-  /** Apply an entry as committed (from this leader or a remote one). */
-  append(command: QueueCommand): QueueApplyResult {
+  /** Commit (apply, in order) every proposal held so far. */
+  commitHeld(): void {
+    const held = this.held;
+    this.held = [];
+    for (const commit of held) commit();
+  }
+
+  /** Apply an entry as committed (from this leader or a remote one), stamped `ts`. */
+  append(command: QueueCommand, ts = Date.now()): QueueApplyResult {
     if (this.machine === undefined) throw new Error('not open');
-    return this.machine.apply(command, { index: ++this.index, term: 1, ts: Date.now() });
+    return this.machine.apply(command, { index: ++this.index, term: 1, ts });
   }
 
   /** `leader`: the leader the change names (none by default, the leader role included). */

@@ -4,6 +4,7 @@ import { DedupeWatermarks, readXDeath, X_DEATH_HEADER } from '@styx/dlx';
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_HAND_OFFS_IN_PROGRESS } from './at-least-once-hand-offs.ts';
+import { MAX_COPIES_IN_FLIGHT } from './at-most-once-dead-letters.ts';
 import type { DeadLetterTarget } from './dead-letter-route.ts';
 import type { DeadLetteringOptions } from './queue-actor.ts';
 import type { ActorUnderTest } from './queue-actor-test-support.ts';
@@ -414,6 +415,30 @@ describe('at-most-once dead-lettering', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(under.actor.deadLetterTotals().droppedAtMostOnce).toEqual({ ...ZERO, rejected: 3 });
     expect(under.actor.counts().deadLetterPending).toBe(0);
+  });
+
+  it('keeps at most MAX_COPIES_IN_FLIGHT enqueues unanswered; the others go in order as answers come back', async () => {
+    const sinks = new RecordingSinks();
+    const dlq = new FakeTarget('dlq');
+    sinks.exchange('dlx', dlq);
+    const n = MAX_COPIES_IN_FLIGHT + 10;
+    for (let i = 0; i < n; i++) dlq.script.push(i === MAX_COPIES_IN_FLIGHT ? 'fail' : 'defer');
+    const under = await leaderWithConsumer(AMO, sinks);
+    await rejectSome(under, n);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(dlq.received).toHaveLength(MAX_COPIES_IN_FLIGHT);
+    // Every message left the queue at once: only the copies wait.
+    expect(under.actor.deadLetterTotals().deadLettered).toEqual({ ...ZERO, rejected: n });
+    dlq.release();
+    await vi.advanceTimersByTimeAsync(0);
+    // In the order they died; the one whose enqueue failed is counted as lost, the rest kept.
+    expect(dlq.received.map((r) => r.message.body.byteLength)).toEqual(
+      Array.from({ length: n }, (_, i) => i + 1),
+    );
+    dlq.release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(dlq.kept).toHaveLength(n - 1);
+    expect(under.actor.deadLetterTotals().droppedAtMostOnce).toEqual({ ...ZERO, rejected: 1 });
   });
 
   it('drops a copy that closes a fully automatic cycle, counted', async () => {

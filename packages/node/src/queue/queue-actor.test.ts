@@ -1,6 +1,6 @@
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { OWNER_GRACE_MS } from './queue-actor.ts';
+import { EXPIRE_PIPELINE_MS, OWNER_GRACE_MS } from './queue-actor.ts';
 import type { Delivery } from './queue-actor-test-support.ts';
 import {
   deathOf,
@@ -265,6 +265,68 @@ describe('QueueActor roles and timers', () => {
     expect(owner.deliveries).toHaveLength(1);
     expect(owner.deliveries[0]).toMatchObject({ id: 3, redelivered: true });
     expect(log.proposed).toEqual([]);
+  });
+
+  it('proposes expire again every EXPIRE_PIPELINE_MS while earlier ones wait for their commit, and stops once nothing is due', async () => {
+    const { sinks, dlq } = withDlq();
+    const log = new ScriptedLog('leader');
+    const { actor } = makeActor(log, { messageTtl: 100, ...AT_MOST_ONCE }, {}, sinks);
+    await actor.open();
+    await actor.enqueue(storedMessage(1), undefined); // due at +100
+    await vi.advanceTimersByTimeAsync(3);
+    await actor.enqueue(storedMessage(2), undefined); // due at +103
+    await vi.advanceTimersByTimeAsync(30);
+    await actor.enqueue(storedMessage(3), undefined); // due at +133
+    // From here on commits take long (a loaded node): nothing applies until commitHeld().
+    log.holding = true;
+    const expires = (): number => log.proposed.filter((c) => c.type === 'expire').length;
+    await vi.advanceTimersByTimeAsync(67); // +100: the first is due
+    expect(expires()).toBe(1);
+    // Within the interval the entry just proposed is fresh enough: no second one yet.
+    await vi.advanceTimersByTimeAsync(EXPIRE_PIPELINE_MS - 1);
+    expect(expires()).toBe(1);
+    // The second message came due at +103 and the only entry (+100) cannot expire it: another.
+    await vi.advanceTimersByTimeAsync(1);
+    expect(expires()).toBe(2);
+    // Still nothing applied, yet the third (due +133) gets an entry within the interval too.
+    await vi.advanceTimersByTimeAsync(33); // +138: the third came due at +133
+    expect(expires()).toBeGreaterThan(2);
+    // One per interval at most, however long the commits take.
+    expect(expires()).toBeLessThanOrEqual(1 + Math.ceil(38 / EXPIRE_PIPELINE_MS));
+    expect(actor.counts().ready).toBe(3);
+    log.holding = false;
+    log.commitHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(actor.counts().ready).toBe(0);
+    expect(dlq.kept.map((m) => m.body)).toEqual([
+      storedMessage(1).body,
+      storedMessage(2).body,
+      storedMessage(3).body,
+    ]);
+    // Nothing due any more: the timer stops proposing.
+    const settled = expires();
+    await vi.advanceTimersByTimeAsync(10 * EXPIRE_PIPELINE_MS);
+    expect(expires()).toBe(settled);
+  });
+
+  it('proposes no expire while entries proposed since the deadline will expire what is due', async () => {
+    const log = new ScriptedLog('leader');
+    const { actor } = makeActor(log, { messageTtl: 100 });
+    await actor.open();
+    await actor.enqueue(storedMessage(1), undefined);
+    log.holding = true;
+    await vi.advanceTimersByTimeAsync(100);
+    expect(log.proposed.filter((c) => c.type === 'expire')).toHaveLength(1);
+    // A publisher proposes an entry every millisecond: each expires what is due by its ts.
+    for (let i = 0; i < 4 * EXPIRE_PIPELINE_MS; i++) {
+      void actor.enqueue(storedMessage(2), undefined);
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    expect(log.proposed.filter((c) => c.type === 'expire')).toHaveLength(1);
+    log.holding = false;
+    log.commitHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(actor.counts().ready).toBe(4 * EXPIRE_PIPELINE_MS);
   });
 
   it('never proposes expire before the deadline when the deadline moves later', async () => {
