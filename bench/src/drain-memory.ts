@@ -6,9 +6,12 @@
  * idle start: anonymous memory should come back, and the data dir stop growing across cycles.
  *
  *   node bench/src/drain-memory.ts [--messages 200000] [--cycles 3] [--settle-ms 5000] [--heap-snapshot]
+ *     [--hold-ms N] [--restart]
  *
  * `--heap-snapshot` starts the node with --heapsnapshot-signal=SIGUSR2 and sends it SIGUSR2 after
- * the last drain (the snapshot lands in the repository root, Heap.*.heapsnapshot).
+ * the last drain (the snapshot lands in the repository root, Heap.*.heapsnapshot). `--hold-ms` keeps
+ * the node up that long at the end (to read its /proc/<pid>/smaps); `--restart` then stops it
+ * cleanly and starts it on the same data dir, and reads again.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -75,6 +78,7 @@ const { values } = parseArgs({
     'settle-ms': { type: 'string', default: '5000' },
     'heap-snapshot': { type: 'boolean', default: false },
     'hold-ms': { type: 'string', default: '0' },
+    restart: { type: 'boolean', default: false },
   },
 });
 const messages = Number(values.messages);
@@ -140,6 +144,13 @@ try {
   }
   if (process.env.STYX_DRAIN_MEMORY_LOGS === '1') for (const line of broker.recentLogs()) console.log(line);
   await conn.close();
+  if (values.restart) {
+    // A clean stop and a start on the same data: a drained data dir gives its free pages back.
+    const { stopMs } = await broker.restart();
+    await sleep(settleMs);
+    console.log(`restarted (clean stop ${Math.round(stopMs)} ms)`);
+    show('restarted', read(broker.pid, dataDir));
+  }
 } finally {
   await broker.stop();
 }
