@@ -11,12 +11,16 @@
  * at least `MIN_EXCESS_BYTES` beyond what it was after the last reclaim (or at start) and less than
  * half of it is in use, one compacting collection runs. Its pause is proportional to the heap in
  * use, so it runs only under `MAX_USED_BYTES` in use: a node idling with a deep queue (a large live
- * heap, little garbage) is left alone. It never repeats on a heap that did not grow again.
+ * heap, little garbage) is left alone. It never repeats on a heap that did not grow again. The
+ * collection frees the backing stores of dead ArrayBuffers, which are C heap: glibc's arena is
+ * then trimmed too (native-heap-trim.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger } from '../logging/logger.ts';
+import type { NativeHeapTrim } from './native-heap-trim.ts';
+import { loadNativeHeapTrim } from './native-heap-trim.ts';
 
 /** How often the loop's utilization and the heap are looked at, ms. */
 export const CHECK_INTERVAL_MS = 2_000;
@@ -61,6 +65,7 @@ export class IdleHeapReclaimer {
   readonly #log: Logger;
   readonly #collect: () => void;
   readonly #heap: () => HeapFigures;
+  readonly #trim: NativeHeapTrim | undefined;
   #timer: NodeJS.Timeout | undefined;
   #elu = performance.eventLoopUtilization();
   #state: ReclaimState = { quietChecks: 0, baselineBytes: 0 };
@@ -68,11 +73,27 @@ export class IdleHeapReclaimer {
 
   constructor(
     logger: Logger,
-    options: { readonly collect?: () => void; readonly heap?: () => HeapFigures } = {},
+    options: {
+      readonly collect?: () => void;
+      readonly heap?: () => HeapFigures;
+      /** Gives the C heap back after a collection; null: none. Default: glibc's malloc_trim. */
+      readonly trim?: NativeHeapTrim | null;
+    } = {},
   ) {
     this.#log = logger.child({ component: 'heap-reclaim' });
     this.#collect = options.collect ?? compactingCollector();
     this.#heap = options.heap ?? readHeap;
+    this.#trim = options.trim === undefined ? this.#loadTrim() : (options.trim ?? undefined);
+  }
+
+  #loadTrim(): NativeHeapTrim | undefined {
+    const loaded = loadNativeHeapTrim();
+    if ('trim' in loaded) return loaded.trim;
+    this.#log.info(
+      { reason: loaded.unavailable },
+      'no native heap trim here: only the JavaScript heap is given back',
+    );
+    return undefined;
   }
 
   /** Reclaims run so far. */
@@ -110,6 +131,8 @@ export class IdleHeapReclaimer {
     }
     const started = performance.now();
     this.#collect();
+    // The collection freed the ArrayBuffers' backing stores: now the C heap has pages to give back.
+    const trimmed = this.#trim?.() ?? false;
     const after = this.#heap();
     this.#reclaims++;
     this.#state = { quietChecks: 0, baselineBytes: after.committedBytes };
@@ -119,6 +142,7 @@ export class IdleHeapReclaimer {
         committedAfter: after.committedBytes,
         usedAfter: after.usedBytes,
         pauseMs: Math.round(performance.now() - started),
+        nativeTrimmed: trimmed,
       },
       'idle node: heap compacted and given back',
     );
