@@ -38,8 +38,11 @@ describe('shouldReclaim', () => {
     expect(shouldReclaim({ ...settled, baselineBytes }, quiet, drained)).toBe(false);
   });
 
-  it('leaves a heap mostly in use (a deep queue: little to gain) or too big to pause on', () => {
-    expect(shouldReclaim(settled, quiet, { committedBytes: 220 * MIB, usedBytes: 120 * MIB })).toBe(false);
+  it('reclaims a heap whose use still counts its garbage (no collection since the drain)', () => {
+    expect(shouldReclaim(settled, quiet, { committedBytes: 220 * MIB, usedBytes: 200 * MIB })).toBe(true);
+  });
+
+  it('leaves a heap too big to pause on', () => {
     const huge = { committedBytes: 4 * MAX_USED_BYTES, usedBytes: MAX_USED_BYTES };
     expect(shouldReclaim(settled, quiet, huge)).toBe(false);
   });

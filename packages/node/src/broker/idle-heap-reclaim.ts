@@ -8,10 +8,12 @@
  *
  * When: every `CHECK_INTERVAL_MS`, the event loop's utilization over the interval is read; after
  * `QUIET_CHECKS` quiet intervals in a row (under `QUIET_UTILIZATION`), if the committed heap grew
- * at least `MIN_EXCESS_BYTES` beyond what it was after the last reclaim (or at start) and less than
- * half of it is in use, one compacting collection runs. Its pause is proportional to the heap in
- * use, so it runs only under `MAX_USED_BYTES` in use: a node idling with a deep queue (a large live
- * heap, little garbage) is left alone. It never repeats on a heap that did not grow again. The
+ * at least `MIN_EXCESS_BYTES` beyond what it was after the last reclaim (or at start), one
+ * compacting collection runs. Its pause grows with the heap in use, so it runs only under
+ * `MAX_USED_BYTES` in use. It never repeats on a heap that did not grow again: a node idling with a
+ * deep queue pays one pause, then none until its heap grows by another `MIN_EXCESS_BYTES`. (The
+ * heap in use counts garbage until a collection finds it, and an idle node allocates too little to
+ * start one: it cannot tell how much a reclaim would free, only how much the heap grew.) The
  * collection frees the backing stores of dead ArrayBuffers, which are C heap: glibc's arena is
  * then trimmed too (native-heap-trim.ts).
  */
@@ -31,7 +33,7 @@ export const QUIET_CHECKS = 2;
 /** Committed heap growth, bytes, since the last reclaim that makes another one worth its pause. */
 export const MIN_EXCESS_BYTES = 64 * 1024 * 1024;
 /** Heap in use above which no reclaim runs (its pause would be too long), bytes. */
-export const MAX_USED_BYTES = 512 * 1024 * 1024;
+export const MAX_USED_BYTES = 1024 * 1024 * 1024;
 
 export interface HeapFigures {
   /** V8's committed heap, bytes (`total_heap_size`). */
@@ -51,7 +53,7 @@ export interface ReclaimState {
 export function shouldReclaim(state: ReclaimState, utilization: number, heap: HeapFigures): boolean {
   if (!(utilization < QUIET_UTILIZATION) || state.quietChecks + 1 < QUIET_CHECKS) return false;
   if (heap.committedBytes < state.baselineBytes + MIN_EXCESS_BYTES) return false;
-  return heap.usedBytes * 2 < heap.committedBytes && heap.usedBytes < MAX_USED_BYTES;
+  return heap.usedBytes < MAX_USED_BYTES;
 }
 
 /** A compacting full collection; V8's `gc` extension, enabled for the contexts made after this. */
