@@ -79,8 +79,18 @@ const { values } = parseArgs({
     'heap-snapshot': { type: 'boolean', default: false },
     'hold-ms': { type: 'string', default: '0' },
     restart: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
   },
 });
+if (values.help) {
+  console.log(
+    'usage: node bench/src/drain-memory.ts [--messages N] [--cycles K] [--settle-ms MS] [--restart]\n' +
+      '         [--heap-snapshot] [--hold-ms MS]\n' +
+      'Publishes N x 1 KiB with confirms and drains them, K times, on a fresh Styx node; prints RssAnon,\n' +
+      'RssFile and the data dir size after each drain (and after a restart with --restart).',
+  );
+  process.exit(0);
+}
 const messages = Number(values.messages);
 const cycles = Number(values.cycles);
 const settleMs = Number(values['settle-ms']);
