@@ -9,6 +9,7 @@ import {
   diskFreeLimitBytes,
   parseDiskFreeLimit,
 } from '../broker/disk-free-limit.ts';
+import { IdleHeapReclaimer } from '../broker/idle-heap-reclaim.ts';
 import { Cluster } from '../cluster/cluster.ts';
 import { loadClusterSecret } from '../cluster/cluster-secret.ts';
 import { singleNodeClusterView } from '../cluster/cluster-view.ts';
@@ -599,6 +600,9 @@ export async function serverCommand(argv: string[]): Promise<number> {
     management_tls_url: managementTlsUrl ?? null,
     cluster_address: cluster?.address ?? null,
   });
+  // A drained node gives its heap back once quiet (see idle-heap-reclaim.ts).
+  const heapReclaimer = new IdleHeapReclaimer(logger);
+  heapReclaimer.start();
 
   return new Promise<number>((done) => {
     let stopping = false;
@@ -609,6 +613,7 @@ export async function serverCommand(argv: string[]): Promise<number> {
       }
       stopping = true;
       logger.info({ signal }, 'shutting down');
+      heapReclaimer.stop();
       (async () => {
         await removeRunningNode(dataDir);
         for (const { server } of managementListeners) await server.close();

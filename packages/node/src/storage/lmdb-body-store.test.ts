@@ -239,6 +239,51 @@ describe('LmdbBodyStore recent bodies', () => {
     }
   });
 
+  it('holds no record of a drained queue: deleted bodies leave the put order, not only the lookup', async () => {
+    // Issue 28 item 7: after a drain, the put order kept a record (message and body) of up to
+    // 65,536 deleted messages, ~70 MiB of 1 KiB bodies, until later puts pushed them out.
+    const dir = tempDir('bodies-recent-drain');
+    const env = open({ path: dir.path, maxDbs: 4 });
+    const store = new LmdbBodyStore(env, { recentBytes: 64 * 1024 * 1024 });
+    try {
+      const message = sampleMessage(100);
+      for (let cycle = 0; cycle < 2; cycle++) {
+        const first = cycle * 20_000 + 1;
+        for (let id = first; id < first + 20_000; id++) store.putLogged('g', id, message, false);
+        expect(store.recentCount).toBe(20_000);
+        // The first cycle's few stale records may still be there (fewer than a sweep's minimum).
+        expect(store.recentOrderLength).toBeGreaterThanOrEqual(20_000);
+        expect(store.recentOrderLength).toBeLessThan(20_000 + 1024);
+        // Drained in publish order, then in the reverse order (requeues, several consumers).
+        const ids = Array.from({ length: 20_000 }, (_, i) => first + i);
+        if (cycle === 1) ids.reverse();
+        for (const [n, id] of ids.entries()) {
+          store.delete('g', id);
+          // Bounded all along: stale records at most as many as the live ones, or a few.
+          const live = store.recentCount;
+          expect(store.recentOrderLength).toBeLessThanOrEqual(live + Math.max(live, 1023));
+          if (n === 9_999) expect(store.get('g', ids[n + 1] as number)).toBeDefined();
+        }
+        expect(store.recentCount).toBe(0);
+        expect(store.recentOrderLength).toBeLessThan(1024);
+        expect(store.heldBackCount).toBe(0);
+      }
+      // A group deletion leaves nothing behind either.
+      for (let id = 50_000; id < 53_000; id++) store.putLogged('h', id, message, false);
+      store.deleteGroup('h');
+      expect(store.recentCount).toBe(0);
+      expect(store.recentOrderLength).toBe(0);
+      // Bounds on puts still hold, and an evicted (written) body still reads back.
+      for (let id = 60_000; id < 61_000; id++) store.putLogged('g', id, message, false);
+      expect(store.recentOrderLength).toBeLessThan(1_000 + 1024);
+      expectSameMessage(store.get('g', 60_000), message);
+    } finally {
+      await store.close();
+      await env.close();
+      dir.remove();
+    }
+  });
+
   it('keeps a copy whose body is the stored bytes, not a view of the buffer the message arrived in', async () => {
     const dir = tempDir('bodies-recent-copy');
     const env = open({ path: dir.path, maxDbs: 4 });

@@ -76,6 +76,8 @@ export const DELETE_CHUNK_KEYS = 10_000;
 export const DEFAULT_RECENT_BODY_BYTES = 32 * 1024 * 1024;
 /** Most recent bodies kept (and eviction records, live or stale), entries. */
 const RECENT_MAX_ENTRIES = 65_536;
+/** Stale put-order records tolerated before a sweep (see `#sweepRecentOrder`). */
+const RECENT_SWEEP_MIN_STALE = 1024;
 /** Counted per kept message besides its body, bytes (the object, its strings, its map slots). */
 const RECENT_ENTRY_OVERHEAD_BYTES = 256;
 
@@ -167,9 +169,15 @@ export class LmdbBodyStore implements BodyStore {
   readonly #recentLimit: number;
   /** groupId → id → the recent message kept for it. */
   readonly #recent = new Map<string, Map<number, RecentEntry>>();
-  /** Put order, oldest at `#recentHead`; entries may be stale. */
+  /**
+   * Put order, oldest at `#recentHead`; entries may be stale (deleted or replaced since). Stale
+   * ones are swept out once they outnumber the live ones (`#sweepRecentOrder`): a drained queue
+   * must not keep its last bodies reachable from here until later puts push them out.
+   */
   #recentOrder: RecentEntry[] = [];
   #recentHead = 0;
+  /** Live entries of `#recent`, all groups. */
+  #recentCount = 0;
   #recentBytes = 0;
   /** Recent entries whose body is held back (`putLogged`), not written yet, per group. */
   readonly #heldBack = new Map<string, Set<RecentEntry>>();
@@ -340,7 +348,10 @@ export class LmdbBodyStore implements BodyStore {
     const recent = group?.get(id);
     if (recent !== undefined) {
       group?.delete(id);
+      if (group?.size === 0) this.#recent.delete(groupId);
       this.#recentBytes -= recent.size;
+      this.#recentCount--;
+      this.#sweepRecentOrder();
       if (recent.unwritten !== undefined) {
         this.#release(recent);
         // Never written by this run, and no earlier run wrote it: nothing on disk to delete.
@@ -359,7 +370,9 @@ export class LmdbBodyStore implements BodyStore {
         this.#recentBytes -= entry.size;
         if (entry.unwritten !== undefined) this.#release(entry);
       }
+      this.#recentCount -= group.size;
       this.#recent.delete(groupId);
+      this.#sweepRecentOrder();
     }
     this.#storedUpTo.delete(groupId);
     this.#startGroupDeletion(groupId);
@@ -407,6 +420,8 @@ export class LmdbBodyStore implements BodyStore {
       this.#recentBytes -= replaced.size;
       // Superseded by this put (a replay of the same entry): its bytes need no write of their own.
       if (replaced.unwritten !== undefined) this.#release(replaced);
+    } else {
+      this.#recentCount++;
     }
     group.set(id, entry);
     this.#recentBytes += entry.size;
@@ -452,6 +467,7 @@ export class LmdbBodyStore implements BodyStore {
         if (oldest.unwritten !== undefined) this.#writeHeldBack(oldest);
         group.delete(oldest.id);
         this.#recentBytes -= oldest.size;
+        this.#recentCount--;
         if (group.size === 0) this.#recent.delete(oldest.groupId);
       }
     }
@@ -459,6 +475,34 @@ export class LmdbBodyStore implements BodyStore {
       this.#recentOrder = order.slice(this.#recentHead);
       this.#recentHead = 0;
     }
+  }
+
+  /**
+   * Drop the stale records of `#recentOrder` once they are the majority (and more than a few): each
+   * holds a deleted message and its body. Amortized O(1) per delete, as a sweep runs only after at
+   * least as many deletes as the records it keeps.
+   */
+  #sweepRecentOrder(): void {
+    const tracked = this.#recentOrder.length - this.#recentHead;
+    const stale = tracked - this.#recentCount;
+    if (stale < RECENT_SWEEP_MIN_STALE || stale <= this.#recentCount) return;
+    const live: RecentEntry[] = [];
+    for (let i = this.#recentHead; i < this.#recentOrder.length; i++) {
+      const entry = this.#recentOrder[i] as RecentEntry;
+      if (this.#recent.get(entry.groupId)?.get(entry.id) === entry) live.push(entry);
+    }
+    this.#recentOrder = live;
+    this.#recentHead = 0;
+  }
+
+  /** Records of `#recentOrder`, live or stale (for tests: bounded by twice the live ones, or a few). */
+  get recentOrderLength(): number {
+    return this.#recentOrder.length - this.#recentHead;
+  }
+
+  /** Messages kept decoded in memory, all groups. */
+  get recentCount(): number {
+    return this.#recentCount;
   }
 
   /** Bodies stored for the group (committed ones, plus writes not yet committed): O(n), for tests. */

@@ -20,6 +20,7 @@ import type { LogStore } from '@styx/raft';
 import { logStoreOnEnvironment } from '@styx/raft';
 import type { Database, RootDatabase } from 'lmdb';
 import { open } from 'lmdb';
+import { compactAtOpen } from './compact-at-open.ts';
 import { StorageFormatError, StorageMetaCorruptedError } from './errors.ts';
 import { LmdbBodyStore } from './lmdb-body-store.ts';
 import type { StorageLogger } from './storage-logger.ts';
@@ -94,6 +95,8 @@ export async function openNodeStorage(
 ): Promise<NodeStorage> {
   const path = join(dataDir, 'lmdb');
   await mkdir(path, { recursive: true });
+  // A data dir drained since its last start gives its free pages back (see compact-at-open.ts).
+  await compactAtOpen(path, logger);
   const root = open({ path, noSync: false, noMetaSync: false, useWritemap: false, maxDbs: MAX_DBS });
   let record: StorageRecord;
   let logStore: LogStore;
