@@ -57,6 +57,8 @@ import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
 /** How often leaders check their groups' membership against the records, ms. */
 const MEMBERSHIP_CHECK_MS = 1_000;
+/** Replicas a reconcile pass opens at once (their log store syncs are shared). */
+const REPLICA_STARTS_AT_ONCE = 64;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
 const CAUGHT_UP_SLACK = 64;
 /**
@@ -652,6 +654,7 @@ export class ClusterQueues {
     for (const record of records) known.add(record.groupId);
     for (const groupId of this.#handles.keys()) if (!known.has(groupId)) this.#handles.delete(groupId);
     const listed = new Set<string>();
+    const toStart: QueueRecord[] = [];
     for (const record of records) {
       const members = this.membersOf(record);
       const handle = this.#handles.get(record.groupId);
@@ -659,14 +662,20 @@ export class ClusterQueues {
       if (!members.includes(this.selfId)) continue;
       listed.add(record.groupId);
       this.#settledRemovals.delete(record.groupId); // added back: a later removal is checked anew
-      if (this.#host.replica(record.groupId) !== undefined) continue;
-      const start = members[0] === this.selfId ? 'bootstrap' : 'join';
+      if (this.#host.replica(record.groupId) === undefined) toStart.push(record);
+    }
+    // Started side by side, a bounded number at a time: each open waits on syncs of the node's log
+    // store, and replicas opening together share them (one batch, one sync per host turn), where
+    // one after another cost a sync or two each (a burst of declares elsewhere queued up here).
+    await eachConcurrently(toStart, REPLICA_STARTS_AT_ONCE, async (record) => {
+      if (this.#stopped || this.#host.replica(record.groupId) !== undefined) return;
+      const start = this.membersOf(record)[0] === this.selfId ? 'bootstrap' : 'join';
       try {
         await this.#host.startReplica(record, start);
       } catch (error) {
         this.#log.warn({ err: error, queue: record.name, vhost: record.vhost }, 'replica did not start');
       }
-    }
+    });
     for (const actor of [...this.#host.replicas()]) {
       if (listed.has(actor.groupId)) continue;
       const record = this.#host.metadata.queue(actor.vhost, actor.name);
@@ -827,6 +836,22 @@ export class ClusterQueues {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Runs `task` on every item, at most `limit` at a time; resolves when all have settled. */
+async function eachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await task(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
 
 /** `actor` if it leads its group; else the link error that sends the caller elsewhere. */
 function leadingOrRefused(actor: QueueActor | undefined, group: string): QueueActor {
