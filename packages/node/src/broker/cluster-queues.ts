@@ -53,10 +53,17 @@ import { handOverTarget } from './handover-target.ts';
 import type { PeerStatus } from './owner-suspicion.ts';
 import { ownerRun, ownerVerdict } from './owner-suspicion.ts';
 import { RemoteOwnerSink } from './remote-owner-sink.ts';
+import type { ReplicaStart } from './replica-start.ts';
+import { replicaStart } from './replica-start.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
 /** How often leaders check their groups' membership against the records, ms. */
 const MEMBERSHIP_CHECK_MS = 1_000;
+/**
+ * A founded group's creator with no leader this long after opening campaigns again (then after
+ * twice as long, ...): its first vote requests may have reached replicas that were not open yet.
+ */
+const RECAMPAIGN_FIRST_MS = 250;
 /** Replicas a reconcile pass opens at once (their log store syncs are shared). */
 const REPLICA_STARTS_AT_ONCE = 64;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
@@ -115,7 +122,7 @@ export interface ClusterQueuesHost {
   /** Every open channel here registers its consumers again (see `QueueOp.reassert`). */
   reassertConsumers(): void;
   /** Start this node's replica of `record` (a no-op when it runs). */
-  startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void>;
+  startReplica(record: QueueRecord, start: ReplicaStart): Promise<void>;
   /** Stop and destroy this node's replica of `record` (it is no longer one of its members). */
   dropReplica(record: QueueRecord): Promise<void>;
 }
@@ -669,9 +676,8 @@ export class ClusterQueues {
     // one after another cost a sync or two each (a burst of declares elsewhere queued up here).
     await eachConcurrently(toStart, REPLICA_STARTS_AT_ONCE, async (record) => {
       if (this.#stopped || this.#host.replica(record.groupId) !== undefined) return;
-      const start = this.membersOf(record)[0] === this.selfId ? 'bootstrap' : 'join';
       try {
-        await this.#host.startReplica(record, start);
+        await this.#host.startReplica(record, replicaStart(record, this.membersOf(record), this.selfId));
       } catch (error) {
         this.#log.warn({ err: error, queue: record.name, vhost: record.vhost }, 'replica did not start');
       }
@@ -819,16 +825,31 @@ export class ClusterQueues {
     );
   }
 
-  /** Resolves once `groupId`'s voters are its record's members, or after `timeoutMs`. */
+  /**
+   * Resolves once `groupId`'s voters are its record's members (and, for a founded group, which has
+   * them from the start, once it has a leader), or after `timeoutMs`.
+   */
   async awaitMembers(record: QueueRecord, timeoutMs: number): Promise<boolean> {
     const wanted = this.membersOf(record);
-    const deadline = Date.now() + timeoutMs;
+    const start = Date.now();
+    const deadline = start + timeoutMs;
+    const founding = record.founders?.[0] === this.selfId;
+    let recampaignMs = RECAMPAIGN_FIRST_MS;
+    let lastCampaign = start;
     for (;;) {
       const group = this.#groups.get(record.groupId);
       if (group === undefined) return false;
       const voters = group.membership.voters;
-      if (voters.length === wanted.length && wanted.every((id) => voters.includes(id))) return true;
+      const led = record.founders === undefined || group.leader !== undefined;
+      if (led && voters.length === wanted.length && wanted.every((id) => voters.includes(id))) return true;
       if (Date.now() > deadline || this.#stopped) return false;
+      if (founding && !led && Date.now() - lastCampaign >= recampaignMs) {
+        // The first vote requests went out when this replica opened, maybe before the others'
+        // replicas were open (their node applies the declare a little later): those were dropped.
+        group.campaignIfLeaderless();
+        lastCampaign = Date.now();
+        recampaignMs *= 2;
+      }
       this.#driveMembership(record.groupId);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }

@@ -19,9 +19,9 @@ import { ClusterError } from './errors.ts';
 /**
  * This build's cluster protocol version. 1: every build before the hello (peer-hello.ts) and
  * feature flags; such a node answers no hello, and its peers count it version 1 with no flags.
- * 2: the hello, and the flags of feature-flags.ts marked `since: 2`.
+ * 2: the hello, and the flags of feature-flags.ts marked `since: 2`. 3: `queue_founders`.
  */
-export const CLUSTER_PROTOCOL_VERSION = 2;
+export const CLUSTER_PROTOCOL_VERSION = 3;
 
 /** The version of a peer that answers no hello (a build from before it). */
 export const LEGACY_PROTOCOL_VERSION = 1;
