@@ -1,19 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueRecord } from '../metadata/types.ts';
+import { queueRecord as record } from '../test-support/queue-record.ts';
 import { replicaStart } from './replica-start.ts';
-
-function record(over: Partial<QueueRecord>): QueueRecord {
-  return {
-    vhost: '/',
-    name: 'q',
-    durable: true,
-    exclusiveOwner: undefined,
-    autoDelete: false,
-    arguments: { entries: [] },
-    groupId: 'g',
-    ...over,
-  };
-}
 
 describe('replicaStart', () => {
   it('a founder starts with every founder as a voter, wherever it stands in the members now', () => {
