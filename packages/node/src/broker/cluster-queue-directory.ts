@@ -101,7 +101,14 @@ export class ClusterQueueDirectory implements QueueDirectory {
         // needs a quorum of them by construction. The declare does not wait for the election (a
         // channel answers its declares in order: one election each would pace them); a publish
         // meanwhile waits for the leader. The wait runs on to ask for votes again if needed.
-        void this.#queues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS);
+        void this.#queues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS).then((led) => {
+          // (Unless the queue went meanwhile: its replica is gone, nothing to wait for.)
+          if (!led && host.metadata.queue(record.vhost, record.name)?.groupId === record.groupId)
+            host.logger.warn(
+              { queue: record.name, vhost: record.vhost, members },
+              'declared queue elected no leader in time (a quorum of its members down?): publishes wait',
+            );
+        });
         host.wakeDeadLetters(record.vhost);
         return NO_COUNTS;
       }
