@@ -161,7 +161,7 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
   { command: /^npx -y pnpm@10 exec node bench\/(src|raft)\/[a-z-]+\.ts( .*)?$/, how: HELP },
   {
     command:
-      /^npx -y pnpm@10 bench( (g --full )?--target both| --full| hot-expiry| --json out\.json| --list)?( #.*)?$/,
+      /^npx -y pnpm@10 bench( (g --full )?--target both| --full| o --full| hot-expiry| --json out\.json| --list)?( #.*)?$/,
     how: HELP,
   },
   { command: 'npx -y pnpm@10 bench --target styx|styx-amqp|rabbitmq|both|all', how: USAGE },

@@ -129,7 +129,13 @@ describe('a three-node cluster: queues replicated on every node', () => {
     await (await c1.createChannel()).assertQueue('orders', { durable: true });
     const json = await cluster.queue('n2', 'orders');
     expect(json.members?.sort()).toEqual(['n1', 'n2', 'n3']);
-    expect(json.leader).toBe('n1'); // the declaring node leads (RabbitMQ's client-local)
+    // The declare does not wait for the group's first election (its members start together):
+    // the declaring node, campaigning first, leads (RabbitMQ's client-local) once it is over.
+    await eventually(
+      'a leader of the new queue',
+      async () => (await cluster.queue('n2', 'orders')).leader != null,
+    );
+    expect((await cluster.queue('n2', 'orders')).leader).toBe('n1');
 
     const publisher = new Publisher(await (await connect('n2')).createConfirmChannel(), 'orders').start(3000);
     await publisher.done();

@@ -1,9 +1,10 @@
 // A rolling upgrade across real processes (issue 20, item 4): three `styx server` nodes, n1 started
 // with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 2 and lacks the
-// newest feature flag, binary_queue_answers, whose queue-link op it does not serve). n1 forms the
-// cluster, so the flag starts disabled; n2 and n3 (current) join. The mixed cluster works (a
-// replicated queue takes confirmed publishes and gives them back on every node, commands forwarded
-// with JSON answers; once the flag is enabled, with binary ones); `styx ctl list_feature_flags`
+// two newest feature flags, binary_queue_answers and queue_founders: it serves no queue-link op 8, and
+// queues declared meanwhile are created the older way). n1 forms the cluster, so the flags start
+// disabled; n2 and n3 (current) join. The mixed cluster works (a replicated queue takes confirmed
+// publishes and gives them back on every node, commands forwarded with JSON answers; once the flags
+// are enabled, with binary ones); `styx ctl list_feature_flags`
 // shows the flag unavailable, supported by n2 and n3, lacking on n1, and enable_feature_flag refuses
 // it naming n1's version. Once n1 restarts as the current build the flag is disabled (every node
 // supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good; a new node
@@ -19,7 +20,9 @@ import { killSpawned, spawnNode } from '../support/spawned.ts';
 
 type Connection = Awaited<ReturnType<typeof amqp.connect>>;
 
-const FLAG = 'binary_queue_answers';
+const FLAG = 'queue_founders';
+/** Every flag since version 3, which the pretend-older node lacks, as ctl lists them. */
+const NEWEST_FLAGS = 'binary_queue_answers, queue_founders';
 
 interface FlagJson {
   readonly name: string;
@@ -139,6 +142,8 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     const unknown = await ctl('n2', 'enable_feature_flag', 'no_such_flag');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no feature flag 'no_such_flag'/);
+    // (Maintenance mode's flag came with version 2, which n1 now pretends to run: its refusal
+    // while a member lacks it is no longer seen here.)
   }, 180_000);
 
   it('once the older node restarts as the current build, enable_feature_flag all enables the flag for good', async () => {
@@ -152,7 +157,7 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
 
     const enabled = await ctl('n1', 'enable_feature_flag', 'all');
     expect(enabled.code).toBe(0);
-    expect(enabled.stdout).toMatch(new RegExp(`Enabled: ${FLAG}`));
+    expect(enabled.stdout).toMatch(new RegExp(`Enabled: ${NEWEST_FLAGS}`));
     for (const via of ['n1', 'n2', 'n3']) {
       await eventually(`${via} to show the flag enabled`, async () => (await flag(via)).state === 'enabled');
     }
@@ -179,7 +184,7 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect((joiner as Error).message).toMatch(/exited with 1 before listening/);
     expect((joiner as Error).message).toMatch(
       new RegExp(
-        `node 'n4' cannot join: it runs cluster protocol version 2 and lacks the feature flag\\(s\\) ${FLAG}`,
+        `node 'n4' cannot join: it runs cluster protocol version 2 and lacks the feature flag\\(s\\) ${NEWEST_FLAGS}`,
       ),
     );
     expect(await cluster.api<unknown[]>('n3', '/api/nodes')).toHaveLength(3);

@@ -4,6 +4,7 @@ import type { BasicProperties, FieldTable } from '@styx/client/wire';
 import { isConnectionError, ReplyCode } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
+import { QUEUE_FOUNDERS_FLAG } from '../cluster/feature-flags.ts';
 import { INITIAL_GROUP_SIZE_ARG, placeReplicas, QuorumGroupSizeError } from '../cluster/placement.ts';
 import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -721,19 +722,32 @@ export class Broker {
       groupId: `${vhost}/${name}/${randomUUID()}`,
       serverNamed: m.queue === '',
       ...(this.cluster !== undefined
-        ? {
-            node: this.cluster.nodeId,
-            members:
-              existing === undefined
-                ? this.placeMembers(vhost, name, m.durable && !m.exclusive, args)
-                : undefined,
-          }
+        ? this.clusterPlacement(existing === undefined, vhost, name, m, args)
         : {}),
     });
     if (reply.created === true) this.counters.queuesCreated++;
     const record = this.metadata.queue(vhost, name) as QueueRecord;
     const counts = await this.queues.declared(record, reply.created === true);
     return { queue: name, messageCount: counts.ready, consumerCount: counts.consumers };
+  }
+
+  /**
+   * Where a declared queue lives in the cluster: the declaring node, and for a new queue its
+   * replicas; a new replicated queue's group is founded with all of them (`QueueRecord.founders`)
+   * once every member's build knows founders.
+   */
+  private clusterPlacement(
+    isNew: boolean,
+    vhost: string,
+    name: string,
+    m: { durable: boolean; exclusive: boolean },
+    args: FieldTable,
+  ): { node: string; members?: string[]; founders?: string[] } {
+    const cluster = this.cluster as BrokerCluster;
+    if (!isNew) return { node: cluster.nodeId };
+    const members = this.placeMembers(vhost, name, m.durable && !m.exclusive, args);
+    const founded = members.length > 1 && cluster.featureFlags.isEnabled(QUEUE_FOUNDERS_FLAG);
+    return { node: cluster.nodeId, members, ...(founded ? { founders: members } : {}) };
   }
 
   /** This node's id in the cluster (its node name alone). */

@@ -12,6 +12,7 @@ import type { QueueApplyResult, QueueCommand, QueueCounts } from '../queue/types
 import type { ClusterQueues } from './cluster-queues.ts';
 import type { QueueActors } from './queue-actors.ts';
 import type { QueueDirectory } from './queue-directory.ts';
+import { replicaStart } from './replica-start.ts';
 
 /** How long a declare waits for a new queue's replicas to join its group, ms. */
 const QUEUE_MEMBERS_WAIT_MS = 5_000;
@@ -93,9 +94,26 @@ export class ClusterQueueDirectory implements QueueDirectory {
     const queue = this.#queues.handle(record);
     const members = this.#queues.membersOf(record);
     if (created && members.includes(host.nodeId)) {
+      const start = replicaStart(record, members, host.nodeId);
+      await host.actors.startReplica(record, start);
+      if (typeof start === 'object') {
+        // Founded: every replica starts with all the members as voters, so the first confirm
+        // needs a quorum of them by construction. The declare does not wait for the election (a
+        // channel answers its declares in order: one election each would pace them); a publish
+        // meanwhile waits for the leader. The wait runs on to ask for votes again if needed.
+        void this.#queues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS).then((led) => {
+          // (Unless the queue went meanwhile: its replica is gone, nothing to wait for.)
+          if (!led && host.metadata.queue(record.vhost, record.name)?.groupId === record.groupId)
+            host.logger.warn(
+              { queue: record.name, vhost: record.vhost, members },
+              'declared queue elected no leader in time (a quorum of its members down?): publishes wait',
+            );
+        });
+        host.wakeDeadLetters(record.vhost);
+        return NO_COUNTS;
+      }
       // Opened here (the first member creates the group), then the declare waits until the
       // other replicas joined, so the first confirm already needs a quorum of them.
-      await host.actors.startReplica(record, members[0] === host.nodeId ? 'bootstrap' : 'join');
       if (!(await this.#queues.awaitMembers(record, QUEUE_MEMBERS_WAIT_MS))) {
         host.logger.warn(
           { queue: record.name, vhost: record.vhost, members },

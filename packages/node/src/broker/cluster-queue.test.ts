@@ -23,6 +23,7 @@ import type {
   StoredMessage,
 } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import { queueRecord } from '../test-support/queue-record.ts';
 import type { QueueNodePort } from './cluster-queue.ts';
 import { ClusterQueue, FORWARD_DEADLINE_MS, QueueUnavailableError } from './cluster-queue.ts';
 
@@ -30,17 +31,7 @@ const SELF = 'id-self';
 const SOURCE = 'p.this-run';
 
 function record(members: readonly string[] | undefined, over: Partial<QueueRecord> = {}): QueueRecord {
-  return {
-    vhost: '/',
-    name: 'q',
-    durable: true,
-    exclusiveOwner: undefined,
-    autoDelete: false,
-    arguments: { entries: [] },
-    groupId: GROUP,
-    ...(members === undefined ? {} : { members }),
-    ...over,
-  };
+  return queueRecord({ groupId: GROUP, ...(members === undefined ? {} : { members }), ...over });
 }
 
 interface Call {

@@ -9,6 +9,7 @@ import { silentLogger } from '../logging/logger.ts';
 import type { QueueRecord } from '../metadata/metadata-machine.ts';
 import { MachineHarness, storedMessage } from '../queue/queue-test-harness.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
+import { queueRecord } from '../test-support/queue-record.ts';
 import type { ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
 
@@ -56,20 +57,11 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
     return { queues: new ClusterQueues(host, port), leader, sent, cut };
   }
 
-  const queueRecord: QueueRecord = {
-    vhost: '/',
-    name: 'q',
-    durable: true,
-    exclusiveOwner: undefined,
-    autoDelete: false,
-    arguments: { entries: [] },
-    groupId: 'g1',
-    members: ['id-n2', 'id-n3'],
-  };
+  const RECORD: QueueRecord = queueRecord({ groupId: 'g1', members: ['id-n2', 'id-n3'] });
 
   it('a retry of an older handle is never answered `duplicate` for a message that was not enqueued', async () => {
     const t = setUp();
-    const before = t.queues.handle(queueRecord);
+    const before = t.queues.handle(RECORD);
     // Its first two attempts (the direct one and the backlog's first round) are lost on the way.
     t.cut.attempts = 2;
     const first = before.enqueue(storedMessage(3), undefined);
@@ -78,7 +70,7 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
     for (let i = 0; i < 5; i++) await Promise.resolve();
     expect(t.sent).toHaveLength(2);
     t.queues.forgetGroup('g1');
-    const after = t.queues.handle(queueRecord);
+    const after = t.queues.handle(RECORD);
     expect(await after.enqueue(storedMessage(3), undefined)).toEqual({ type: 'ok' });
     const reply = await first;
     // Confirmed (ok or duplicate) means enqueued: both messages are on the queue.

@@ -58,10 +58,19 @@ import { handOverTarget } from './handover-target.ts';
 import type { PeerStatus } from './owner-suspicion.ts';
 import { ownerRun, ownerVerdict } from './owner-suspicion.ts';
 import { RemoteOwnerSink } from './remote-owner-sink.ts';
+import type { ReplicaStart } from './replica-start.ts';
+import { replicaStart } from './replica-start.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
 /** How often leaders check their groups' membership against the records, ms. */
 const MEMBERSHIP_CHECK_MS = 1_000;
+/**
+ * A founded group's creator with no leader this long after opening campaigns again (then after
+ * twice as long, ...): its first vote requests may have reached replicas that were not open yet.
+ */
+const RECAMPAIGN_FIRST_MS = 250;
+/** Replicas a reconcile pass opens at once (their log store syncs are shared). */
+const REPLICA_STARTS_AT_ONCE = 64;
 /** A learner this close to the leader's applied index is promoted (a busy queue never stands still). */
 const CAUGHT_UP_SLACK = 64;
 /**
@@ -118,7 +127,7 @@ export interface ClusterQueuesHost {
   /** Every open channel here registers its consumers again (see `QueueOp.reassert`). */
   reassertConsumers(): void;
   /** Start this node's replica of `record` (a no-op when it runs). */
-  startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void>;
+  startReplica(record: QueueRecord, start: ReplicaStart): Promise<void>;
   /** Stop and destroy this node's replica of `record` (it is no longer one of its members). */
   dropReplica(record: QueueRecord): Promise<void>;
 }
@@ -667,6 +676,7 @@ export class ClusterQueues {
     for (const record of records) known.add(record.groupId);
     for (const groupId of this.#handles.keys()) if (!known.has(groupId)) this.#handles.delete(groupId);
     const listed = new Set<string>();
+    const toStart: QueueRecord[] = [];
     for (const record of records) {
       const members = this.membersOf(record);
       const handle = this.#handles.get(record.groupId);
@@ -674,14 +684,19 @@ export class ClusterQueues {
       if (!members.includes(this.selfId)) continue;
       listed.add(record.groupId);
       this.#settledRemovals.delete(record.groupId); // added back: a later removal is checked anew
-      if (this.#host.replica(record.groupId) !== undefined) continue;
-      const start = members[0] === this.selfId ? 'bootstrap' : 'join';
+      if (this.#host.replica(record.groupId) === undefined) toStart.push(record);
+    }
+    // Started side by side, a bounded number at a time: each open waits on syncs of the node's log
+    // store, and replicas opening together share them (one batch, one sync per host turn), where
+    // one after another cost a sync or two each (a burst of declares elsewhere queued up here).
+    await eachConcurrently(toStart, REPLICA_STARTS_AT_ONCE, async (record) => {
+      if (this.#stopped || this.#host.replica(record.groupId) !== undefined) return;
       try {
-        await this.#host.startReplica(record, start);
+        await this.#host.startReplica(record, replicaStart(record, this.membersOf(record), this.selfId));
       } catch (error) {
         this.#log.warn({ err: error, queue: record.name, vhost: record.vhost }, 'replica did not start');
       }
-    }
+    });
     for (const actor of [...this.#host.replicas()]) {
       if (listed.has(actor.groupId)) continue;
       const record = this.#host.metadata.queue(actor.vhost, actor.name);
@@ -825,16 +840,31 @@ export class ClusterQueues {
     );
   }
 
-  /** Resolves once `groupId`'s voters are its record's members, or after `timeoutMs`. */
+  /**
+   * Resolves once `groupId`'s voters are its record's members (and, for a founded group, which has
+   * them from the start, once it has a leader), or after `timeoutMs`.
+   */
   async awaitMembers(record: QueueRecord, timeoutMs: number): Promise<boolean> {
     const wanted = this.membersOf(record);
-    const deadline = Date.now() + timeoutMs;
+    const start = Date.now();
+    const deadline = start + timeoutMs;
+    const founding = record.founders?.[0] === this.selfId;
+    let recampaignMs = RECAMPAIGN_FIRST_MS;
+    let lastCampaign = start;
     for (;;) {
       const group = this.#groups.get(record.groupId);
       if (group === undefined) return false;
       const voters = group.membership.voters;
-      if (voters.length === wanted.length && wanted.every((id) => voters.includes(id))) return true;
+      const led = record.founders === undefined || group.leader !== undefined;
+      if (led && voters.length === wanted.length && wanted.every((id) => voters.includes(id))) return true;
       if (Date.now() > deadline || this.#stopped) return false;
+      if (founding && !led && Date.now() - lastCampaign >= recampaignMs) {
+        // The first vote requests went out when this replica opened, maybe before the others'
+        // replicas were open (their node applies the declare a little later): those were dropped.
+        group.campaignIfLeaderless();
+        lastCampaign = Date.now();
+        recampaignMs *= 2;
+      }
       this.#driveMembership(record.groupId);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -842,6 +872,22 @@ export class ClusterQueues {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Runs `task` on every item, at most `limit` at a time; resolves when all have settled. */
+async function eachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await task(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
 
 /** `actor` if it leads its group; else the link error that sends the caller elsewhere. */
 function leadingOrRefused(actor: QueueActor | undefined, group: string): QueueActor {

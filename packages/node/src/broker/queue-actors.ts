@@ -23,6 +23,7 @@ import type { NodeStorage } from '../storage/node-storage.ts';
 import { ClusterBodySource, serveBodies } from './body-fetch.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import type { ClusterQueues } from './cluster-queues.ts';
+import type { ReplicaStart } from './replica-start.ts';
 
 /** What the queue actors need of their broker. */
 export interface QueueActorsHost {
@@ -109,7 +110,7 @@ export class QueueActors {
   }
 
   /** Start this node's replica of a clustered queue (no-op when it runs). */
-  async startReplica(record: QueueRecord, start: 'bootstrap' | 'join'): Promise<void> {
+  async startReplica(record: QueueRecord, start: ReplicaStart): Promise<void> {
     // Added back while its removal here still runs (its log destroyed, its bodies deleted in chunks,
     // maybe resumed after a restart): the new replica starts once the old one is gone, or the
     // deletion would take the new replica's bodies with it.
@@ -153,7 +154,7 @@ export class QueueActors {
   async start(
     record: QueueRecord,
     config: QueueConfig,
-    start: 'bootstrap' | 'join' = 'bootstrap',
+    start: ReplicaStart = 'bootstrap',
   ): Promise<QueueActor> {
     const { storage, clock, logger } = this.#host;
     const durable = record.durable && record.exclusiveOwner === undefined && storage !== undefined;

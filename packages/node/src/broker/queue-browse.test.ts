@@ -12,6 +12,7 @@ import type { QueueRecord } from '../metadata/types.ts';
 import { BrowseRequestError } from '../queue/message-browse.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import { enqueueCommand, GROUP, makeActor, ScriptedLog } from '../queue/queue-actor-test-support.ts';
+import { queueRecord } from '../test-support/queue-record.ts';
 import type { BrokerCluster } from './broker-cluster.ts';
 import { QUEUE_BROWSE_RPC, QueueBrowser } from './queue-browse.ts';
 import {
@@ -65,16 +66,7 @@ class Network {
   }
 }
 
-const RECORD: QueueRecord = {
-  vhost: '/',
-  name: 'q',
-  durable: true,
-  exclusiveOwner: undefined,
-  autoDelete: false,
-  arguments: { entries: [] },
-  groupId: GROUP,
-  members: ['n1', 'n2', 'n3', 'n4'],
-};
+const RECORD: QueueRecord = queueRecord({ groupId: GROUP, members: ['n1', 'n2', 'n3', 'n4'] });
 
 function browserOn(
   network: Network,

@@ -76,6 +76,14 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       'a node forwards queue commands to their leader as queue-link op 8, answered in binary instead of ' +
       'JSON; while disabled it sends op 1 and reads JSON answers, as before (every build answers both)',
   },
+  {
+    name: 'queue_founders',
+    since: 3,
+    description:
+      "a new replicated queue's record names its group's initial voters (metadata declareQueue field " +
+      "'founders'): every replica starts with all of them; while disabled the first member creates the " +
+      'group alone and adds the others one by one',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -250,6 +258,12 @@ export const BINARY_QUEUE_ANSWERS_FLAG = 'binary_queue_answers';
 
 /** The flag that guards maintenance mode's metadata command (management/maintenance-api.ts). */
 export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';
+
+/**
+ * The flag that guards founded queue groups (broker/replica-start.ts): a member of an older build
+ * ignores a record's founders and would start its replica with another membership.
+ */
+export const QUEUE_FOUNDERS_FLAG = 'queue_founders';
 
 /** The flag that guards redrive's metadata commands and queue entries (management/redrive-api.ts). */
 export const REDRIVE_FLAG = 'redrive';

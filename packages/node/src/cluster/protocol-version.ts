@@ -20,7 +20,8 @@ import { ClusterError } from './errors.ts';
  * This build's cluster protocol version. 1: every build before the hello (peer-hello.ts) and
  * feature flags; such a node answers no hello, and its peers count it version 1 with no flags.
  * 2: the hello, and the flags of feature-flags.ts marked `since: 2`.
- * 3: queue-link op 8, commands answered in binary (flag `binary_queue_answers`).
+ * 3: queue-link op 8, commands answered in binary (flag `binary_queue_answers`), and
+ * `queue_founders`.
  */
 export const CLUSTER_PROTOCOL_VERSION = 3;
 

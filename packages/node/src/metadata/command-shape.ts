@@ -78,6 +78,7 @@ const SPECS: { readonly [K in MetadataCommandType]: Readonly<Record<string, Fiel
     serverNamed: 'boolean?',
     node: 'string?',
     members: 'strings?',
+    founders: 'strings?',
   },
   setQueueMembers: { vhost: 'string', name: 'string', groupId: 'string', members: 'strings' },
   deleteQueue: {

@@ -621,6 +621,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
       groupId: c.groupId,
       ...(c.node != null ? { node: c.node } : {}),
       ...(c.members != null && c.members.length > 0 ? { members: Object.freeze([...c.members]) } : {}),
+      ...(c.founders != null && c.founders.length > 0 ? { founders: Object.freeze([...c.founders]) } : {}),
     };
     this.createQueue(vh, record);
     return ok({ created: true, queue: record });
@@ -867,7 +868,13 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         q.autoDelete,
         q.arguments,
         q.groupId,
-        ...(q.members !== undefined ? [q.node ?? null, q.members] : q.node !== undefined ? [q.node] : []),
+        ...(q.founders !== undefined
+          ? [q.node ?? null, q.members ?? null, q.founders]
+          : q.members !== undefined
+            ? [q.node ?? null, q.members]
+            : q.node !== undefined
+              ? [q.node]
+              : []),
       ]),
       bindings: Array.from(vh.bindings.values(), ({ record: b }) => [
         b.source,
@@ -952,7 +959,7 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         throw new SnapshotFormatError(`metadata snapshot has exchange type '${type}'`);
       this.createExchange(vh, { vhost, name, type, durable, autoDelete, internal, arguments: args });
     }
-    for (const [name, durable, owner, autoDelete, args, groupId, node, members] of v.queues) {
+    for (const [name, durable, owner, autoDelete, args, groupId, node, members, founders] of v.queues) {
       this.createQueue(vh, {
         vhost,
         name,
@@ -962,7 +969,8 @@ export class MetadataMachine implements StateMachine<MetadataCommand, MetadataRe
         arguments: args,
         groupId,
         ...(node != null ? { node } : {}),
-        ...(members !== undefined ? { members: Object.freeze([...members]) } : {}),
+        ...(members != null ? { members: Object.freeze([...members]) } : {}),
+        ...(founders != null ? { founders: Object.freeze([...founders]) } : {}),
       });
     }
     for (const [sourceName, destinationKind, destinationName, routingKey, args] of v.bindings) {
@@ -1011,12 +1019,23 @@ interface SnapshotVhost {
   readonly exchanges: readonly [string, string, boolean, boolean, boolean, FieldTable][];
   /**
    * name, durable, exclusive owner, auto-delete, arguments, group id, and the home node if any,
-   * then the replicas if recorded (the home node null when absent).
+   * then the replicas if recorded (the home node null when absent), then the founders if recorded.
    */
   readonly queues: readonly (
     | [string, boolean, string | null, boolean, FieldTable, string]
     | [string, boolean, string | null, boolean, FieldTable, string, string]
     | [string, boolean, string | null, boolean, FieldTable, string, string | null, readonly string[]]
+    | [
+        string,
+        boolean,
+        string | null,
+        boolean,
+        FieldTable,
+        string,
+        string | null,
+        readonly string[] | null,
+        readonly string[],
+      ]
   )[];
   readonly bindings: readonly [string, DestinationKind, string, string, FieldTable][];
   /** Absent in version 1. */

@@ -194,3 +194,44 @@ describe('snapshots keep queue members', () => {
     expect(r.queue('/', 'members-only')?.members).toEqual(['id-2', 'id-1']);
   });
 });
+
+describe('founders (queue_founders)', () => {
+  it('are recorded at the declare, kept through member changes and snapshots, and never set by a redeclare', () => {
+    const m = cluster();
+    ok(
+      apply(
+        m,
+        declare('f', { node: 'id-1', members: ['id-1', 'id-2', 'id-3'], founders: ['id-1', 'id-2', 'id-3'] }),
+      ),
+    );
+    ok(apply(m, declare('plain', { node: 'id-1', members: ['id-1', 'id-2'] })));
+    expect(m.queue('/', 'f')?.founders).toEqual(['id-1', 'id-2', 'id-3']);
+    expect(Object.isFrozen(m.queue('/', 'f')?.founders)).toBe(true);
+    expect(m.queue('/', 'plain')).not.toHaveProperty('founders');
+    // Members move on; the group's initial voters stay what they were.
+    ok(apply(m, setMembers('f', ['id-2', 'id-3'])));
+    expect(m.queue('/', 'f')).toMatchObject({
+      members: ['id-2', 'id-3'],
+      founders: ['id-1', 'id-2', 'id-3'],
+    });
+    // Declaring the existing queue again names other founders: the record keeps its own.
+    ok(apply(m, declare('f', { node: 'id-2', members: ['id-2'], founders: ['id-2'] })));
+    expect(m.queue('/', 'f')?.founders).toEqual(['id-1', 'id-2', 'id-3']);
+    // An empty list records nothing.
+    ok(apply(m, declare('empty', { node: 'id-1', members: ['id-1'], founders: [] })));
+    expect(m.queue('/', 'empty')).not.toHaveProperty('founders');
+    const bytes = m.snapshot();
+    const r = new MetadataMachine();
+    r.restore(bytes, META);
+    expect(r.queues()).toEqual(m.queues());
+    expect(r.snapshot()).toEqual(bytes);
+  });
+
+  it('refuses founders that are not a list of strings', () => {
+    const m = cluster();
+    const bad = { ...declare('q', { members: ['id-1'] }), founders: 'id-1' } as unknown as MetadataCommand;
+    const reply = apply(m, bad);
+    expect(reply.type).toBe('error');
+    expect(m.queue('/', 'q')).toBeUndefined();
+  });
+});

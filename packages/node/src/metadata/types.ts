@@ -81,6 +81,13 @@ export interface QueueRecord {
    * the node that has them).
    */
   readonly members?: readonly string[];
+  /**
+   * The voters the queue's Raft group was created with, the first of them campaigning at once:
+   * every founder's replica starts from this same membership at index 0 (no member is added one by
+   * one). Never changes with `members`. Absent on queues declared without the `queue_founders`
+   * flag: their first member created the group alone and added the others.
+   */
+  readonly founders?: readonly string[];
 }
 
 export interface BindingRecord {
@@ -218,6 +225,8 @@ export type MetadataCommand =
       readonly node?: string | undefined;
       /** The replicas (see `QueueRecord.members`), placed by the declaring node. */
       readonly members?: readonly string[] | undefined;
+      /** The group's initial voters (see `QueueRecord.founders`): `members`, when given. */
+      readonly founders?: readonly string[] | undefined;
     }
   /**
    * The replicas of a queue's Raft group changed (add_member, delete_member, grow, shrink): the

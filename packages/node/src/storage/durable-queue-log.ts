@@ -34,9 +34,11 @@ export interface DurableQueueLogOptions {
   /**
    * How a replica of a clustered queue starts when nothing is stored for it: `bootstrap` makes a
    * group whose only voter is this node (the queue's first replica, which then adds the others);
-   * `join` waits, with no membership, for the group's leader to add it. Default `bootstrap`.
+   * `join` waits, with no membership, for the group's leader to add it; `{ founders }` makes a group
+   * whose voters are the founders, the first of them campaigning at once (broker/replica-start.ts).
+   * Default `bootstrap`.
    */
-  readonly start?: 'bootstrap' | 'join';
+  readonly start?: 'bootstrap' | 'join' | { readonly founders: readonly string[] };
 }
 
 /** A durable queue's log, and the Raft group under it (membership, leadership, progress). */
@@ -61,6 +63,12 @@ export function durableQueueGroup(
   const group = raftHostOf(storage).createLog<QueueCommand, QueueApplyResult>(groupId, queueCommandCodec, {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.start === 'join' ? { join: true } : {}),
+    ...(typeof options.start === 'object'
+      ? {
+          voters: options.start.founders,
+          campaignOnCreate: options.start.founders[0] === raftHostOf(storage).nodeId,
+        }
+      : {}),
   });
   const log = withCompaction(group, {
     weigh: queueCommandWeight,

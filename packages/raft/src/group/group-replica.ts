@@ -351,6 +351,14 @@ export class GroupReplica<C, R> implements HostedReplica {
     return result;
   }
 
+  /** Campaign now (see `RaftGroupLog.campaignIfLeaderless`). */
+  campaign(): void {
+    if (this.#stopped) return;
+    if (this.quiesced) this.#host.wake(this);
+    this.core.campaign();
+    this.#host.markDirty(this);
+  }
+
   /**
    * Ask for leadership to move to voter `to` (Raft's leadership transfer: the leader brings `to` up
    * to date, then tells it to campaign at once). Best effort: nothing reports the outcome but the

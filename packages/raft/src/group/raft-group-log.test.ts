@@ -456,6 +456,35 @@ describe('RaftGroupLog, three voters', () => {
     expect(textDecoder.decode(stored?.data)).toContain('"total":15');
   });
 
+  it('campaignOnCreate: the creating replica campaigns at once, and not when it reopens stored data', async () => {
+    const open = (i: number, campaignOnCreate: boolean): CounterLog => {
+      const log = nodes.host(i).createLog<CounterCommand, CounterResult>('founded', counterCodec, {
+        voters: nodes.ids,
+        clock,
+        campaignOnCreate,
+      });
+      void log.open(new CounterMachine()).catch(() => {});
+      return log;
+    };
+    const first = open(0, true);
+    const others = [open(1, false), open(2, false)];
+    await eventually(() => first.state === 'open');
+    expect(first.role).toBe('candidate'); // standing at once, not after an election timeout
+    await leads(first);
+    expect(first.elections).toBeGreaterThan(0);
+    expect(others.map((log) => log.elections)).toEqual([0, 0]);
+    expect((await first.propose({ add: 3 })).total).toBe(3);
+    await first.close();
+    const again = nodes.host(0).createLog<CounterCommand, CounterResult>('founded', counterCodec, {
+      voters: nodes.ids,
+      clock,
+      campaignOnCreate: true,
+    });
+    await again.open(new CounterMachine());
+    // Its log is stored: it waits for the group's leader like any replica.
+    expect(again.role).toBe('follower');
+  });
+
   it('runs many groups on the same hosts, batching their messages per peer', async () => {
     const logs = Array.from({ length: 20 }, (_, i) =>
       nodes.create<CounterCommand, CounterResult>(`g${i}`, { codec: counterCodec, clock }),

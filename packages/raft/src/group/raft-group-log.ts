@@ -41,6 +41,12 @@ export interface RaftGroupLogOptions {
    */
   readonly campaignOnOpen?: boolean;
   /**
+   * Campaign as soon as the replica opens if this open creates the group (nothing was stored): a
+   * multi-voter group's creator leads first without an election timeout, and the same replica
+   * reopened later (a restart) waits for the group's leader like any other instead of disrupting it.
+   */
+  readonly campaignOnCreate?: boolean;
+  /**
    * Open a replica for a group this node is joining: with nothing stored it starts with an empty
    * membership (no voters; it never campaigns) and waits for the group's leader, which adds it as a
    * learner and sends it the log or a snapshot. `voters` is ignored.
@@ -107,6 +113,7 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   #campaign: boolean;
   readonly #campaignExplicit: boolean;
   readonly #join: boolean;
+  readonly #campaignOnCreate: boolean;
   readonly #roles = new RoleListeners();
   #state: 'new' | 'opening' | 'open' | 'closed' | 'failed' = 'new';
   #failure: Error | undefined;
@@ -124,6 +131,7 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     this.#clock = options.clock ?? systemClock;
     this.#campaign = !this.#join && (options.campaignOnOpen ?? this.#isSingleVoter());
     this.#campaignExplicit = options.campaignOnOpen !== undefined;
+    this.#campaignOnCreate = !this.#join && (options.campaignOnCreate ?? false);
     if (this.#voters.length === 0 && !this.#join) throw new RangeError(`group ${groupId}: no voters`);
   }
 
@@ -221,6 +229,18 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   }
 
   /**
+   * Stand for election now, unless a leader is known (a no-op on a replica that is not open, or not
+   * a voter). For a new group's creator whose first vote requests reached replicas that were not
+   * open yet (they are dropped): asking again beats waiting out an election timeout.
+   */
+  campaignIfLeaderless(): void {
+    if (this.#state !== 'open') return;
+    const replica = this.#replica as GroupReplica<C, R>;
+    if (replica.core.lead !== undefined || !replica.membership.voters.includes(this.#host.nodeId)) return;
+    replica.campaign();
+  }
+
+  /**
    * Ask the group to move its leadership to voter `to` (best effort; see `GroupReplica.transferLeader`).
    * The outcome shows in `leader` and the role changes.
    */
@@ -269,6 +289,7 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
       if (!this.#campaignExplicit) {
         this.#campaign = !this.#join && isSingleVoter(initial.confState, host.nodeId);
       }
+      if (format === 'empty' && this.#campaignOnCreate) this.#campaign = true;
       const replica = new GroupReplica<C, R>({
         groupId: this.groupId,
         host: host.services,
