@@ -260,7 +260,10 @@ export class Nemesis {
         slipMs += due - planned;
         if (fault.at + slipMs + fault.durationMs > scheduleEnd) break;
       }
-      await sleep(fault.at + slipMs - (Date.now() - startedAt), signal);
+      // A timer may fire a millisecond before Date.now() reaches its due time: wait until it has.
+      while (!signal.aborted && Date.now() - startedAt < fault.at + slipMs) {
+        await sleep(Math.max(1, fault.at + slipMs - (Date.now() - startedAt)), signal);
+      }
       if (signal.aborted) break;
       const next = this.#schedule[i + 1];
       const paired = fault.overlaps !== undefined || next?.overlaps === fault.n;

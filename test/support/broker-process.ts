@@ -79,6 +79,21 @@ export async function freePort(): Promise<number> {
  */
 export async function startBroker(options: StartOptions = {}): Promise<BrokerProcess> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'styx-test-')));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startBrokerOnce(options, dataDir);
+    } catch (err) {
+      // A port picked free (freePort) can be taken by another process's outgoing connection before
+      // the node binds it: pick again, on the same data dir (the node comes back as itself).
+      if (attempt >= START_ATTEMPTS || !/EADDRINUSE/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+/** Tries of `startBroker` when a port it was given turned out taken (EADDRINUSE). */
+const START_ATTEMPTS = 3;
+
+async function startBrokerOnce(options: StartOptions, dataDir: string): Promise<BrokerProcess> {
   const args = [
     CLI,
     'server',
