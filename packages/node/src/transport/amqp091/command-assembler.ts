@@ -222,34 +222,25 @@ export class CommandAssembler {
 
   private complete(channel: number, p: PendingContent): AmqpCommand {
     this.pending.delete(channel);
-    if (p.dropping) {
-      return {
-        kind: 'content',
-        channel,
-        method: p.method,
-        properties: p.properties,
-        propertiesBytes: p.propertiesBytes,
-        body: EMPTY,
-        oversize: p.bodySize,
-      };
-    }
-    const body =
-      p.gathered !== undefined
-        ? p.gathered.subarray(0, p.bodySize)
-        : p.fragments.length === 0
-          ? EMPTY
-          : p.fragments.length === 1
-            ? (p.fragments[0] as Buffer)
-            : Buffer.concat(p.fragments, p.bodySize);
-    return {
+    const command: AmqpCommand = {
       kind: 'content',
       channel,
       method: p.method,
       properties: p.properties,
       propertiesBytes: p.propertiesBytes,
-      body,
+      body: p.dropping ? EMPTY : bodyOf(p),
     };
+    if (p.dropping) command.oversize = p.bodySize;
+    return command;
   }
+}
+
+/** The body received for `p`, as one buffer (the one frame's own bytes when it came in one). */
+function bodyOf(p: PendingContent): Buffer {
+  if (p.gathered !== undefined) return p.gathered.subarray(0, p.bodySize);
+  if (p.fragments.length === 0) return EMPTY;
+  if (p.fragments.length === 1) return p.fragments[0] as Buffer;
+  return Buffer.concat(p.fragments, p.bodySize);
 }
 
 /**
