@@ -1,4 +1,5 @@
 import type { BasicProperties } from '@styx/client/wire';
+import { DEFAULT_MAX_MESSAGE_SIZE } from '../../session/message-size.ts';
 import { AmqpReader } from './amqp-reader.ts';
 import { frameError, unexpectedFrame } from './codec-error.ts';
 import type { RawFrame } from './frame-parser.ts';
@@ -7,12 +8,6 @@ import { readBasicAck, readBasicPublish } from './hot-path.ts';
 import type { AmqpMethod } from './spec.gen.ts';
 import { decodeBasicProperties, decodeMethodFields, METHOD_DEFS } from './spec.gen.ts';
 
-/**
- * The largest message body kept by default, in bytes: RabbitMQ 4's default max_message_size
- * (16 MiB). A content header that declares more gets its body read and dropped, never buffered,
- * and the command completes as `oversize` so the channel refuses it (406, as RabbitMQ does).
- */
-export const DEFAULT_MAX_BODY_SIZE = 16 * 1024 * 1024;
 
 /** A complete AMQP command: a method, with its content when it carries one. */
 export type AmqpCommand =
@@ -36,8 +31,9 @@ export type AmqpCommand =
 /** Options of a CommandAssembler. */
 export interface CommandAssemblerOptions {
   /**
-   * Largest body kept, in bytes (default DEFAULT_MAX_BODY_SIZE, the node's max_message_size): a
-   * larger one is read and dropped, and its command completes `oversize`.
+   * Largest body kept, in bytes (default: max_message_size's default, DEFAULT_MAX_MESSAGE_SIZE): a
+   * larger one is read and dropped, never buffered, and its command completes `oversize` so that
+   * the channel refuses it (406, as RabbitMQ does).
    */
   maxBodySize?: number;
 }
@@ -87,7 +83,7 @@ export class CommandAssembler {
   private readonly reader = new AmqpReader();
 
   constructor(options: CommandAssemblerOptions = {}) {
-    this.maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE;
+    this.maxBodySize = options.maxBodySize ?? DEFAULT_MAX_MESSAGE_SIZE;
   }
 
   /** Channels with a content-carrying method still waiting for its header or body. */

@@ -6,7 +6,7 @@ export { AmqpReader } from './amqp-reader.ts';
 export { AmqpWriter } from './amqp-writer.ts';
 export { AmqpCodecError, AmqpEncodeError } from './codec-error.ts';
 export type { AmqpCommand, CommandAssemblerOptions } from './command-assembler.ts';
-export { CommandAssembler, DEFAULT_MAX_BODY_SIZE } from './command-assembler.ts';
+export { CommandAssembler } from './command-assembler.ts';
 export { MAX_FIELD_NESTING, readFieldTable, writeFieldTable } from './field-table-codec.ts';
 export {
   bodyChunkSize,
