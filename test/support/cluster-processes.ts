@@ -105,10 +105,14 @@ export class TestCluster {
       }
       const [first, ...rest] = specs as [(typeof specs)[number], ...typeof specs];
       cluster.nodes.push({ ...first, broker: await cluster.#launch(first, false) });
-      const others = await Promise.all(
+      // Settled, not Promise.all: when one node fails to start, the others that did are still
+      // recorded, so the stop below kills them too instead of leaving them running.
+      const launched = await Promise.allSettled(
         rest.map(async (spec) => ({ ...spec, broker: await cluster.#launch(spec, true) })),
       );
-      cluster.nodes.push(...others);
+      for (const result of launched) if (result.status === 'fulfilled') cluster.nodes.push(result.value);
+      const failed = launched.find((result) => result.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
       await cluster.waitFormed();
       return cluster;
     } catch (error) {
