@@ -1,10 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { freePort } from './free-port-block.ts';
 
 /** The repository root (test/ lives directly under it). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -60,18 +60,7 @@ export interface StartOptions {
   readonly onSpawn?: (child: ChildProcess) => void;
 }
 
-/** A loopback port free right now (the OS picks it; it is released before the node binds it). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port from the OS');
-  return address.port;
-}
+export { freePort };
 
 /**
  * Start a real broker node as a child process (`styx server`) on a loopback port and wait until it
@@ -83,8 +72,8 @@ export async function startBroker(options: StartOptions = {}): Promise<BrokerPro
     try {
       return await startBrokerOnce(options, dataDir);
     } catch (err) {
-      // A port picked free (freePort) can be taken by another process's outgoing connection before
-      // the node binds it: pick again, on the same data dir (the node comes back as itself).
+      // A port picked free (freePort) can still be taken by another test's listener before the node
+      // binds it: pick again, on the same data dir (the node comes back as itself).
       if (attempt >= START_ATTEMPTS || !/EADDRINUSE/.test((err as Error).message)) throw err;
     }
   }
