@@ -8,7 +8,6 @@ import { readBasicAck, readBasicPublish } from './hot-path.ts';
 import type { AmqpMethod } from './spec.gen.ts';
 import { decodeBasicProperties, decodeMethodFields, METHOD_DEFS } from './spec.gen.ts';
 
-
 /** A complete AMQP command: a method, with its content when it carries one. */
 export type AmqpCommand =
   | { kind: 'method'; channel: number; method: AmqpMethod }
