@@ -13,6 +13,7 @@ import { sameQueueConfig } from '../metadata/effective-config.ts';
 import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
 import type { BodyStore } from '../queue/body-store.ts';
 import { InMemoryBodyStore } from '../queue/body-store.ts';
+import type { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { QueueActorSinks } from '../queue/queue-actor.ts';
 import { QueueActor } from '../queue/queue-actor.ts';
@@ -43,6 +44,8 @@ export interface QueueActorsHost {
   effectiveConfig(record: QueueRecord): EffectiveQueueConfig;
   /** The node's flow totals, which each replica adds to while it leads (metrics). */
   readonly nodeFlow?: QueueFlowCounters;
+  /** The node's dead-letter stage timings, which each replica adds to while it leads (metrics). */
+  readonly deadLetterTimings?: DeadLetterTimings;
 }
 
 export class QueueActors {
@@ -179,6 +182,7 @@ export class QueueActors {
       sinks: this.#sinks,
       deliveryCountHeader: showsDeliveryCount(record.arguments),
       nodeFlow: this.#host.nodeFlow,
+      deadLetterTimings: this.#host.deadLetterTimings,
       ...(durable && this.#bodySource !== undefined ? { bodySource: this.#bodySource } : {}),
     });
     let byName = this.#actors.get(record.vhost);

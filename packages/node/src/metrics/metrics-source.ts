@@ -6,6 +6,7 @@
  */
 import type { LatencyHistogram, RaftGroupLog } from '@styx/raft';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import type { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { QueueFlowTotals } from '../queue/queue-flow-counters.ts';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
@@ -44,6 +45,8 @@ export interface NodeMetricsSource {
   clientConsumerCount(): number;
   /** What this node's queue leaders applied since it started (queue-flow-counters.ts). */
   readonly nodeFlow: QueueFlowTotals;
+  /** How long this node's queue leaders took over each stage of dead-lettering (dead-letter-timings.ts). */
+  readonly deadLetterTimings: DeadLetterTimings;
   /** The log store's batch sync latency; undefined without durable storage. */
   readonly logSync: LatencyHistogram | undefined;
   /** What this node's clients published, were delivered and acked; connection churn. */

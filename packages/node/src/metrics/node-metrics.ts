@@ -32,6 +32,7 @@
  * alert on `increase()` sees the first dead-letter.
  */
 import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
+import type { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import type { DeadLetterStrategyLabel } from '../queue/queue-flow-counters.ts';
 import type { RemovalReason } from '../queue/types.ts';
 import type { DetailedRequest } from './detailed-families.ts';
@@ -353,4 +354,19 @@ function writeGlobalDeadLettering(w: ExpositionWriter, source: NodeMetricsSource
     "Messages dead-lettered at-least-once and confirmed by every target queue, by this node's queue leaders",
   );
   w.sample(`${QUEUE_TYPE},dead_letter_strategy="at_least_once"`, confirmed);
+  writeDeadLetterStages(w, source.deadLetterTimings);
+}
+
+/** Where dead-lettering's time goes on this node's queue leaders (queue/dead-letter-timings.ts). */
+function writeDeadLetterStages(w: ExpositionWriter, t: DeadLetterTimings): void {
+  w.family(
+    'styx_dead_letter_stage_seconds',
+    'histogram',
+    "Dead-lettering by this node's queue leaders, per stage: expiry_proposed (a message's deadline to the entry that expired it), expiry_committed (that entry to its commit), copy_committed (the removal to the copy's commit at its target, per strategy)",
+  );
+  w.histogram('stage="expiry_proposed"', t.expiryProposed);
+  w.histogram('stage="expiry_committed"', t.expiryCommitted);
+  for (const [strategy, histogram] of Object.entries(t.copyCommitted)) {
+    w.histogram(`stage="copy_committed",dead_letter_strategy="${strategy.replaceAll('-', '_')}"`, histogram);
+  }
 }

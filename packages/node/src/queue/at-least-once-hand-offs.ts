@@ -44,6 +44,7 @@ import type { BodyStore } from './body-store.ts';
 import type { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter, RouteStatus } from './dead-letter-route.ts';
 import { routeCopy } from './dead-letter-route.ts';
+import type { DeadLetterTimings } from './dead-letter-timings.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { QueueMachine } from './queue-machine.ts';
 import type { QueueReply, RemovalReason } from './types.ts';
@@ -89,6 +90,8 @@ export interface HandOffOptions {
   /** Where waiting hand-offs (DLX missing, nothing bound, refused) are summed and logged. */
   readonly waitingLog: AggregatedLog;
   readonly scheduler?: HandOffSchedulerOptions;
+  /** Where the time from removal to every target's confirm goes (metrics); none when absent. */
+  readonly timings?: DeadLetterTimings;
 }
 
 export class AtLeastOnceHandOffs {
@@ -295,11 +298,21 @@ export class AtLeastOnceHandOffs {
   private replied(id: number, target: string, reply: QueueReply): void {
     if (this.stopped) return;
     if (reply.type === 'ok' || reply.type === 'duplicate') {
-      if (this.scheduler.confirm(id, target) === 'settled') this.settle(id);
+      if (this.scheduler.confirm(id, target) === 'settled') {
+        this.copied(id);
+        this.settle(id);
+      }
       return;
     }
     const why = reply.type === 'rejected' ? reply.reason : reply.type;
     this.failed(id, `'${target}' refused (${why})`);
+  }
+
+  /** Every target confirmed `id`'s copy: time it from the entry that removed the message. */
+  private copied(id: number): void {
+    const { timings, machine, clock } = this.options;
+    const pending = timings === undefined ? undefined : machine.pendingDeadLetter(id);
+    if (pending !== undefined) timings?.copied('at-least-once', pending.deadLetteredAt, clock.now());
   }
 
   private failed(id: number, why: string): void {

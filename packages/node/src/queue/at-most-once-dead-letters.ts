@@ -19,9 +19,11 @@
  */
 import type { DeadLetteredCopy } from '@styx/dlx';
 import { deadLetterCopy } from '@styx/dlx';
+import type { Clock } from '@styx/raft';
 import type { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { routeCopy } from './dead-letter-route.ts';
+import type { DeadLetterTimings } from './dead-letter-timings.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { QueueConfig, QueueReply, RemovalReason, StoredMessage } from './types.ts';
 
@@ -33,6 +35,8 @@ interface Send {
   readonly copy: DeadLetteredCopy;
   readonly reason: RemovalReason;
   readonly dlx: string;
+  /** The ts of the entry that removed the message (ms), for `timings`. */
+  readonly deadLetteredAt: number;
 }
 
 export interface AtMostOnceOptions {
@@ -42,6 +46,9 @@ export interface AtMostOnceOptions {
   readonly route: RouteDeadLetter;
   readonly drops: DeadLetterDrops;
   readonly logger: QueueLogger;
+  readonly clock: Clock;
+  /** Where the time from removal to the copy's commit at its target goes (metrics); none when absent. */
+  readonly timings?: DeadLetterTimings;
 }
 
 export class AtMostOnceDeadLetters {
@@ -90,7 +97,7 @@ export class AtMostOnceDeadLetters {
         if (routed.cycleDropped.length === 0) drops.lost(reason, 'unroutable', dlx);
         continue;
       }
-      for (const target of routed.deliver) this.queueSend({ target, copy, reason, dlx });
+      for (const target of routed.deliver) this.queueSend({ target, copy, reason, dlx, deadLetteredAt });
     }
   }
 
@@ -138,6 +145,9 @@ export class AtMostOnceDeadLetters {
     this.inFlight--;
     if (reply === undefined || reply.type === 'rejected') {
       this.options.drops.lost(send.reason, 'refused', send.dlx);
+    } else {
+      const { timings, clock } = this.options;
+      timings?.copied('at-most-once', send.deadLetteredAt, clock.now());
     }
     this.scheduleIssue();
   }

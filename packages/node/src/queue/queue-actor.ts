@@ -38,6 +38,7 @@ import { BodyRepair } from './body-repair.ts';
 import type { BodyStore } from './body-store.ts';
 import { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
+import type { DeadLetterTimings } from './dead-letter-timings.ts';
 import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
 import type { BrowsePage, BrowseRequest } from './message-browse.ts';
 import { browseMessages } from './message-browse.ts';
@@ -141,6 +142,8 @@ export interface QueueActorOptions {
   readonly deliveryCountHeader?: boolean;
   /** The node's totals: this replica adds what it applies while it leads (metrics/node-metrics.ts). */
   readonly nodeFlow?: QueueFlowCounters | undefined;
+  /** The node's dead-letter stage timings: this replica adds to them while it leads. */
+  readonly deadLetterTimings?: DeadLetterTimings | undefined;
 }
 
 /** A `got` apply result with the body attached by the actor (read before a noAck get deletes it). */
@@ -279,6 +282,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** What this replica applied (queue-flow-counters.ts), and the node's share while it leads. */
   private readonly flow = new QueueFlowCounters();
   private readonly nodeFlow: QueueFlowCounters | undefined;
+  private readonly timings: DeadLetterTimings | undefined;
   private readonly waitingLog: AggregatedLog;
   private readonly atMostOnce: AtMostOnceDeadLetters;
   /** The at-least-once hand-offs of the current leadership; undefined while not leading. */
@@ -313,6 +317,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.drops = new DeadLetterDrops(dropLog);
     this.handOffDrops = new DeadLetterDrops(dropLog);
     this.nodeFlow = options.nodeFlow;
+    this.timings = options.deadLetterTimings;
     this.waitingLog = new AggregatedLog(
       this.logger,
       'warn',
@@ -326,6 +331,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       route: this.sinks.routeDeadLetter,
       drops: this.drops,
       logger: this.logger,
+      clock: this.clock,
+      ...(this.timings === undefined ? {} : { timings: this.timings }),
     });
     this.repair = new BodyRepair({
       groupId: this.groupId,
@@ -861,6 +868,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
           case 'deadLetterHandOff':
             this.handOffs?.track(effect.ids);
             break;
+          case 'expired':
+            this.timings?.expired(effect.overdueMs, effect.at, this.clock.now());
+            break;
           case 'timer':
             this.setDeadline(effect.at);
             break;
@@ -1062,6 +1072,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       logger: this.logger,
       drops: this.handOffDrops,
       waitingLog: this.waitingLog,
+      ...(this.timings === undefined ? {} : { timings: this.timings }),
       ...(this.deadLettering.handOff === undefined ? {} : { scheduler: this.deadLettering.handOff }),
     });
     // Every pending message is due now: the previous leader's attempts are unknown here, and a

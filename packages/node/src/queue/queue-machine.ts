@@ -31,7 +31,8 @@
  *
  * Every apply runs: expire due messages → the command → deliver → expire due messages (a TTL-0
  * message that no waiting consumer took) → drop-head length limits → dead-letter effects (one per
- * reason, then one hand-off effect) → timer effect if the earliest deadline changed.
+ * reason, then one hand-off effect) → how late the expired messages were (`expired`, timing only) →
+ * timer effect if the earliest deadline changed.
  *
  * Costs: enqueue, settle, deliver O(1) plus O(log n) for messages with an expiry; expiring k
  * messages O(k log n). No allocation per apply beyond the result (a shared result when nothing
@@ -199,6 +200,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   };
   /** Ids that became pending in this apply (the hand-off effect). */
   private handOffIds: number[] | undefined = undefined;
+  /** How late each message expired in this apply was, ms (the `expired` effect). */
+  private overdue: number[] | undefined = undefined;
 
   /**
    * `config` is the configuration until the log says otherwise. The actor makes a fresh group's
@@ -594,8 +597,15 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       entry = this.expiry.peek()
     ) {
       this.takeReady(entry);
+      this.noteOverdue(now - entry.expiresAt);
       this.removeDead(entry, 'expired');
     }
+  }
+
+  /** An expiring message was `ms` past its deadline at this entry's ts (the `expired` effect). */
+  private noteOverdue(ms: number): void {
+    if (this.overdue === undefined) this.overdue = [ms];
+    else this.overdue.push(ms);
   }
 
   /** drop-head overflow: drop from the head until the ready messages are within both limits. */
@@ -626,6 +636,10 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     if (this.handOffIds !== undefined) {
       this.pushEffect({ type: 'deadLetterHandOff', ids: this.handOffIds });
       this.handOffIds = undefined;
+    }
+    if (this.overdue !== undefined) {
+      this.pushEffect({ type: 'expired', overdueMs: this.overdue, at: this.now });
+      this.overdue = undefined;
     }
     const deadline = this.nextDeadline();
     if (deadline !== this.armedDeadline) {
@@ -720,6 +734,7 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       this.removeDead(entry, 'delivery_limit');
     } else if (this.expiryOf(entry) <= this.now) {
       // Only ready messages expire: an overdue one expires the moment it is back.
+      this.noteOverdue(this.now - this.expiryOf(entry));
       this.removeDead(entry, 'expired');
     } else {
       this.makeReady(entry, Place.Returned);

@@ -180,6 +180,12 @@ export type QueueEffect =
    * Their bodies stay in the body store until then.
    */
   | { readonly type: 'deadLetterHandOff'; readonly ids: readonly number[] }
+  /**
+   * Timing only (metrics): messages this entry (stamped `at`, ms) expired, as how far past its
+   * deadline each one was at `at`, ms — the delay between a message coming due and the entry that
+   * removed it being proposed. What happens to the messages is told by the other effects.
+   */
+  | { readonly type: 'expired'; readonly overdueMs: readonly number[]; readonly at: number }
   /** Arm the queue's single timer for `at` (ms since the epoch), replacing any earlier one. */
   | { readonly type: 'timer'; readonly at: number }
   /** Disarm the queue's timer. */
