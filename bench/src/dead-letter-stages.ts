@@ -150,11 +150,16 @@ async function stream(nodes: readonly StyxNode[], o: Options): Promise<void> {
   });
   const total = o.rate * o.seconds;
   const lateness: number[] = [];
+  let firstArrival = 0;
+  let lastArrival = 0;
   const consumer = await conn.createChannel();
   await consumer.prefetch(PREFETCH);
   await consumer.consume('stages.dlq', (msg) => {
     if (msg === null) return;
-    lateness.push(Date.now() - msg.content.readDoubleLE(0) - o.ttlMs);
+    const now = Date.now();
+    if (lateness.length === 0) firstArrival = now;
+    lastArrival = now;
+    lateness.push(now - msg.content.readDoubleLE(0) - o.ttlMs);
     consumer.ack(msg);
   });
 
@@ -194,6 +199,7 @@ async function stream(nodes: readonly StyxNode[], o: Options): Promise<void> {
   const publishSeconds = (published - start) / 1000;
   const out = [
     `${o.nodes} node(s), ${o.strategy}, ${total} messages at ${Math.round(total / publishSeconds)} msgs/s, TTL ${o.ttlMs} ms`,
+    `dead-lettered at ${Math.round((total * 1000) / Math.max(1, lastArrival - firstArrival))} msgs/s (first to last arrival)`,
     `broker CPU ${((cpuMs * 1000) / total).toFixed(1)} µs/msg`,
     `${'stage'.padEnd(72)} ${'n'.padStart(7)}  p50 ms  p99 ms`,
     `${'client: lateness (arrival − publish − TTL)'.padEnd(72)} ${String(lateness.length).padStart(7)} ${quantileMs(lateness, 0.5).padStart(7)} ${quantileMs(lateness, 0.99).padStart(7)}`,
