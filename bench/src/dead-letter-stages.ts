@@ -23,6 +23,7 @@ import { processTreeCpuMs } from './brokers/process-stats.ts';
 import { startStyxCluster } from './brokers/styx-cluster.ts';
 import type { StyxNode } from './brokers/styx-node.ts';
 import { startStyxNode } from './brokers/styx-node.ts';
+import { positiveIntOption } from './int-option.ts';
 import type { StageHistogram } from './stage-histograms.ts';
 import {
   addStageHistograms,
@@ -55,10 +56,7 @@ function fail(message: string): never {
 }
 
 function positiveInt(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) fail(`--${name} must be a positive integer, got '${value}'`);
-  return n;
+  return positiveIntOption(value, fallback, name, fail);
 }
 
 interface Options {

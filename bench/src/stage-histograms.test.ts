@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import {
-  addStageHistograms,
-  parseStageHistograms,
-  stageCount,
-  stageQuantile,
-  subtractStageHistograms,
-} from './stage-histograms.ts';
+import * as stages from './stage-histograms.ts';
+
+const { addStageHistograms, parseStageHistograms, stageCount, stageQuantile, subtractStageHistograms } =
+  stages;
 
 /** A node's exposition: one unrelated histogram, then two stages of the family. */
 function exposition(node: string, proposed: readonly number[], copied: readonly number[]): string {
