@@ -25,7 +25,14 @@ export type {
   DedupeVerdict,
   HandOffId,
 } from './dedupe-watermarks.ts';
-export { DEFAULT_DEDUPE_LIMITS, DedupeWatermarks, validateDedupeLimits } from './dedupe-watermarks.ts';
+export {
+  DEFAULT_DEDUPE_LIMITS,
+  DedupeWatermarks,
+  isDedupeWindow,
+  MAX_DEDUPE_WINDOW,
+  validateDedupeLimits,
+  WIDE_DEDUPE_WINDOW,
+} from './dedupe-watermarks.ts';
 export { DeadLetterInputError, DlxConfigError, DlxSnapshotError, HandOffStateError } from './errors.ts';
 export type {
   AttemptPlan,
