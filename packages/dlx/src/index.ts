@@ -57,6 +57,7 @@ export {
   validatePendingLimits,
 } from './pending-dead-letters.ts';
 export { BCC_HEADER, CC_HEADER, routingKeysOfHeader } from './routing-headers.ts';
+export { SharedCopyProperties } from './shared-copy-properties.ts';
 export type { DeathEvent, XDeathEntry } from './x-death.ts';
 export {
   nextXDeath,

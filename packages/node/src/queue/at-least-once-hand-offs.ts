@@ -42,7 +42,12 @@
  * nothing.
  */
 import type { DeadLetteredCopy, HandOffId, HandOffSchedulerOptions } from '@styx/dlx';
-import { DEFAULT_DEDUPE_LIMITS, DEFAULT_HAND_OFF_OPTIONS, deadLetterCopy, HandOffScheduler } from '@styx/dlx';
+import {
+  DEFAULT_DEDUPE_LIMITS,
+  DEFAULT_HAND_OFF_OPTIONS,
+  HandOffScheduler,
+  SharedCopyProperties,
+} from '@styx/dlx';
 import type { Clock } from '@styx/raft';
 import type { AggregatedLog } from './aggregated-log.ts';
 import type { BodyStore } from './body-store.ts';
@@ -122,6 +127,8 @@ export class AtLeastOnceHandOffs {
   private backlogHead = 0;
   /** The same ids, for membership. */
   private readonly inBacklog = new Set<number>();
+  /** Copies of a burst share their properties, encoded once (see SharedCopyProperties). */
+  private readonly copies = new SharedCopyProperties();
 
   constructor(options: HandOffOptions) {
     this.options = options;
@@ -257,7 +264,7 @@ export class AtLeastOnceHandOffs {
       this.settle(id);
       return;
     }
-    const copy = deadLetterCopy({
+    const copy = this.copies.copy({
       message,
       queue,
       reason: pending.reason,
