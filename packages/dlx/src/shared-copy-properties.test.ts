@@ -37,6 +37,30 @@ describe('SharedCopyProperties', () => {
     );
   });
 
+  it('a shared copy is addressed as deadLetterCopy addresses it: DLK, BCC, exchange', () => {
+    const withBcc = message({ properties: { deliveryMode: 2 }, bcc: ['b1', 'b2'] });
+    const cases: DeadLetterInput[] = [
+      input(withBcc),
+      input(withBcc, { dlk: 'dead' }),
+      input(withBcc, { dlx: '' }),
+      input(message({ properties: { deliveryMode: 2 }, bcc: [] })),
+    ];
+    for (const c of cases) {
+      const shared = new SharedCopyProperties();
+      shared.copy(c);
+      const hit = shared.copy(c);
+      expect(hit).toEqual(deadLetterCopy(c));
+    }
+  });
+
+  it('bad input is refused even right after a good one of the same shape', () => {
+    const shared = new SharedCopyProperties();
+    shared.copy(input(persistent('a')));
+    expect(() => shared.copy(input(persistent('a'), { timeSeconds: -1 }))).toThrow(/timeSeconds/);
+    expect(() => shared.copy(input(persistent('a'), { reason: 'nope' as never }))).toThrow(/reason/);
+    expect(() => shared.copy(input(persistent('a'), { timeSeconds: -1 }))).toThrow(/timeSeconds/);
+  });
+
   it('never shares across any input the properties depend on', () => {
     const base = input(persistent('x'));
     const variants: DeadLetterInput[] = [

@@ -19,18 +19,25 @@
 import type { BasicProperties } from '@styx/client/wire';
 import { BASIC_PROPERTY_NAMES } from '@styx/client/wire';
 import type { DeadLetteredCopy, DeadLetterInput } from './dead-letter-copy.ts';
-import { deadLetterCopy } from './dead-letter-copy.ts';
+import { addressedCopy, deadLetterCopy } from './dead-letter-copy.ts';
 
 export class SharedCopyProperties {
   private key: string | undefined = undefined;
   private properties: BasicProperties | undefined = undefined;
 
-  /** `deadLetterCopy(input)`, its properties replaced by an equal object built earlier when there is one. */
+  /**
+   * `deadLetterCopy(input)`, with the properties object built for an earlier copy when they would be
+   * equal: then only the copy's addressing is made (its message has no headers, so no CC: it was
+   * published on its routing key alone), and the input is as valid as that earlier one's.
+   */
   copy(input: DeadLetterInput): DeadLetteredCopy {
-    const copy = deadLetterCopy(input);
     const key = sharingKey(input);
+    if (key !== undefined && key === this.key && this.properties !== undefined) {
+      const { message } = input;
+      return addressedCopy(message, input.dlx, input.dlk, [message.routingKey], this.properties);
+    }
+    const copy = deadLetterCopy(input);
     if (key === undefined) return copy;
-    if (key === this.key && this.properties !== undefined) return { ...copy, properties: this.properties };
     this.key = key;
     this.properties = copy.properties;
     return copy;
