@@ -84,6 +84,15 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       "'founders'): every replica starts with all of them; while disabled the first member creates the " +
       'group alone and adds the others one by one',
   },
+  {
+    name: 'wide_dedupe_window',
+    since: 4,
+    description:
+      'a queue receiving dead-letter hand-offs first records a wider dedupe window in its log (queue log ' +
+      'entry setDedupeWindow, tag 20: 4,096 hand-off ids per source instead of 1,024), and a ' +
+      'dead-lettering queue keeps 2,048 hand-offs in progress instead of 512; while disabled both stay ' +
+      'as before',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -264,6 +273,13 @@ export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';
  * ignores a record's founders and would start its replica with another membership.
  */
 export const QUEUE_FOUNDERS_FLAG = 'queue_founders';
+
+/**
+ * The flag that guards the wider dedupe window (queue/queue-actor.ts): its queue log entry (tag 20)
+ * is unknown to a replica of an older build, and the window decides which hand-offs are duplicates,
+ * so every replica must take it from the same log index.
+ */
+export const WIDE_DEDUPE_WINDOW_FLAG = 'wide_dedupe_window';
 
 /** The flag that guards redrive's metadata commands and queue entries (management/redrive-api.ts). */
 export const REDRIVE_FLAG = 'redrive';

@@ -18,7 +18,7 @@
  * memory only, as the in-flight ones were: the strategy's promise is at most once.
  */
 import type { DeadLetteredCopy } from '@styx/dlx';
-import { deadLetterCopy } from '@styx/dlx';
+import { SharedCopyProperties } from '@styx/dlx';
 import type { Clock } from '@styx/raft';
 import type { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
@@ -58,6 +58,8 @@ export class AtMostOnceDeadLetters {
   private waitingHead = 0;
   private issueScheduled = false;
   private inFlight = 0;
+  /** Copies of a burst share their properties, encoded once (see SharedCopyProperties). */
+  private readonly copies = new SharedCopyProperties();
 
   constructor(options: AtMostOnceOptions) {
     this.options = options;
@@ -78,7 +80,7 @@ export class AtMostOnceDeadLetters {
     const { vhost, queue, route, drops } = this.options;
     const timeSeconds = Math.floor(deadLetteredAt / 1000);
     for (const message of messages) {
-      const copy = deadLetterCopy({
+      const copy = this.copies.copy({
         message,
         queue,
         reason,

@@ -23,6 +23,7 @@
  */
 
 import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } from '@styx/dlx';
+import { DEFAULT_DEDUPE_LIMITS, isDedupeWindow } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
 import { GroupOverloadedError, NotLeaderError, systemClock } from '@styx/raft';
 import {
@@ -144,6 +145,14 @@ export interface QueueActorOptions {
   readonly nodeFlow?: QueueFlowCounters | undefined;
   /** The node's dead-letter stage timings: this replica adds to them while it leads. */
   readonly deadLetterTimings?: DeadLetterTimings | undefined;
+  /**
+   * The dedupe window (hand-off ids per source) every queue of the cluster may take now: the wide
+   * one once feature flag `wide_dedupe_window` is enabled, else 1,024 (the default when absent).
+   * Asked on the leader only: as a target it records a wider window in its log before the first
+   * hand-off it takes (so every replica applies it from the same index); as a source it keeps half
+   * of it in progress.
+   */
+  readonly dedupeWindow?: () => number;
 }
 
 /** A `got` apply result with the body attached by the actor (read before a noAck get deletes it). */
@@ -188,6 +197,9 @@ export const EXPIRE_PIPELINE_MS = 5;
  * and a leader whose entries do not commit (no quorum) stops adding them there.
  */
 const MAX_EXPIRES_IN_FLIGHT = 64;
+
+/** The window every queue starts with, and keeps while the cluster has not agreed on another. */
+const legacyDedupeWindow = (): number => DEFAULT_DEDUPE_LIMITS.maxIdsPerSource;
 
 const EXPIRE_COMMAND: QueueCommand = Object.freeze({ type: 'expire' });
 const TOUCH_COMMAND: QueueCommand = Object.freeze({ type: 'touch' });
@@ -289,6 +301,10 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   private handOffs: AtLeastOnceHandOffs | undefined = undefined;
   /** Fetches bodies this replica lacks from the others while it leads (see body-repair.ts). */
   private readonly repair: BodyRepair;
+  /** See `QueueActorOptions.dedupeWindow`. */
+  private readonly agreedDedupeWindow: () => number;
+  /** A `setDedupeWindow` proposal is in flight (one at a time). */
+  private wideningDedupeWindow = false;
 
   constructor(options: QueueActorOptions) {
     this.opened = new Promise<void>((resolve, reject) => {
@@ -301,6 +317,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.log = options.log;
     this.bodyStore = options.bodyStore;
     this.initialConfig = options.config;
+    this.agreedDedupeWindow = options.dedupeWindow ?? legacyDedupeWindow;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger;
     this.sinks = options.sinks;
@@ -518,6 +535,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
   private propose(command: QueueCommand): Promise<QueueApplyResult> {
     this.lastProposedAt = this.clock.now();
+    if (command.type === 'enqueue' && command.handOff !== undefined) this.widenDedupeWindow();
     const proposed =
       this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
     if (
@@ -530,6 +548,32 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       return Promise.resolve(EARLY_OK);
     }
     return proposed;
+  }
+
+  /**
+   * Before a hand-off is proposed: when the cluster agreed on a wider dedupe window than the log
+   * set, propose it first, so the log holds it ahead of the hand-off and every replica dedupes that
+   * hand-off, and all after it, under the wider window. Never narrows (a source may have counted on
+   * the wider one). A proposal refused (not leading) is made again by a later hand-off.
+   */
+  private widenDedupeWindow(): void {
+    if (this.wideningDedupeWindow) return;
+    const wanted = this.agreedDedupeWindow();
+    if (!isDedupeWindow(wanted) || wanted <= this.machine.dedupeWindow()) return;
+    this.wideningDedupeWindow = true;
+    const command: QueueCommand = { type: 'setDedupeWindow', maxIdsPerSource: wanted };
+    const proposed =
+      this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
+    proposed.then(
+      () => {
+        this.wideningDedupeWindow = false;
+        this.logger.info({ maxIdsPerSource: wanted }, 'dedupe window widened');
+      },
+      (err: unknown) => {
+        this.wideningDedupeWindow = false;
+        this.logger.debug({ err, maxIdsPerSource: wanted }, 'dedupe window not widened');
+      },
+    );
   }
 
   /** Stop the timer and close the log; stored state is kept. */
@@ -656,6 +700,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   }
 
   // ------------------------------------------------------------------------------ reads (local state)
+
+  /** Hand-off ids remembered per source, as this replica's log set it (replica checks). */
+  dedupeWindow(): number {
+    return this.machine.dedupeWindow();
+  }
 
   counts(): QueueCounts {
     return this.machine.counts();
@@ -1073,6 +1122,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       drops: this.handOffDrops,
       waitingLog: this.waitingLog,
       ...(this.timings === undefined ? {} : { timings: this.timings }),
+      maxInProgress: () => this.agreedDedupeWindow() / 2,
       ...(this.deadLettering.handOff === undefined ? {} : { scheduler: this.deadLettering.handOff }),
     });
     // Every pending message is due now: the previous leader's attempts are unknown here, and a

@@ -134,7 +134,15 @@ export type QueueCommand =
    * moved their copies elsewhere). Ids that are not ready here (unknown, gone, held unacked by a
    * consumer, pending a hand-off) are left alone: the reply lists those actually removed.
    */
-  | { readonly type: 'remove'; readonly ids: readonly number[] };
+  | { readonly type: 'remove'; readonly ids: readonly number[] }
+  /**
+   * From this entry on, remember this many hand-off ids per source to drop duplicates (see
+   * `@styx/dlx` DedupeWatermarks; every queue starts at 1,024). A replicated parameter, so every
+   * replica dedupes alike at every index. Proposed by the leader only once the feature flag
+   * `wide_dedupe_window` is enabled (a replica of an older build cannot decode it); a value outside
+   * [1, MAX_DEDUPE_WINDOW] is ignored, alike on every replica.
+   */
+  | { readonly type: 'setDedupeWindow'; readonly maxIdsPerSource: number };
 
 /** Why a message left the queue without being acked. */
 export type RemovalReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';

@@ -76,6 +76,10 @@ const SAMPLES: { readonly [K in QueueCommand['type']]: readonly Variant<K>[] } =
     { type: 'remove', ids: [] },
     { type: 'remove', ids: [7, 2, 2 ** 40] },
   ],
+  setDedupeWindow: [
+    { type: 'setDedupeWindow', maxIdsPerSource: 4096 },
+    { type: 'setDedupeWindow', maxIdsPerSource: 1 },
+  ],
   deadLetterSettled: [
     { type: 'deadLetterSettled', ids: [] },
     { type: 'deadLetterSettled', ids: [3, 1, 2 ** 33] },

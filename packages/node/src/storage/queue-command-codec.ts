@@ -21,6 +21,7 @@
 import type { HandOffId } from '@styx/dlx';
 import type { CommandCodec } from '@styx/raft';
 import type { QueueCommand, QueueConfig } from '../queue/types.ts';
+import { pretendOlder } from '../test-support/pretend-older.ts';
 import { ByteCursor, checkVarint, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
 import {
@@ -86,6 +87,13 @@ const ENQUEUE_PUBLISH_TAG = 15;
 /** An enqueue with a publish id taken only in order (`ordered`); same fields as tag 15. */
 const ENQUEUE_ORDERED_PUBLISH_TAG = 19;
 
+/**
+ * The newest tag a build of the previous cluster protocol version decodes: a node pretending to be
+ * one (test-support/pretend-older.ts) refuses later tags as that build would, so a rolling-upgrade
+ * test sees an entry proposed before its feature flag was enabled.
+ */
+const PRETEND_OLDER_LAST_TAG = 19;
+
 /** Every variant but enqueue, by type. Tags are persisted: append new rows with new tags. */
 const VARIANTS = {
   consume: {
@@ -143,6 +151,8 @@ const VARIANTS = {
   resumeOwner: { tag: 18, fields: [['owner', 'string']] },
   // 14 and 15 are the enqueue variants with an id.
   remove: { tag: 16, fields: [['ids', 'ids']] },
+  // 19 is the ordered publish's enqueue variant.
+  setDedupeWindow: { tag: 20, fields: [['maxIdsPerSource', 'uint']] },
 } as const satisfies { readonly [K in GenericType]: VariantSpec<Variant<K>> };
 
 /** The fields of a QueueConfig, in the order they are written. Enums are written as strings. */
@@ -453,7 +463,8 @@ export const queueCommandCodec: CommandCodec<QueueCommand> = {
       return decodeEnqueue(r, undefined, publishId, tag === ENQUEUE_ORDERED_PUBLISH_TAG);
     }
     const row = ROWS_BY_TAG[tag];
-    if (row === undefined) throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
+    if (row === undefined || (pretendOlder.on && tag > PRETEND_OLDER_LAST_TAG))
+      throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
     const command: Record<string, unknown> = { type: row.type };
     readFields(r, command, row.fields);
     r.end();
