@@ -1002,6 +1002,7 @@ export class Broker {
       publisherCount: () => this.gate.connections.sum((c) => c.publisherCount),
       clientConsumerCount: () => this.gate.connections.sum((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
+      raftTraffic: () => (this.storage === undefined ? undefined : raftHostOf(this.storage).stats),
       logSync: this.storage?.logStore.syncLatency,
       counters: this.counters,
       version: STYX_VERSION,

@@ -124,6 +124,7 @@ export class Libp2pTransport implements Transport {
   #receive: ((batch: PeerBatch) => void) | undefined;
   #peerDown: ((peer: string) => void) | undefined;
   #closed = false;
+  #writes = 0;
 
   private constructor(options: Libp2pTransportOptions) {
     this.#node = options.node;
@@ -196,6 +197,11 @@ export class Libp2pTransport implements Transport {
     const written = Promise.all([stream, link.tail]).then(([s]) => this.#write(peer, link, s, frame));
     link.tail = written.then(ignore, ignore);
     return written;
+  }
+
+  /** Frames written to outbound Raft streams so far, one `Stream.send` each (see `Transport.writes`). */
+  get writes(): number {
+    return this.#writes;
   }
 
   onReceive(handler: (batch: PeerBatch) => void): void {
@@ -296,6 +302,7 @@ export class Libp2pTransport implements Transport {
       if (this.#closed) throw new Error('raft transport closed');
       // `send` queues the frame even when it returns false; waiting for the drain bounds what
       // this node buffers for a slow peer to the sends the host still counts as in flight.
+      this.#writes++;
       if (!stream.send(frame)) await stream.onDrain({ signal: this.#drainSignal() });
     } catch (error) {
       if (link.stream === stream) link.stream = undefined;

@@ -253,6 +253,7 @@ function writeNode(
       meta.role === 'leader' ? 1 : 0,
     );
   }
+  writeRaftTraffic(w, source);
   if (source.logSync !== undefined) {
     w.family(
       'styx_log_sync_duration_seconds',
@@ -261,6 +262,29 @@ function writeNode(
     );
     w.histogram('', source.logSync);
   }
+}
+
+/** What this node's Raft host sent its peers: per-message and per-write costs show apart. */
+function writeRaftTraffic(w: ExpositionWriter, source: NodeMetricsSource): void {
+  const t = source.raftTraffic();
+  if (t === undefined) return;
+  const counters: readonly [string, string, number | undefined][] = [
+    [
+      'styx_raft_peer_batches_sent_total',
+      'Batches of Raft messages sent to peers (one frame each)',
+      t.batchesSent,
+    ],
+    ['styx_raft_messages_sent_total', 'Raft messages sent to peers, every type and group', t.messagesSent],
+    ['styx_raft_appends_sent_total', 'Raft appends (AppendEntries) sent to peers', t.appendsSent],
+    ['styx_raft_entries_sent_total', 'Log entries carried by the appends sent to peers', t.entriesSent],
+    [
+      'styx_raft_append_rejections_received_total',
+      'Append rejections received from peers (the leader walks back and sends entries again)',
+      t.appendRejectsReceived,
+    ],
+    ['styx_raft_peer_writes_total', 'Writes to the Raft streams to peers', t.transportWrites],
+  ];
+  for (const [name, help, value] of counters) if (value !== undefined) w.single(name, 'counter', help, value);
 }
 
 /** The client traffic of this node (broker-counters.ts), under RabbitMQ's global counter names. */

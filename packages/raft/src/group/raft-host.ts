@@ -66,8 +66,18 @@ export interface RaftHostStats {
   readonly bytesInFlight: number;
   /** Proposals waiting for the in-flight bound. */
   readonly waitingProposals: number;
-  /** Batches handed to the transport since the host started. */
+  /** Batches handed to the transport since the host started (one per peer per flush). */
   readonly batchesSent: number;
+  /** Raft messages handed to the transport since the host started (every type, every group). */
+  readonly messagesSent: number;
+  /** Of `messagesSent`, appends (AppendEntries, with or without entries). */
+  readonly appendsSent: number;
+  /** Entries carried by those appends. */
+  readonly entriesSent: number;
+  /** Append rejections received from peers (each makes a leader walk back and send entries again). */
+  readonly appendRejectsReceived: number;
+  /** Writes the transport made to its connections (undefined when it does not count them). */
+  readonly transportWrites: number | undefined;
   /** Ticks of the host's timer since it started (a tick runs only while a group is active). */
   readonly ticks: number;
 }
@@ -130,6 +140,10 @@ export class RaftHost {
   #admissionHead = 0;
   #closed = false;
   #batchesSent = 0;
+  #messagesSent = 0;
+  #appendsSent = 0;
+  #entriesSent = 0;
+  #appendRejectsReceived = 0;
   #ticks = 0;
 
   /** The host's face to its replicas (kept off the public API). */
@@ -199,6 +213,11 @@ export class RaftHost {
       bytesInFlight: this.#bytesInFlight,
       waitingProposals: this.#admission.length - this.#admissionHead,
       batchesSent: this.#batchesSent,
+      messagesSent: this.#messagesSent,
+      appendsSent: this.#appendsSent,
+      entriesSent: this.#entriesSent,
+      appendRejectsReceived: this.#appendRejectsReceived,
+      transportWrites: this.#transport?.writes,
       ticks: this.#ticks,
     };
   }
@@ -365,7 +384,7 @@ export class RaftHost {
       const bytes = outbox.bytes;
       this.#outboxes.delete(peer);
       this.#account(bytes);
-      this.#batchesSent++;
+      this.#count(batch);
       transport.send(peer, batch).then(
         () => this.#account(-bytes),
         () => {
@@ -373,6 +392,16 @@ export class RaftHost {
           this.#unreachable(peer, batch);
         },
       );
+    }
+  }
+
+  #count(batch: PeerBatch): void {
+    this.#batchesSent++;
+    this.#messagesSent += batch.messages.length;
+    for (const { message } of batch.messages) {
+      if (message.type !== MessageType.App) continue;
+      this.#appendsSent++;
+      this.#entriesSent += message.entries.length;
     }
   }
 
@@ -391,6 +420,7 @@ export class RaftHost {
   #receive(batch: PeerBatch): void {
     if (this.#closed) return;
     for (const { groupId, message } of batch.messages) {
+      if (message.reject && message.type === MessageType.AppResp) this.#appendRejectsReceived++;
       const replica = this.#groups.get(groupId)?.replica;
       if (replica === undefined) continue; // not (or no longer) open here; Raft retries
       this.#guard(replica, () => {
