@@ -582,6 +582,7 @@ export class Simulation {
         storageDepth: this.params.storageDepth,
         fsyncLateMs: this.params.fsyncLateMs,
         compactEvery: this.params.compactEvery,
+        foldAppends: this.params.foldAppends,
       },
       this.#prng.fork(),
     );
