@@ -268,23 +268,21 @@ function writeNode(
 function writeRaftTraffic(w: ExpositionWriter, source: NodeMetricsSource): void {
   const t = source.raftTraffic();
   if (t === undefined) return;
-  const counters: readonly [string, string, number | undefined][] = [
-    [
-      'styx_raft_peer_batches_sent_total',
-      'Batches of Raft messages sent to peers (one frame each)',
-      t.batchesSent,
-    ],
-    ['styx_raft_messages_sent_total', 'Raft messages sent to peers, every type and group', t.messagesSent],
-    ['styx_raft_appends_sent_total', 'Raft appends (AppendEntries) sent to peers', t.appendsSent],
-    ['styx_raft_entries_sent_total', 'Log entries carried by the appends sent to peers', t.entriesSent],
-    [
-      'styx_raft_append_rejections_received_total',
+  // styx_raft_<key>_total: its help, its value (none: the transport does not count it).
+  const counters: Record<string, readonly [string, number | undefined]> = {
+    peer_batches_sent: ['Batches of Raft messages sent to peers (one frame each)', t.batchesSent],
+    messages_sent: ['Raft messages sent to peers, every type and group', t.messagesSent],
+    appends_sent: ['Raft appends (AppendEntries) sent to peers', t.appendsSent],
+    entries_sent: ['Log entries carried by the appends sent to peers', t.entriesSent],
+    append_rejections_received: [
       'Append rejections received from peers (the leader walks back and sends entries again)',
       t.appendRejectsReceived,
     ],
-    ['styx_raft_peer_writes_total', 'Writes to the Raft streams to peers', t.transportWrites],
-  ];
-  for (const [name, help, value] of counters) if (value !== undefined) w.single(name, 'counter', help, value);
+    peer_writes: ['Writes to the Raft streams to peers', t.transportWrites],
+  };
+  for (const [key, [help, value]] of Object.entries(counters)) {
+    if (value !== undefined) w.single(`styx_raft_${key}_total`, 'counter', help, value);
+  }
 }
 
 /** The client traffic of this node (broker-counters.ts), under RabbitMQ's global counter names. */
