@@ -34,6 +34,7 @@ export interface NodeContext {
     snapshotsTaken: number;
     pipelinedWrites: number;
     crashKeptWrites: number;
+    foldedMessages: number;
   };
 }
 
@@ -244,9 +245,12 @@ export class SimNode implements CheckedNode {
       if (folded === undefined) {
         out.messages.push(m);
         out.lastBytes = bytes;
-      } else if (folded !== prev) {
-        out.messages[out.messages.length - 1] = folded;
-        out.lastBytes += bytes;
+      } else {
+        this.#ctx.stats.foldedMessages++;
+        if (folded !== prev) {
+          out.messages[out.messages.length - 1] = folded;
+          out.lastBytes += bytes;
+        }
       }
     }
     for (const { messages } of byPeer.values()) for (const m of messages) this.#ctx.send(this, m);
