@@ -1007,6 +1007,7 @@ export class Broker {
       clientConsumerCount: () => this.gate.connections.sum((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
       deadLetterTimings: this.deadLetterTimings,
+      raftTraffic: () => (this.storage === undefined ? undefined : raftHostOf(this.storage).stats),
       logSync: this.storage?.logStore.syncLatency,
       counters: this.counters,
       version: STYX_VERSION,

@@ -254,6 +254,7 @@ function writeNode(
       meta.role === 'leader' ? 1 : 0,
     );
   }
+  writeRaftTraffic(w, source);
   if (source.logSync !== undefined) {
     w.family(
       'styx_log_sync_duration_seconds',
@@ -261,6 +262,27 @@ function writeNode(
       'Time from handing a batch of log writes to LMDB until it was committed and synced to disk',
     );
     w.histogram('', source.logSync);
+  }
+}
+
+/** What this node's Raft host sent its peers: per-message and per-write costs show apart. */
+function writeRaftTraffic(w: ExpositionWriter, source: NodeMetricsSource): void {
+  const t = source.raftTraffic();
+  if (t === undefined) return;
+  // styx_raft_<key>_total: its help, its value (none: the transport does not count it).
+  const counters: Record<string, readonly [string, number | undefined]> = {
+    peer_batches_sent: ['Batches of Raft messages sent to peers (one frame each)', t.batchesSent],
+    messages_sent: ['Raft messages sent to peers, every type and group', t.messagesSent],
+    appends_sent: ['Raft appends (AppendEntries) sent to peers', t.appendsSent],
+    entries_sent: ['Log entries carried by the appends sent to peers', t.entriesSent],
+    append_rejections_received: [
+      'Append rejections received from peers (the leader walks back and sends entries again)',
+      t.appendRejectsReceived,
+    ],
+    peer_writes: ['Writes to the Raft streams to peers', t.transportWrites],
+  };
+  for (const [key, [help, value]] of Object.entries(counters)) {
+    if (value !== undefined) w.single(`styx_raft_${key}_total`, 'counter', help, value);
   }
 }
 
