@@ -46,7 +46,9 @@
  * `recentBytes` and `RECENT_MAX_ENTRIES`, oldest evicted first) and dropped when deleted, so that a
  * delivery or a dead-letter of a message that is still recent costs no LMDB read and no decode. Each
  * kept message's body is a view of its stored encoding (exactly its bytes, not the network batch it
- * arrived in).
+ * arrived in). A message the log's decoder deferred (`DeferredMessage`: what a follower applies) is
+ * kept undecoded, as its encoding, and decoded by the first `get` that wants it: a follower that
+ * never leads never decodes the messages it stores.
  *
  * Deleting a group removes its range in chunks (`DELETE_CHUNK_KEYS` per transaction, so a large
  * queue does not hold the event loop); a record in `body-deletions` marks the deletion as under way,
@@ -64,7 +66,12 @@ import { bodyKey, END_OF_GROUP, GroupPrefixCache, groupIdBytes, readBodyId } fro
 import { BodyStoreFailedError, StorageClosedError } from './errors.ts';
 import type { StorageLogger } from './storage-logger.ts';
 import { silentStorageLogger } from './storage-logger.ts';
-import { decodeStoredMessage, encodeStoredMessage } from './stored-message-codec.ts';
+import {
+  DeferredMessage,
+  decodeStoredMessage,
+  encodeStoredMessage,
+  plainStoredMessage,
+} from './stored-message-codec.ts';
 
 /** Sub-database holding the bodies. */
 export const BODIES_DB = 'bodies';
@@ -321,11 +328,11 @@ export class LmdbBodyStore implements BodyStore {
     for (let i = generations.length - 1; i >= 0; i--) {
       const generation = generations[i] as Generation;
       const pending = generation.writes.get(groupId)?.get(id);
-      if (pending !== undefined) return pending === DELETED ? undefined : pending;
+      if (pending !== undefined) return pending === DELETED ? undefined : plainStoredMessage(pending);
       if (generation.deletedGroups?.has(groupId)) return undefined;
     }
     const recent = this.#recent.get(groupId)?.get(id);
-    if (recent !== undefined) return recent.message;
+    if (recent !== undefined) return plainStoredMessage(recent.message);
     const value = this.#bodies.get(bodyKey(this.#prefix(groupId), checkId(id)));
     return value === undefined ? undefined : decodeStoredMessage(value, `body ${groupId}/${id}`);
   }
@@ -391,14 +398,19 @@ export class LmdbBodyStore implements BodyStore {
     heldBack: boolean,
     mayBeStored: boolean,
   ): void {
-    const bodyLength = message.body.byteLength;
-    const kept: StoredMessage = {
-      exchange: message.exchange,
-      routingKey: message.routingKey,
-      properties: message.properties,
-      body: encoding.subarray(encoding.byteLength - bodyLength),
-      bcc: message.bcc,
-    };
+    // A message deferred by the log's decoder (a follower's enqueue) is its encoding and nothing
+    // else yet: kept as it is, it is decoded only if a read asks for it (`get`).
+    const deferred = message instanceof DeferredMessage && message.encoding === encoding;
+    const bodyLength = deferred ? message.bodyLength : message.body.byteLength;
+    const kept: StoredMessage = deferred
+      ? message
+      : {
+          exchange: message.exchange,
+          routingKey: message.routingKey,
+          properties: message.properties,
+          body: encoding.subarray(encoding.byteLength - bodyLength),
+          bcc: message.bcc,
+        };
     // Not remembered as `kept`'s encoding (a WeakMap entry per message): nothing re-encodes a copy
     // read from the store on the hot path, and encodeStoredMessage would just encode it again.
     const entry: RecentEntry = {
