@@ -391,7 +391,12 @@ describe('LmdbBodyStore held-back bodies (putLogged)', () => {
   it("keeps a follower's deferred message undecoded, writes its bytes as they are, and hands out a plain decoded copy", async () => {
     await withStore(1024 * 1024, async (store, committed, reopen) => {
       const original = sampleMessage(300, { properties: richProperties(), bcc: ['b'] });
-      const bytes = queueCommandCodec.encode({ type: 'enqueue', size: 300, ttl: undefined, message: original });
+      const bytes = queueCommandCodec.encode({
+        type: 'enqueue',
+        size: 300,
+        ttl: undefined,
+        message: original,
+      });
       const entry = queueCommandCodec.decodeEntry?.(bytes);
       if (entry?.type !== 'enqueue') throw new Error('not an enqueue');
       const decodes = vi.spyOn(DeferredMessage.prototype, 'decoded', 'get');

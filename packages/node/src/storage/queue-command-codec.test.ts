@@ -232,7 +232,7 @@ describe('queueCommandCodec', () => {
 });
 
 describe('queueCommandCodec.decodeEntry (what a follower applies)', () => {
-  it('gives every command decode gives; an enqueue\'s message decoded only when a field is read', () => {
+  it("gives every command decode gives; an enqueue's message decoded only when a field is read", () => {
     for (const command of allSamples) {
       const bytes = queueCommandCodec.encode(command);
       const entry = queueCommandCodec.decodeEntry?.(bytes) as QueueCommand;
@@ -285,12 +285,14 @@ describe('queueCommandCodec.decodeEntry (what a follower applies)', () => {
     const bytes = queueCommandCodec.encode({ type: 'enqueue', size: 0, ttl: undefined, message });
     // Cut inside the bcc keys (the body is empty: every byte after the ttl is layout).
     for (let cut = 4; cut < bytes.length; cut++) {
-      expect(() => queueCommandCodec.decodeEntry?.(bytes.subarray(0, cut))).toThrow(StoredBytesCorruptedError);
+      expect(() => queueCommandCodec.decodeEntry?.(bytes.subarray(0, cut))).toThrow(
+        StoredBytesCorruptedError,
+      );
     }
     // An unknown message format, and a bcc count beyond the bytes.
-    expect(() => queueCommandCodec.decodeEntry?.(new Uint8Array([QUEUE_COMMAND_TAGS.enqueue, 0, 0, 77]))).toThrow(
-      StoredBytesCorruptedError,
-    );
+    expect(() =>
+      queueCommandCodec.decodeEntry?.(new Uint8Array([QUEUE_COMMAND_TAGS.enqueue, 0, 0, 77])),
+    ).toThrow(StoredBytesCorruptedError);
     expect(() =>
       queueCommandCodec.decodeEntry?.(new Uint8Array([QUEUE_COMMAND_TAGS.enqueue, 0, 0, 1, 0, 0, 0, 0x7f])),
     ).toThrow(StoredBytesCorruptedError);

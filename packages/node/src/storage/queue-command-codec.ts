@@ -485,7 +485,7 @@ let lastSource = '';
 /** A hand-off or publish id's source: [varint n][UTF-8], as `ByteCursor.string` reads it. */
 function sourceOf(r: ByteCursor): string {
   const bytes = r.bytes(r.varint());
-  if (lastSourceBytes !== undefined && lastSourceBytes.equals(bytes)) return lastSource;
+  if (lastSourceBytes?.equals(bytes)) return lastSource;
   lastSource = bytes.toString('utf8');
   lastSourceBytes = Buffer.from(bytes); // a copy: the entry's bytes are not kept alive by this
   return lastSource;

@@ -671,7 +671,10 @@ export class GroupReplica<C, R> implements HostedReplica {
     try {
       const codec = this.#codec;
       const bytes = commandBytes(data);
-      this.#machine.apply(codec.decodeEntry === undefined ? codec.decode(bytes) : codec.decodeEntry(bytes), meta);
+      this.#machine.apply(
+        codec.decodeEntry === undefined ? codec.decode(bytes) : codec.decodeEntry(bytes),
+        meta,
+      );
     } catch {
       // Deterministic: the leader's apply threw the same way and rejected its proposal.
     }
