@@ -64,6 +64,7 @@ import type { BodyStore } from '../queue/body-store.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { bodyKey, END_OF_GROUP, GroupPrefixCache, groupIdBytes, readBodyId } from './body-keys.ts';
 import { BodyStoreFailedError, StorageClosedError } from './errors.ts';
+import { HeldBackQueue } from './held-back-queue.ts';
 import type { StorageLogger } from './storage-logger.ts';
 import { silentStorageLogger } from './storage-logger.ts';
 import {
@@ -187,7 +188,7 @@ export class LmdbBodyStore implements BodyStore {
   #recentCount = 0;
   #recentBytes = 0;
   /** Recent entries whose body is held back (`putLogged`), not written yet, per group. */
-  readonly #heldBack = new Map<string, Set<RecentEntry>>();
+  readonly #heldBack = new Map<string, HeldBackQueue<RecentEntry>>();
   /**
    * Per group, the highest message id that may have a record in LMDB: read from LMDB when the
    * group is first touched in this run (what earlier runs wrote), raised by this run's writes.
@@ -261,12 +262,12 @@ export class LmdbBodyStore implements BodyStore {
     if (held === undefined) return 0;
     this.#checkWritable();
     let written = 0;
-    // Deleting the visited entry while iterating a Set is well-defined: iteration goes on.
-    for (const entry of held) {
-      if (written >= max) break;
+    held.visit((entry) => {
+      if (written >= max) return false;
       this.#writeHeldBack(entry);
       written++;
-    }
+      return true;
+    });
     return held.size;
   }
 
@@ -279,11 +280,12 @@ export class LmdbBodyStore implements BodyStore {
     if (held === undefined) return;
     this.#checkWritable();
     let written = 0;
-    for (const entry of held) {
-      if (entry.id > maxId || written >= max) break;
+    held.visit((entry) => {
+      if (entry.id > maxId || written >= max) return false;
       this.#writeHeldBack(entry);
       written++;
-    }
+      return true;
+    });
   }
 
   /** Bodies held back by `putLogged` and not written yet, all groups (for tests and management). */
@@ -301,7 +303,7 @@ export class LmdbBodyStore implements BodyStore {
   #hold(entry: RecentEntry): void {
     let held = this.#heldBack.get(entry.groupId);
     if (held === undefined) {
-      held = new Set();
+      held = new HeldBackQueue();
       this.#heldBack.set(entry.groupId, held);
     }
     held.add(entry);
@@ -309,9 +311,17 @@ export class LmdbBodyStore implements BodyStore {
 
   /** `entry` is no longer held back: written, deleted or superseded. */
   #release(entry: RecentEntry): void {
+    if (entry.unwritten === undefined) return;
     entry.unwritten = undefined;
     const held = this.#heldBack.get(entry.groupId);
-    if (held?.delete(entry) === true && held.size === 0) this.#heldBack.delete(entry.groupId);
+    if (held === undefined) return;
+    held.released();
+    if (held.size === 0) this.#heldBack.delete(entry.groupId);
+  }
+
+  /** Slots of the group's held-back queue, live or stale (for tests). */
+  heldBackSlotsOf(groupId: string): number {
+    return this.#heldBack.get(groupId)?.slots ?? 0;
   }
 
   /** Write a held-back body now (it joins the log store's batch being gathered). */
