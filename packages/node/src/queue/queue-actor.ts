@@ -26,6 +26,7 @@ import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } 
 import { DEFAULT_DEDUPE_LIMITS, isDedupeWindow } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
 import { GroupOverloadedError, NotLeaderError, systemClock } from '@styx/raft';
+import { plainStoredMessage } from '../storage/stored-message-codec.ts';
 import {
   CONFIRM_BEFORE_COMMIT,
   HAND_OFF_BEFORE_COMMIT,
@@ -908,7 +909,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
             break;
           case 'deadLetterRejected':
             this.atMostOnce.publish(
-              [effect.message],
+              // A refused publish of an entry this replica did not propose (an earlier term's,
+              // applied once it leads) comes deferred: decoded here, where it is read.
+              [plainStoredMessage(effect.message)],
               effect.reason,
               effect.deadLetteredAt,
               this.machine.currentConfig(),
