@@ -52,16 +52,18 @@ function remoteConsume(sizes: Sizes): BenchCase {
     nodes: CLUSTER_NODES,
     async run(ctx) {
       const queue = await ctx.declareQueue('q');
-      const leader = await ctx.broker.queueLeader(queue);
-      if (leader === undefined) throw new Error(`the broker names no leader of ${queue}`);
-      const index = ctx.broker.urls.findIndex((_, i) => i !== leader);
-      const url = ctx.broker.urls[index];
-      if (url === undefined) throw new Error('the broker has no node besides the leader');
-      const outcome = await fillAndDrain(ctx, queue, sizes.consume, () => ctx.connect(url));
-      return {
-        ...outcome,
-        notes: [`led by node ${leader + 1}, consumed through node ${index + 1}`, ...outcome.notes],
-      };
+      let where = '';
+      // Asked once the queue is filled: its group has a leader by then.
+      const outcome = await fillAndDrain(ctx, queue, sizes.consume, async () => {
+        const leader = await ctx.broker.queueLeader(queue);
+        if (leader === undefined) throw new Error(`the broker names no leader of ${queue}`);
+        const index = ctx.broker.urls.findIndex((_, i) => i !== leader);
+        const url = ctx.broker.urls[index];
+        if (url === undefined) throw new Error('the broker has no node besides the leader');
+        where = `led by node ${leader + 1}, consumed through node ${index + 1}`;
+        return ctx.connect(url);
+      });
+      return { ...outcome, notes: [where, ...outcome.notes] };
     },
   };
 }
