@@ -34,7 +34,7 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
       nodeId: 'id-n1',
       queueLink: {
         call: async (peer, op, _group, body) => {
-          const command = queueCommandCodec.decode(body);
+          const command = queueCommandCodec.decode(body as Uint8Array);
           if (command.type === 'enqueue' && command.publishId !== undefined) {
             const { messageId, source } = command.publishId;
             sent.push({ seq: messageId, source });

@@ -84,6 +84,14 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       "'founders'): every replica starts with all of them; while disabled the first member creates the " +
       'group alone and adds the others one by one',
   },
+  {
+    name: 'batched_remote_sends',
+    since: 4,
+    description:
+      'a queue leader sends the deliveries and cancellations of one turn for the channels of another node ' +
+      'in one queue-link call (op 9, one frame, one deadline, one answer); while disabled each is a call of ' +
+      'its own, as before',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -255,6 +263,12 @@ export const ORDERED_PUBLISHES_FLAG = 'ordered_publishes';
  * cluster/queue-rpc-codec.ts): an older build does not know the op.
  */
 export const BINARY_QUEUE_ANSWERS_FLAG = 'binary_queue_answers';
+
+/**
+ * The flag that guards batched sends to other nodes' channels (queue-link op 9,
+ * broker/remote-send-batches.ts): an older build does not know the op.
+ */
+export const BATCHED_REMOTE_SENDS_FLAG = 'batched_remote_sends';
 
 /** The flag that guards maintenance mode's metadata command (management/maintenance-api.ts). */
 export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';

@@ -12,6 +12,8 @@
  * - `QueueOp.cancelled`: a leader tells that node the queue cancelled a consumer (queue deleted).
  * - `QueueOp.reassert`: a node that gave up another node's consumers while it counted that node
  *   down tells it, once it answers again, to register its consumers again (empty body, no group).
+ * - `QueueOp.batch`: several deliveries and cancellations of one turn for one node's channels, in
+ *   one call (queue-batch-codec.ts); sent once the feature flag `batched_remote_sends` is enabled.
  *
  * Every decoder throws `QueueLinkFrameError` on bytes that do not follow the layout, so a corrupt
  * or hostile body closes the stream it came on, never the node.
@@ -32,6 +34,7 @@ export const QueueOp = {
   transfer: 6,
   reassert: 7,
   commandBinary: 8,
+  batch: 9,
 } as const;
 
 /** One replica of a queue's group, as its leader sees it. */
