@@ -1,10 +1,10 @@
 // A rolling upgrade across real processes (issue 20, item 4): three `styx server` nodes, n1 started
-// with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 2 and lacks the
-// two newest feature flags, binary_queue_answers and queue_founders: it serves no queue-link op 8, and
-// queues declared meanwhile are created the older way). n1 forms the cluster, so the flags start
-// disabled; n2 and n3 (current) join. The mixed cluster works (a replicated queue takes confirmed
-// publishes and gives them back on every node, commands forwarded with JSON answers; once the flags
-// are enabled, with binary ones); `styx ctl list_feature_flags`
+// with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 3 and lacks the
+// newest feature flag, batched_remote_sends: it serves no queue-link op 9, so deliveries to its
+// channels go one call each). n1 forms the cluster, so the flag starts disabled; n2 and n3 (current)
+// join. The mixed cluster works (a replicated queue takes confirmed publishes and gives them back on
+// every node, by get and by consumers on every node — in order, none redelivered; once the flag is
+// enabled, with deliveries to other nodes batched per turn); `styx ctl list_feature_flags`
 // shows the flag unavailable, supported by n2 and n3, lacking on n1, and enable_feature_flag refuses
 // it naming n1's version. Once n1 restarts as the current build the flag is disabled (every node
 // supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good; a new node
@@ -20,9 +20,12 @@ import { killSpawned, spawnNode } from '../support/spawned.ts';
 
 type Connection = Awaited<ReturnType<typeof amqp.connect>>;
 
-const FLAG = 'queue_founders';
-/** Every flag since version 3, which the pretend-older node lacks, as ctl lists them. */
-const NEWEST_FLAGS = 'binary_queue_answers, queue_founders';
+const FLAG = 'batched_remote_sends';
+/** Every flag since version 4, which the pretend-older node lacks, as ctl lists them. */
+const NEWEST_FLAGS = 'batched_remote_sends';
+/** This build's cluster protocol version, and the pretend-older node's. */
+const VERSION = 4;
+const OLDER = VERSION - 1;
 
 interface FlagJson {
   readonly name: string;
@@ -88,6 +91,52 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     return got;
   }
 
+  /**
+   * For each node: publish `count` confirmed messages through `via` to a queue of its own (declared
+   * there: `via`'s replica campaigns first and leads it), then drain it with one consumer on that
+   * node (prefetch 200, acking each): every message arrives once, in publish order, not redelivered.
+   */
+  async function consumeOnEveryNode(queue: string, via: string, count: number): Promise<void> {
+    const publisher = await amqp.connect(cluster.url(via));
+    open.push(publisher);
+    try {
+      await drainOnEveryNode(queue, await publisher.createConfirmChannel(), count);
+    } finally {
+      // Closed now: a node restarted later would close it under the test.
+      await publisher.close().catch(() => undefined);
+    }
+  }
+
+  async function drainOnEveryNode(
+    queue: string,
+    confirms: Awaited<ReturnType<Connection['createConfirmChannel']>>,
+    count: number,
+  ): Promise<void> {
+    for (const from of ['n1', 'n2', 'n3']) {
+      const name = `${queue}.${from}`;
+      await confirms.assertQueue(name, { durable: true });
+      for (let i = 0; i < count; i++)
+        confirms.sendToQueue(name, Buffer.from(String(i)), { persistent: true });
+      await confirms.waitForConfirms();
+      const consumer = await amqp.connect(cluster.url(from));
+      open.push(consumer);
+      const channel = await consumer.createChannel();
+      await channel.prefetch(200);
+      const got: number[] = [];
+      let redelivered = 0;
+      await channel.consume(name, (m) => {
+        if (m === null) return;
+        if (m.fields.redelivered) redelivered++;
+        got.push(Number(m.content.toString()));
+        channel.ack(m);
+      });
+      await eventually(`${count} messages of ${name} on ${from}`, async () => got.length >= count);
+      await consumer.close();
+      expect(redelivered, `redelivered on ${from}`).toBe(0);
+      expect(got, `order on ${from}`).toEqual(Array.from({ length: count }, (_, i) => i));
+    }
+  }
+
   beforeAll(async () => {
     cluster = await TestCluster.start(3, { nodeEnv: { n1: { STYX_TEST_PRETEND_OLDER: '1' } } });
   }, 180_000);
@@ -111,9 +160,9 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect(mixed.supported_by).toEqual(['n2', 'n3']);
     expect(mixed.lacking).toEqual(['n1']);
     expect(mixed.nodes).toEqual([
-      { node: 'n1', version: 2, supported: false },
-      { node: 'n2', version: 3, supported: true },
-      { node: 'n3', version: 3, supported: true },
+      { node: 'n1', version: OLDER, supported: false },
+      { node: 'n2', version: VERSION, supported: true },
+      { node: 'n3', version: VERSION, supported: true },
     ]);
     expect(cluster.logsOf('n2').some((l) => l.includes('a peer runs another cluster protocol version'))).toBe(
       true,
@@ -124,6 +173,9 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
       Array.from({ length: 200 }, (_, i) => `ff.mixed-${i}`).sort(),
     );
     expect(await roundTrip('ff.mixed.old', 'n1', 'n3', 50)).toHaveLength(50);
+    // Consumers on every node, the queue led by one of them: deliveries to the others cross nodes,
+    // one call each (the flag is off), in order, none redelivered (n1 was sent no batch it refuses).
+    await consumeOnEveryNode('ff.mixed.consume', 'n2', 300);
 
     const listed = await ctl('n3', 'list_feature_flags', '-q');
     expect(listed.code).toBe(0);
@@ -132,7 +184,9 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
 
     const refused = await ctl('n2', 'enable_feature_flag', FLAG);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/n1 \(cluster protocol version 2\) does not support it/);
+    expect(refused.stderr).toMatch(
+      new RegExp(`n1 \\(cluster protocol version ${OLDER}\\) does not support it`),
+    );
     // 'all' leaves out what it cannot enable.
     const all = await ctl('n2', 'enable_feature_flag', 'all');
     expect(all.code).toBe(0);
@@ -184,7 +238,7 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect((joiner as Error).message).toMatch(/exited with 1 before listening/);
     expect((joiner as Error).message).toMatch(
       new RegExp(
-        `node 'n4' cannot join: it runs cluster protocol version 2 and lacks the feature flag\\(s\\) ${NEWEST_FLAGS}`,
+        `node 'n4' cannot join: it runs cluster protocol version ${OLDER} and lacks the feature flag\\(s\\) ${NEWEST_FLAGS}`,
       ),
     );
     expect(await cluster.api<unknown[]>('n3', '/api/nodes')).toHaveLength(3);
@@ -193,6 +247,8 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     await cluster.waitFormed();
     expect((await flag('n2')).state).toBe('enabled');
     expect(await roundTrip('ff.upgraded', 'n3', 'n2', 50)).toHaveLength(50);
+    // Enabled: a turn's deliveries to another node go as one call; the same guarantees.
+    await consumeOnEveryNode('ff.upgraded.consume', 'n1', 1_000);
   }, 240_000);
 });
 
