@@ -40,6 +40,7 @@ import {
 } from '../cluster/queue-link.ts';
 import type { GroupStatus, ReplicaStatus } from '../cluster/queue-rpc-codec.ts';
 import {
+  DeliveryEncoder,
   decodeCancelled,
   decodeDelivery,
   decodeGroupStatus,
@@ -48,7 +49,6 @@ import {
   encodeCancelled,
   encodeCommandAnswer,
   encodeCounts,
-  encodeDelivery,
   encodeJsonBody,
   QueueLinkCode,
   QueueOp,
@@ -354,13 +354,10 @@ export class ClusterQueues {
       },
       warn: (fields, message) => this.#log.warn({ ...fields, owner, node: nodeId }, message),
     });
+    const deliveries = new DeliveryEncoder(owner);
     const sink: OwnerSink = {
       deliver: (actor, tag, id, redelivered, deliveryCount, message) =>
-        link.send(
-          actor,
-          QueueOp.deliver,
-          encodeDelivery(owner, tag, id, redelivered, deliveryCount, message),
-        ),
+        link.send(actor, QueueOp.deliver, deliveries.encode(tag, id, redelivered, deliveryCount, message)),
       consumerCancelled: (actor, tag) => link.send(actor, QueueOp.cancelled, encodeCancelled(owner, tag)),
     };
     return { sink, link };

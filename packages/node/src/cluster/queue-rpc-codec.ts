@@ -284,8 +284,46 @@ export function encodeDelivery(
   deliveryCount: number,
   message: StoredMessage,
 ): Uint8Array {
-  const ownerBytes = encoder.encode(owner);
-  const tagBytes = encoder.encode(tag);
+  return writeDelivery(encoder.encode(owner), encoder.encode(tag), id, redelivered, deliveryCount, message);
+}
+
+/**
+ * `encodeDelivery` for one owner's deliveries: the owner's bytes encoded once, and the last
+ * consumer tag's kept (a channel's deliveries mostly name one consumer). Encoding the two strings
+ * for every delivery was the largest cost of a delivery to another node after the body's copy.
+ */
+export class DeliveryEncoder {
+  readonly #owner: Uint8Array;
+  #tag = '';
+  #tagBytes = new Uint8Array(0);
+
+  constructor(owner: string) {
+    this.#owner = encoder.encode(owner);
+  }
+
+  encode(
+    tag: string,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+    message: StoredMessage,
+  ): Uint8Array {
+    if (tag !== this.#tag) {
+      this.#tagBytes = encoder.encode(tag);
+      this.#tag = tag;
+    }
+    return writeDelivery(this.#owner, this.#tagBytes, id, redelivered, deliveryCount, message);
+  }
+}
+
+function writeDelivery(
+  ownerBytes: Uint8Array,
+  tagBytes: Uint8Array,
+  id: number,
+  redelivered: boolean,
+  deliveryCount: number,
+  message: StoredMessage,
+): Uint8Array {
   const body = encodeStoredMessage(message);
   const head = 2 + ownerBytes.byteLength + 2 + tagBytes.byteLength + 8 + 1 + 4;
   const out = new Uint8Array(head + body.byteLength);
