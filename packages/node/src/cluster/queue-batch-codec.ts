@@ -55,21 +55,25 @@ export function batchHeadBytes(groups: readonly Uint8Array[]): number {
  * bodies are not copied here (the link copies every part once, into its frame).
  */
 export function encodeBatch(sends: readonly BatchedSend[], groups: readonly Uint8Array[]): Uint8Array[] {
+  // Every head (and the count) in one buffer, the parts views into it: one allocation per batch.
+  const heads = new Uint8Array(batchHeadBytes(groups));
+  const view = new DataView(heads.buffer);
+  view.setUint32(0, sends.length);
   const parts: Uint8Array[] = [];
-  const count = new Uint8Array(4);
-  new DataView(count.buffer).setUint32(0, sends.length);
-  parts.push(count);
+  let start = 0;
+  let pos = 4;
   for (let i = 0; i < sends.length; i++) {
     const send = sends[i] as BatchedSend;
     const group = groups[i] as Uint8Array;
-    const head = new Uint8Array(SEND_HEAD_BYTES + group.byteLength);
-    const view = new DataView(head.buffer);
-    head[0] = send.op;
-    view.setUint16(1, group.byteLength);
-    head.set(group, 3);
-    view.setUint32(3 + group.byteLength, send.body.byteLength);
-    parts.push(head, send.body);
+    heads[pos] = send.op;
+    view.setUint16(pos + 1, group.byteLength);
+    heads.set(group, pos + 3);
+    view.setUint32(pos + 3 + group.byteLength, send.body.byteLength);
+    pos += SEND_HEAD_BYTES + group.byteLength;
+    parts.push(heads.subarray(start, pos), send.body);
+    start = pos;
   }
+  if (sends.length === 0) parts.push(heads);
   return parts;
 }
 
