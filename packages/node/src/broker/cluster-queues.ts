@@ -53,6 +53,7 @@ import {
   QueueLinkCode,
   QueueOp,
 } from '../cluster/queue-rpc-codec.ts';
+import { RemoteSendBatches } from '../cluster/remote-send-batches.ts';
 import type { Logger } from '../logging/logger.ts';
 import { consumerDisconnectedTimeoutMs } from '../metadata/effective-config.ts';
 import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
@@ -67,7 +68,6 @@ import { handOverTarget } from './handover-target.ts';
 import type { PeerStatus } from './owner-suspicion.ts';
 import { ownerRun, ownerVerdict } from './owner-suspicion.ts';
 import { RemoteOwnerSink } from './remote-owner-sink.ts';
-import { RemoteSendBatches } from './remote-send-batches.ts';
 import type { ReplicaStart } from './replica-start.ts';
 import { replicaStart } from './replica-start.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';

@@ -266,7 +266,7 @@ export const BINARY_QUEUE_ANSWERS_FLAG = 'binary_queue_answers';
 
 /**
  * The flag that guards batched sends to other nodes' channels (queue-link op 9,
- * broker/remote-send-batches.ts): an older build does not know the op.
+ * cluster/remote-send-batches.ts): an older build does not know the op.
  */
 export const BATCHED_REMOTE_SENDS_FLAG = 'batched_remote_sends';
 

@@ -1,18 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BatchedOutcome } from '../cluster/queue-batch-codec.ts';
-import { decodeBatch, encodeBatchAnswer } from '../cluster/queue-batch-codec.ts';
-import type { QueueLinkHandler } from '../cluster/queue-link.ts';
+import type { BatchedOutcome } from './queue-batch-codec.ts';
+import { decodeBatch, encodeBatchAnswer } from './queue-batch-codec.ts';
+import type { QueueLinkHandler } from './queue-link.ts';
 import {
   QueueLink,
   QueueLinkError,
   QueueLinkLostError,
   QueueLinkRemoteError,
   QueueLinkUnknownMessageError,
-} from '../cluster/queue-link.ts';
-import { QueueOp } from '../cluster/queue-rpc-codec.ts';
-import type { LocalNode } from '../cluster/test-support/local-cluster.ts';
-import { LocalCluster } from '../cluster/test-support/local-cluster.ts';
+} from './queue-link.ts';
+import { QueueOp } from './queue-rpc-codec.ts';
 import { MAX_BATCH_BYTES, MAX_BATCH_SENDS, RemoteSendBatches } from './remote-send-batches.ts';
+import type { LocalNode } from './test-support/local-cluster.ts';
+import { LocalCluster } from './test-support/local-cluster.ts';
 
 // The batcher over real queue links between two libp2p nodes on loopback: what the receiving node's
 // link hands its handler is what went over the wire.

@@ -11,10 +11,10 @@
  * they were made: a batch goes out at the end of the turn (or at once when it reaches its bound,
  * and the next one after it), on the one link stream that keeps frames in order.
  */
-import type { BatchedSend } from '../cluster/queue-batch-codec.ts';
-import { decodeBatchAnswer, encodeBatch, encodeGroup } from '../cluster/queue-batch-codec.ts';
-import { QueueLinkRemoteError } from '../cluster/queue-link.ts';
-import { QueueOp } from '../cluster/queue-rpc-codec.ts';
+import type { BatchedSend } from './queue-batch-codec.ts';
+import { decodeBatchAnswer, encodeBatch, encodeGroup } from './queue-batch-codec.ts';
+import { QueueLinkRemoteError } from './queue-link.ts';
+import { QueueOp } from './queue-rpc-codec.ts';
 
 /** Bytes of bodies a batch carries at most: past it, it goes and the next sends start another. */
 export const MAX_BATCH_BYTES = 1024 * 1024;
