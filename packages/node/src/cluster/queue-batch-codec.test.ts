@@ -47,10 +47,18 @@ describe('queue-link batches (QueueOp.batch)', () => {
     );
   });
 
-  it('carries bodies as given, without copying them into the parts', () => {
+  it('carries bodies as given, whole or in parts, without copying them', () => {
     const body = encoder.encode('kept');
-    const parts = encodeBatch([{ op: QueueOp.deliver, group: 'g', body }], [encodeGroup('g')]);
-    expect(parts).toContain(body);
+    const head = encoder.encode('head:');
+    const tail = encoder.encode('tail');
+    const sends = [
+      { op: QueueOp.deliver, body },
+      { op: QueueOp.deliver, body: [head, tail] },
+    ];
+    const parts = encodeBatch(sends, [encodeGroup('g'), encodeGroup('g')]);
+    for (const part of [body, head, tail]) expect(parts).toContain(part);
+    const decoded = decodeBatch(joined(parts));
+    expect(decoded.map((s) => new TextDecoder().decode(s.body))).toEqual(['kept', 'head:tail']);
   });
 
   it('round-trips an empty batch and a thousand sends', () => {

@@ -14,8 +14,16 @@
  * they came on closes, never the node.
  */
 import { QueueLinkFrameError } from './queue-link.ts';
+import type { SendBody } from './queue-rpc-codec.ts';
+import { sendBodyBytes } from './queue-rpc-codec.ts';
 
-/** One send inside a batch. */
+/** One send to put in a batch: its op, and its body whole or in parts. */
+export interface OutgoingSend {
+  readonly op: number;
+  readonly body: SendBody;
+}
+
+/** One send inside a batch, as it arrives. */
 export interface BatchedSend {
   readonly op: number;
   readonly group: string;
@@ -54,7 +62,7 @@ export function batchHeadBytes(groups: readonly Uint8Array[]): number {
  * The batch of `sends` (their groups encoded in `groups`, same order) as the parts of one body: the
  * bodies are not copied here (the link copies every part once, into its frame).
  */
-export function encodeBatch(sends: readonly BatchedSend[], groups: readonly Uint8Array[]): Uint8Array[] {
+export function encodeBatch(sends: readonly OutgoingSend[], groups: readonly Uint8Array[]): Uint8Array[] {
   // Every head (and the count) in one buffer, the parts views into it: one allocation per batch.
   const heads = new Uint8Array(batchHeadBytes(groups));
   const view = new DataView(heads.buffer);
@@ -63,14 +71,16 @@ export function encodeBatch(sends: readonly BatchedSend[], groups: readonly Uint
   let start = 0;
   let pos = 4;
   for (let i = 0; i < sends.length; i++) {
-    const send = sends[i] as BatchedSend;
+    const send = sends[i] as OutgoingSend;
     const group = groups[i] as Uint8Array;
     heads[pos] = send.op;
     view.setUint16(pos + 1, group.byteLength);
     heads.set(group, pos + 3);
-    view.setUint32(pos + 3 + group.byteLength, send.body.byteLength);
+    view.setUint32(pos + 3 + group.byteLength, sendBodyBytes(send.body));
     pos += SEND_HEAD_BYTES + group.byteLength;
-    parts.push(heads.subarray(start, pos), send.body);
+    parts.push(heads.subarray(start, pos));
+    if (send.body instanceof Uint8Array) parts.push(send.body);
+    else for (const part of send.body) parts.push(part);
     start = pos;
   }
   if (sends.length === 0) parts.push(heads);

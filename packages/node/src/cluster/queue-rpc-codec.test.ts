@@ -24,6 +24,7 @@ import {
   encodeCounts,
   encodeDelivery,
   encodeJsonBody,
+  joinSendBody,
   QueueOp,
 } from './queue-rpc-codec.ts';
 
@@ -154,7 +155,10 @@ describe('queue-rpc codec: round-trips', () => {
     const deliveries = new DeliveryEncoder(owner);
     const message = richMessage();
     for (const [i, tag] of ['c-1', 'c-1', 'ç-2', '', 'c-1'].entries()) {
-      const bytes = deliveries.encode(tag, i, i % 2 === 0, i, message);
+      const parts = deliveries.encode(tag, i, i % 2 === 0, i, message);
+      // The message's part is its stored encoding itself, not a copy.
+      expect(parts[1]).toBe(encodeStoredMessage(message));
+      const bytes = joinSendBody(parts);
       expect([...bytes]).toEqual([...encodeDelivery(owner, tag, i, i % 2 === 0, i, message)]);
       expect(decodeDelivery(bytes)).toMatchObject({ owner, tag, id: i, redelivered: i % 2 === 0 });
     }

@@ -275,6 +275,34 @@ export interface RemoteDelivery {
   readonly message: StoredMessage;
 }
 
+/**
+ * A send's body, whole or in parts sent in a row: a delivery is its head, then its message's stored
+ * encoding (shared with the message: never changed), so the link copies the body once, into its
+ * frame, instead of once more into a delivery of its own.
+ */
+export type SendBody = Uint8Array | readonly Uint8Array[];
+
+/** Bytes of `body`, its parts together. */
+export function sendBodyBytes(body: SendBody): number {
+  if (body instanceof Uint8Array) return body.byteLength;
+  let bytes = 0;
+  for (const part of body) bytes += part.byteLength;
+  return bytes;
+}
+
+/** `body` in one piece (the body itself when it is one). */
+export function joinSendBody(body: SendBody): Uint8Array {
+  if (body instanceof Uint8Array) return body;
+  if (body.length === 1) return body[0] as Uint8Array;
+  const out = new Uint8Array(sendBodyBytes(body));
+  let pos = 0;
+  for (const part of body) {
+    out.set(part, pos);
+    pos += part.byteLength;
+  }
+  return out;
+}
+
 /** [u16 owner][owner][u16 tag][tag][f64 id][u8 redelivered][u32 delivery count][message] */
 export function encodeDelivery(
   owner: string,
@@ -284,13 +312,15 @@ export function encodeDelivery(
   deliveryCount: number,
   message: StoredMessage,
 ): Uint8Array {
-  return writeDelivery(encoder.encode(owner), encoder.encode(tag), id, redelivered, deliveryCount, message);
+  const head = deliveryHead(encoder.encode(owner), encoder.encode(tag), id, redelivered, deliveryCount);
+  return joinSendBody([head, encodeStoredMessage(message)]);
 }
 
 /**
- * `encodeDelivery` for one owner's deliveries: the owner's bytes encoded once, and the last
- * consumer tag's kept (a channel's deliveries mostly name one consumer). Encoding the two strings
- * for every delivery was the largest cost of a delivery to another node after the body's copy.
+ * `encodeDelivery` for one owner's deliveries, in parts (`SendBody`): the owner's bytes encoded
+ * once, and the last consumer tag's kept (a channel's deliveries mostly name one consumer).
+ * Encoding the two strings for every delivery was the largest cost of a delivery to another node
+ * after the body's copies.
  */
 export class DeliveryEncoder {
   readonly #owner: Uint8Array;
@@ -307,26 +337,25 @@ export class DeliveryEncoder {
     redelivered: boolean,
     deliveryCount: number,
     message: StoredMessage,
-  ): Uint8Array {
+  ): readonly [Uint8Array, Uint8Array] {
     if (tag !== this.#tag) {
       this.#tagBytes = encoder.encode(tag);
       this.#tag = tag;
     }
-    return writeDelivery(this.#owner, this.#tagBytes, id, redelivered, deliveryCount, message);
+    const head = deliveryHead(this.#owner, this.#tagBytes, id, redelivered, deliveryCount);
+    return [head, encodeStoredMessage(message)];
   }
 }
 
-function writeDelivery(
+/** A delivery's bytes before its message. */
+function deliveryHead(
   ownerBytes: Uint8Array,
   tagBytes: Uint8Array,
   id: number,
   redelivered: boolean,
   deliveryCount: number,
-  message: StoredMessage,
 ): Uint8Array {
-  const body = encodeStoredMessage(message);
-  const head = 2 + ownerBytes.byteLength + 2 + tagBytes.byteLength + 8 + 1 + 4;
-  const out = new Uint8Array(head + body.byteLength);
+  const out = new Uint8Array(2 + ownerBytes.byteLength + 2 + tagBytes.byteLength + 8 + 1 + 4);
   const view = new DataView(out.buffer);
   let pos = 0;
   view.setUint16(pos, ownerBytes.byteLength);
@@ -338,7 +367,6 @@ function writeDelivery(
   view.setFloat64(pos, id);
   out[pos + 8] = redelivered ? 1 : 0;
   view.setUint32(pos + 9, Math.min(deliveryCount, 0xffffffff));
-  out.set(body, head);
   return out;
 }
 

@@ -11,10 +11,11 @@
  * they were made: a batch goes out at the end of the turn (or at once when it reaches its bound,
  * and the next one after it), on the one link stream that keeps frames in order.
  */
-import type { BatchedSend } from './queue-batch-codec.ts';
+import type { OutgoingSend } from './queue-batch-codec.ts';
 import { decodeBatchAnswer, encodeBatch, encodeGroup } from './queue-batch-codec.ts';
 import { QueueLinkRemoteError } from './queue-link.ts';
-import { QueueOp } from './queue-rpc-codec.ts';
+import type { SendBody } from './queue-rpc-codec.ts';
+import { QueueOp, sendBodyBytes } from './queue-rpc-codec.ts';
 
 /** Bytes of bodies a batch carries at most: past it, it goes and the next sends start another. */
 export const MAX_BATCH_BYTES = 1024 * 1024;
@@ -22,14 +23,10 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 export const MAX_BATCH_SENDS = 4096;
 
 /** How a batch reaches the other node: a queue-link call whose body is `parts` in a row. */
-export type BatchCall = (
-  node: string,
-  op: number,
-  group: string,
-  body: Uint8Array | readonly Uint8Array[],
-) => Promise<Uint8Array>;
+export type BatchCall = (node: string, op: number, group: string, body: SendBody) => Promise<Uint8Array>;
 
-interface Waiting extends BatchedSend {
+interface Waiting extends OutgoingSend {
+  readonly group: string;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -49,11 +46,12 @@ export class RemoteSendBatches {
   }
 
   /** Send `op` with `body` for `group` to `node` with this turn's other sends to it. */
-  send(node: string, op: number, group: string, body: Uint8Array): Promise<void> {
+  send(node: string, op: number, group: string, body: SendBody): Promise<void> {
+    const bytes = sendBodyBytes(body);
     let batch = this.#open.get(node);
     if (
       batch !== undefined &&
-      (batch.sends.length >= MAX_BATCH_SENDS || batch.bytes + body.byteLength > MAX_BATCH_BYTES)
+      (batch.sends.length >= MAX_BATCH_SENDS || batch.bytes + bytes > MAX_BATCH_BYTES)
     ) {
       this.#flush(node, batch);
       batch = undefined;
@@ -65,7 +63,7 @@ export class RemoteSendBatches {
       batch = opened;
     }
     const sends = batch.sends;
-    batch.bytes += body.byteLength;
+    batch.bytes += bytes;
     return new Promise<void>((resolve, reject) => {
       sends.push({ op, group, body, resolve, reject });
     });
@@ -112,7 +110,7 @@ export class RemoteSendBatches {
 }
 
 /** Each send's group encoded; the sends of a turn mostly share one, encoded once. */
-function groupsOf(sends: readonly BatchedSend[]): Uint8Array[] {
+function groupsOf(sends: readonly Waiting[]): Uint8Array[] {
   const groups: Uint8Array[] = [];
   let lastGroup: string | undefined;
   let lastBytes: Uint8Array | undefined;
