@@ -5,8 +5,10 @@
  * runs them) in this one process on loopback, each with a queue link; one sends DELIVERIES encoded
  * deliveries of a 1 KiB message (default 100,000) in turns of PER_TURN (default 100: what one commit
  * of 100 acks frees for a consumer with a full prefetch), at most 10 turns unanswered, and the other
- * decodes each. Two ways, alternating: a call per delivery (queue-link op 3, as with the feature flag
- * `batched_remote_sends` off) and a turn's deliveries in one call (op 9). Reports deliveries/s and
+ * decodes each. Three ways, alternating: as before batching (a call per delivery, queue-link op 3,
+ * each delivery encoded whole with its owner and tag strings), a call per delivery as this build
+ * sends them with the feature flag `batched_remote_sends` off (owner and tag bytes kept, the body
+ * in parts), and a turn's deliveries in one call (op 9, the flag on). Reports deliveries/s and
  * the process CPU time per delivery (user + system: both ends run here), each the median of
  * `ROUNDS` runs after a warm-up, since the machine may be shared.
  */
@@ -22,6 +24,7 @@ import {
   decodeBatch,
   decodeDelivery,
   encodeBatchAnswer,
+  encodeDelivery,
   listenAddress,
   loadNodeIdentity,
   QueueLink,
@@ -39,8 +42,12 @@ const GROUP = 'q.bench-remote-deliveries';
 const OWNER = 'styx-bench-2:AbCdEf.1/1';
 const TAG = 'amq.ctag-bench-remote-deliveries';
 
-type Mode = 'one call per delivery' | 'one call per turn';
-const MODES: readonly Mode[] = ['one call per delivery', 'one call per turn'];
+type Mode = 'as before: one call per delivery, encoded whole' | 'one call per delivery' | 'one call per turn';
+const MODES: readonly Mode[] = [
+  'as before: one call per delivery, encoded whole',
+  'one call per delivery',
+  'one call per turn',
+];
 
 interface Figures {
   readonly deliveries: number;
@@ -115,7 +122,13 @@ async function main(): Promise<void> {
       for (let sent = 0; sent < count; ) {
         const turn: Promise<unknown>[] = [];
         for (let i = 0; i < perTurn && sent < count; i++, sent++) {
-          const body = deliveries.encode(TAG, nextId++, false, 0, message);
+          const id = nextId++;
+          if (mode === 'as before: one call per delivery, encoded whole') {
+            const body = encodeDelivery(OWNER, TAG, id, false, 0, message);
+            turn.push(leader.call(peer, QueueOp.deliver, GROUP, body, 10_000));
+            continue;
+          }
+          const body = deliveries.encode(TAG, id, false, 0, message);
           turn.push(
             mode === 'one call per turn'
               ? batches.send(peer, QueueOp.deliver, GROUP, body)

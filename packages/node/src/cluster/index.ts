@@ -53,5 +53,5 @@ export type { BatchedOutcome, BatchedSend } from './queue-batch-codec.ts';
 export { decodeBatch, encodeBatchAnswer } from './queue-batch-codec.ts';
 export type { QueueLinkHandler, QueueLinkOptions } from './queue-link.ts';
 export { QueueLink } from './queue-link.ts';
-export { DeliveryEncoder, decodeDelivery, QueueOp } from './queue-rpc-codec.ts';
+export { DeliveryEncoder, decodeDelivery, encodeDelivery, QueueOp } from './queue-rpc-codec.ts';
 export { RemoteSendBatches } from './remote-send-batches.ts';
