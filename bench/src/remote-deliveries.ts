@@ -12,26 +12,20 @@
  * the process CPU time per delivery (user + system: both ends run here), each the median of
  * `ROUNDS` runs after a warm-up, since the machine may be shared.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { silentLogger } from '@styx/node';
 import type { BatchedOutcome } from '@styx/node/internal/cluster';
 import {
-  ClusterGater,
-  createClusterNode,
   DeliveryEncoder,
   decodeBatch,
   decodeDelivery,
   encodeBatchAnswer,
   encodeDelivery,
   listenAddress,
-  loadNodeIdentity,
   QueueLink,
   QueueOp,
   RemoteSendBatches,
-  swarmKeyFromSecret,
 } from '@styx/node/internal/cluster';
+import { startClusterHostPair } from './cluster-host-pair.ts';
 
 const SECRET = 'the remote deliveries bench secret';
 /** Runs per figure; the median one is reported (a shared machine's noise is one-sided). */
@@ -68,21 +62,8 @@ async function main(): Promise<void> {
   if (!Number.isInteger(total) || total < 1 || !Number.isInteger(perTurn) || perTurn < 1)
     throw new RangeError('DELIVERIES and PER_TURN must be positive integers');
   const logger = silentLogger();
-  const dir = await mkdtemp(join(tmpdir(), 'styx-remote-deliveries-'));
-  const keys = await Promise.all(
-    ['a', 'b'].map(async (name) => {
-      await mkdir(join(dir, name));
-      return (await loadNodeIdentity(join(dir, name))).privateKey;
-    }),
-  );
-  const gater = new ClusterGater(logger, [], { openToJoins: true });
-  const swarmKey = swarmKeyFromSecret(SECRET);
-  const [a, b] = await Promise.all(
-    keys.map((privateKey) =>
-      createClusterNode({ privateKey, listen: '127.0.0.1:0', swarmKey, gater, logger }),
-    ),
-  );
-  if (a === undefined || b === undefined) throw new Error('no nodes');
+  const hosts = await startClusterHostPair('remote-deliveries', SECRET);
+  const { a, b } = hosts;
   const links = await Promise.all([a, b].map((node) => QueueLink.start({ node, logger, admit: () => true })));
   const [leader, consumerNode] = links as [QueueLink, QueueLink];
   try {
@@ -159,8 +140,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await Promise.all(links.map((l) => l.close()));
-    await Promise.all([a.stop(), b.stop()]);
-    await rm(dir, { recursive: true, force: true });
+    await hosts.stop();
   }
 }
 
