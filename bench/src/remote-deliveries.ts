@@ -1,10 +1,10 @@
 /**
- * `node bench/src/remote-deliveries.ts [DELIVERIES] [PER_TURN]`: the cost of handing deliveries to
+ * `node bench/src/remote-deliveries.ts [DELIVERIES]`: the cost of handing deliveries to
  * a consumer on another node (issue 28 item 1), the queue link's part alone. Two cluster hosts built
  * by packages/node's `createClusterNode` (TCP, connection protection, noise, yamux, as `styx server`
  * runs them) in this one process on loopback, each with a queue link; one sends DELIVERIES encoded
- * deliveries of a 1 KiB message (default 100,000) in turns of PER_TURN (default 100: what one commit
- * of 100 acks frees for a consumer with a full prefetch), at most 10 turns unanswered, and the other
+ * deliveries of a 1 KiB message (default 100,000) in turns of 100 (what one commit of 100 acks frees
+ * for a consumer with a full prefetch), at most 10 turns unanswered, and the other
  * decodes each. Three ways, alternating: as before batching (a call per delivery, queue-link op 3,
  * each delivery encoded whole with its owner and tag strings), a call per delivery as this build
  * sends them with the feature flag `batched_remote_sends` off (owner and tag bytes kept, the body
@@ -26,6 +26,7 @@ import {
   RemoteSendBatches,
 } from '@styx/node/internal/cluster';
 import { startClusterHostPair } from './cluster-host-pair.ts';
+import { parseCountArgs } from './count-arg.ts';
 
 const SECRET = 'the remote deliveries bench secret';
 /** Runs per figure; the median one is reported (a shared machine's noise is one-sided). */
@@ -49,18 +50,21 @@ interface Figures {
   readonly cpuUs: number;
 }
 
+/** Deliveries per turn: what one commit of 100 acks frees for a consumer with a full prefetch. */
+const PER_TURN = 100;
+
 async function main(): Promise<void> {
-  const args = process.argv.slice(2).filter((a) => a !== '--');
-  if (args[0] === '-h' || args[0] === '--help') {
-    process.stdout.write(
-      'Usage: node bench/src/remote-deliveries.ts [DELIVERIES] [PER_TURN]  (default 100000 100)\n',
-    );
+  const args = parseCountArgs(process.argv.slice(2), 100_000);
+  if ('error' in args) {
+    process.stderr.write(`remote-deliveries: ${args.error}\n`);
+    process.exit(2);
+  }
+  if (args.help) {
+    process.stdout.write('Usage: node bench/src/remote-deliveries.ts [DELIVERIES]  (default 100000)\n');
     return;
   }
-  const total = Number(args[0] ?? 100_000);
-  const perTurn = Number(args[1] ?? 100);
-  if (!Number.isInteger(total) || total < 1 || !Number.isInteger(perTurn) || perTurn < 1)
-    throw new RangeError('DELIVERIES and PER_TURN must be positive integers');
+  const total = args.count;
+  const perTurn = PER_TURN;
   const logger = silentLogger();
   const hosts = await startClusterHostPair('remote-deliveries', SECRET);
   const { a, b } = hosts;

@@ -3,13 +3,13 @@ import { decodeBatch, decodeBatchAnswer, encodeBatch, encodeGroup } from '../clu
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
 import { QueueLinkFrameError, QueueLinkLostError } from '../cluster/queue-link.ts';
 import { decodeDelivery, encodeCancelled, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
-import { silentLogger } from '../logging/logger.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { sampleMessage } from '../storage/test-support/storage-fixtures.ts';
-import type { ChannelSink, ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
+import type { ChannelSink, QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
+import { quietQueuesHost } from './cluster-queues-test-support.ts';
 import { RESEND_DELAY_MS } from './remote-owner-sink.ts';
 
 // A leader's deliveries to a channel on another node, batched per turn (feature flag
@@ -69,21 +69,15 @@ function setUp(batchFlag: boolean) {
     { id: 'id-n1', name: 'n1' },
     { id: 'id-n2', name: 'n2' },
   ];
-  const host = {
+  const host = quietQueuesHost({
     metadata: {
       clusterNode: (key: string) => nodes.find((n) => n.id === key || n.name === key),
       queue: () => record,
       queues: () => [record],
       policyFor: () => undefined,
     },
-    logger: silentLogger(),
-    replica: () => undefined,
-    replicas: () => [],
     localChannel: (owner: string) => (owner === LOCAL_OWNER ? channel : undefined),
-    reassertConsumers: () => {},
-    startReplica: async () => {},
-    dropReplica: async () => {},
-  } as unknown as ClusterQueuesHost;
+  });
   const port: QueueClusterPort = {
     nodeId: 'id-n1',
     queueLink: {
