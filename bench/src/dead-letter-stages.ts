@@ -122,7 +122,7 @@ function stageMs(h: StageHistogram, q: number): string {
 }
 
 async function startNodes(root: string, count: number): Promise<StyxNode[]> {
-  if (count > 1) return startStyxCluster(count, root, []);
+  if (count > 1) return (await startStyxCluster(count, root, [])).nodes;
   const managementPort = await freeLoopbackPort();
   const args = ['--data-dir', join(root, 'node-1'), '--host', '127.0.0.1', '--port', '0'];
   return [

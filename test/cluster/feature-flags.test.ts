@@ -1,10 +1,12 @@
 // A rolling upgrade across real processes (issue 20, item 4): three `styx server` nodes, n1 started
 // with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 3 and lacks the
-// newest feature flag, wide_dedupe_window: it decodes no queue log entry of tag 20, setDedupeWindow,
-// as that build would not). n1 forms the cluster, so the flag starts disabled; n2 and n3 (current)
-// join. The mixed cluster works (a replicated queue takes confirmed publishes and gives them back on
-// every node; at-least-once dead-lettering with n1 a replica of both queues hands every message over
-// exactly once, and no replica meets an entry it cannot apply); `styx ctl list_feature_flags`
+// newest feature flags, wide_dedupe_window and batched_remote_sends: it decodes no queue log
+// entry of tag 20, setDedupeWindow, and serves no queue-link op 9, as that build would not). n1
+// forms the cluster, so the flags start disabled; n2 and n3 (current) join. The mixed cluster
+// works (a replicated queue takes confirmed publishes and gives them back on every node, by get and
+// by consumers on every node, in order, none redelivered; at-least-once dead-lettering with n1 a
+// replica of both queues hands every message over exactly once, and no replica meets an entry it
+// cannot apply; once enabled, deliveries to other nodes are batched per turn); `styx ctl list_feature_flags`
 // shows the flag unavailable, supported by n2 and n3, lacking on n1, and enable_feature_flag refuses
 // it naming n1's version. Once n1 restarts as the current build the flag is disabled (every node
 // supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good; a new node
@@ -20,12 +22,12 @@ import { killSpawned, spawnNode } from '../support/spawned.ts';
 
 type Connection = Awaited<ReturnType<typeof amqp.connect>>;
 
-const FLAG = 'wide_dedupe_window';
+const FLAG = 'batched_remote_sends';
 /** Every flag since version 4, which the pretend-older node lacks, as ctl lists them. */
-const NEWEST_FLAGS = 'wide_dedupe_window';
-/** The versions the pretend-older node and the others announce. */
-const OLDER = 3;
-const CURRENT = 4;
+const NEWEST_FLAGS = 'wide_dedupe_window, batched_remote_sends';
+/** This build's cluster protocol version, and the pretend-older node's. */
+const VERSION = 4;
+const OLDER = VERSION - 1;
 
 interface FlagJson {
   readonly name: string;
@@ -173,6 +175,52 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect((last as Check).replicas.map((r) => r.dedupe_window)).toEqual([window, window, window]);
   }
 
+  /**
+   * For each node: publish `count` confirmed messages through `via` to a queue of its own (declared
+   * there: `via`'s replica campaigns first and leads it), then drain it with one consumer on that
+   * node (prefetch 200, acking each): every message arrives once, in publish order, not redelivered.
+   */
+  async function consumeOnEveryNode(queue: string, via: string, count: number): Promise<void> {
+    const publisher = await amqp.connect(cluster.url(via));
+    open.push(publisher);
+    try {
+      await drainOnEveryNode(queue, await publisher.createConfirmChannel(), count);
+    } finally {
+      // Closed now: a node restarted later would close it under the test.
+      await publisher.close().catch(() => undefined);
+    }
+  }
+
+  async function drainOnEveryNode(
+    queue: string,
+    confirms: Awaited<ReturnType<Connection['createConfirmChannel']>>,
+    count: number,
+  ): Promise<void> {
+    for (const from of ['n1', 'n2', 'n3']) {
+      const name = `${queue}.${from}`;
+      await confirms.assertQueue(name, { durable: true });
+      for (let i = 0; i < count; i++)
+        confirms.sendToQueue(name, Buffer.from(String(i)), { persistent: true });
+      await confirms.waitForConfirms();
+      const consumer = await amqp.connect(cluster.url(from));
+      open.push(consumer);
+      const channel = await consumer.createChannel();
+      await channel.prefetch(200);
+      const got: number[] = [];
+      let redelivered = 0;
+      await channel.consume(name, (m) => {
+        if (m === null) return;
+        if (m.fields.redelivered) redelivered++;
+        got.push(Number(m.content.toString()));
+        channel.ack(m);
+      });
+      await eventually(`${count} messages of ${name} on ${from}`, async () => got.length >= count);
+      await consumer.close();
+      expect(redelivered, `redelivered on ${from}`).toBe(0);
+      expect(got, `order on ${from}`).toEqual(Array.from({ length: count }, (_, i) => i));
+    }
+  }
+
   beforeAll(async () => {
     cluster = await TestCluster.start(3, { nodeEnv: { n1: { STYX_TEST_PRETEND_OLDER: '1' } } });
   }, 180_000);
@@ -197,8 +245,8 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect(mixed.lacking).toEqual(['n1']);
     expect(mixed.nodes).toEqual([
       { node: 'n1', version: OLDER, supported: false },
-      { node: 'n2', version: CURRENT, supported: true },
-      { node: 'n3', version: CURRENT, supported: true },
+      { node: 'n2', version: VERSION, supported: true },
+      { node: 'n3', version: VERSION, supported: true },
     ]);
     expect(cluster.logsOf('n2').some((l) => l.includes('a peer runs another cluster protocol version'))).toBe(
       true,
@@ -214,6 +262,9 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     // (Declared through n2, which then leads both: n1 follows, decoding every entry of their logs.)
     expect(await deadLetterRoundTrip('ff.dl.mixed', 'n2', 'n1', 300)).toEqual(expected('ff.dl.mixed', 300));
     await replicasAgree('ff.dl.mixed.dlq', 1024);
+    // Consumers on every node, the queue led by one of them: deliveries to the others cross nodes,
+    // one call each (the flag is off), in order, none redelivered (n1 was sent no batch it refuses).
+    await consumeOnEveryNode('ff.mixed.consume', 'n2', 300);
 
     const listed = await ctl('n3', 'list_feature_flags', '-q');
     expect(listed.code).toBe(0);
@@ -290,6 +341,8 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
       expected('ff.dl.upgraded', 300),
     );
     await replicasAgree('ff.dl.upgraded.dlq', 4096);
+    // Enabled: a turn's deliveries to another node go as one call; the same guarantees.
+    await consumeOnEveryNode('ff.upgraded.consume', 'n1', 1_000);
   }, 240_000);
 });
 

@@ -93,6 +93,14 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       'dead-lettering queue keeps 2,048 hand-offs in progress instead of 512; while disabled both stay ' +
       'as before',
   },
+  {
+    name: 'batched_remote_sends',
+    since: 4,
+    description:
+      'a queue leader sends the deliveries and cancellations of one turn for the channels of another node ' +
+      'in one queue-link call (op 9, one frame, one deadline, one answer); while disabled each is a call of ' +
+      'its own, as before',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -264,6 +272,12 @@ export const ORDERED_PUBLISHES_FLAG = 'ordered_publishes';
  * cluster/queue-rpc-codec.ts): an older build does not know the op.
  */
 export const BINARY_QUEUE_ANSWERS_FLAG = 'binary_queue_answers';
+
+/**
+ * The flag that guards batched sends to other nodes' channels (queue-link op 9,
+ * cluster/remote-send-batches.ts): an older build does not know the op.
+ */
+export const BATCHED_REMOTE_SENDS_FLAG = 'batched_remote_sends';
 
 /** The flag that guards maintenance mode's metadata command (management/maintenance-api.ts). */
 export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';
