@@ -9,6 +9,7 @@ import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts
 import { TurnBatch } from '../../session/turn-batch.ts';
 import type { AmqpChannelHost } from './channel.ts';
 import { AmqpChannel, clip } from './channel.ts';
+import { writeCoalesced } from './coalesced-write.ts';
 import { AmqpCodecError, frameError } from './codec-error.ts';
 import type { AmqpCommand } from './command-assembler.ts';
 import { CommandAssembler } from './command-assembler.ts';
@@ -516,7 +517,7 @@ export class AmqpConnection
   private readonly writeBatch = (frames: Uint8Array[]): void => {
     if (this.socket.destroyed || !this.socket.writable) return;
     this.socket.cork();
-    for (const f of frames) this.socket.write(f);
+    writeCoalesced(this.socket, frames);
     this.socket.uncork();
     this.core.sent();
     if (this.socket.writableLength > this.limits.socketHighWater) this.core.pauseForDrain();
