@@ -15,7 +15,7 @@ import type { AmqpCommand } from './command-assembler.ts';
 import { CommandAssembler } from './command-assembler.ts';
 import { methodIds } from './command-methods.ts';
 import { encodeMethodFrame, HEARTBEAT_FRAME } from './frame-encoder.ts';
-import type { RawFrame } from './frame-parser.ts';
+import type { FrameSink } from './frame-parser.ts';
 import { FRAME_MIN_SIZE, FrameParser } from './frame-parser.ts';
 import { PROTOCOL_HEADER, ProtocolHeaderError, ProtocolHeaderReader } from './protocol-header.ts';
 import { replyText } from './reply-text.ts';
@@ -247,7 +247,7 @@ export class AmqpConnection
         rest = chunk.subarray(used);
         if (rest.length === 0) return;
       }
-      this.parser.push(rest, this.onFrame);
+      this.parser.pushTo(rest, this.onFrame);
       if (this.parser.midFrame) this.watchPartialFrame();
     } catch (err) {
       if (err instanceof ProtocolHeaderError) {
@@ -289,9 +289,9 @@ export class AmqpConnection
     this.frameTimer.unref();
   }
 
-  private readonly onFrame = (frame: RawFrame): void => {
+  private readonly onFrame: FrameSink = (type, channel, buf, start, end): void => {
     this.framesRead++;
-    const command = this.assembler.push(frame);
+    const command = this.assembler.pushParts(type, channel, buf, start, end);
     if (command === undefined || this.state === 'closed') return;
     if (this.core.holding) {
       this.core.hold(command);
