@@ -255,6 +255,33 @@ describe('hot path (hand-tuned) against the generated codec', () => {
     }
   });
 
+  it('encodeDeliverFrames takes shortstrs of up to 255 UTF-8 bytes, ASCII or not, and refuses longer ones', () => {
+    const props = encodePropertiesBytes({});
+    const deliver = (routingKey: string): Buffer =>
+      encodeDeliverFrames(
+        1,
+        { consumerTag: 't', deliveryTag: 1, redelivered: false, exchange: '', routingKey },
+        props,
+        Buffer.alloc(0),
+        4096,
+      );
+    for (const routingKey of ['k'.repeat(255), `${'é'.repeat(127)}k`, 'a🐇b', '\ud800x']) {
+      const generated = encodeContentFrames(
+        1,
+        {
+          name: 'basic.deliver',
+          args: { consumerTag: 't', deliveryTag: 1, redelivered: false, exchange: '', routingKey },
+        },
+        {},
+        Buffer.alloc(0),
+        4096,
+      );
+      expect(deliver(routingKey).equals(generated)).toBe(true);
+    }
+    for (const routingKey of ['k'.repeat(256), 'é'.repeat(128), '漢'.repeat(86)])
+      expect(() => deliver(routingKey)).toThrow(/more than 255/);
+  });
+
   it('encodeAckFrame, readBasicAck and readBasicPublish agree with the generated codec, errors included', () => {
     const rng = seededRandom(80);
     for (let i = 0; i < 300; i++) {

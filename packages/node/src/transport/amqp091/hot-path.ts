@@ -35,8 +35,19 @@ export function encodePropertiesBytes(properties: BasicProperties): Buffer {
   return out;
 }
 
+/**
+ * The UTF-8 length of a shortstr, checked (≤ 255). An ASCII string's length is its byte count,
+ * found by a loop: Buffer.byteLength is a native call that cost more than the loop for strings
+ * this short (a delivery encodes three: consumer tag, exchange, routing key).
+ */
 function shortstrLength(s: string, what: string): number {
-  const n = Buffer.byteLength(s, 'utf8');
+  let n = s.length;
+  if (n <= 255) {
+    let i = 0;
+    while (i < n && s.charCodeAt(i) < 0x80) i++;
+    if (i === n) return n;
+  }
+  n = Buffer.byteLength(s, 'utf8');
   if (n > 255) throw new AmqpEncodeError(`${what} is ${n} bytes, more than 255`);
   return n;
 }
@@ -53,9 +64,13 @@ function writeU64(buf: Buffer, v: number, at: number): void {
   buf.writeUInt32BE(v - high * TWO_32, at + 4);
 }
 
+/** Writes shortstr `s` of `n` UTF-8 bytes (from shortstrLength) at `at`; an ASCII one by a loop. */
 function writeShortstr(buf: Buffer, s: string, n: number, at: number): number {
   buf[at] = n;
-  buf.write(s, at + 1, n, 'utf8');
+  if (n === s.length) {
+    // n bytes for n UTF-16 units: every one is ASCII.
+    for (let i = 0; i < n; i++) buf[at + 1 + i] = s.charCodeAt(i);
+  } else buf.write(s, at + 1, n, 'utf8');
   return at + 1 + n;
 }
 
@@ -111,7 +126,7 @@ export function encodeDeliverFrames(
     buf[p] = FrameType.BODY;
     buf.writeUInt16BE(channel, p + 1);
     buf.writeUInt32BE(n, p + 3);
-    buf.set(body.subarray(off, off + n), p + 7);
+    buf.set(n === body.length ? body : body.subarray(off, off + n), p + 7);
     p += 7 + n;
     buf[p++] = FRAME_END;
   }
