@@ -10,8 +10,9 @@
  * broker's own stages from `styx_dead_letter_stage_seconds`, added up over the nodes and counted
  * from just before the stream: deadline → the entry that expired the message (`expiry_proposed`),
  * → its commit (`expiry_committed`), → the copy committed at the target (`copy_committed`). What is
- * left of the client's lateness is the delivery to the consumer. Then broker CPU per message
- * (every node, the stream's window). The nodes are stopped and their data removed at the end.
+ * left of the client's lateness is the delivery to the consumer. Beside them, the nodes' log sync
+ * latency (per store batch): how much of a commit stage the disk accounts for. Then broker CPU per
+ * message (every node, the stream's window). The nodes are stopped and their data removed at the end.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,7 @@ import type { StageHistogram } from './stage-histograms.ts';
 import {
   addStageHistograms,
   parseStageHistograms,
+  SYNC_FAMILY,
   stageCount,
   stageQuantile,
   subtractStageHistograms,
@@ -99,16 +101,19 @@ function options(): Options | undefined {
   };
 }
 
-/** Every node's stage histograms, added up. */
+/** Every node's stage histograms, added up, and its log sync latency (stage `log sync`) after them. */
 async function scrapeStages(nodes: readonly StyxNode[]): Promise<StageHistogram[]> {
   let sum: StageHistogram[] = [];
+  let sync: StageHistogram[] = [];
   for (const node of nodes) {
     if (node.managementPort === undefined) throw new Error(`node ${node.name} has no management API`);
     const response = await fetch(`http://127.0.0.1:${node.managementPort}/metrics`);
     if (response.status !== 200) throw new Error(`GET /metrics of ${node.name} answered ${response.status}`);
-    sum = addStageHistograms(sum, parseStageHistograms(await response.text()));
+    const text = await response.text();
+    sum = addStageHistograms(sum, parseStageHistograms(text));
+    sync = addStageHistograms(sync, parseStageHistograms(text, SYNC_FAMILY));
   }
-  return sum;
+  return [...sum, ...sync.map((h) => ({ ...h, stage: 'log sync (per store batch)' }))];
 }
 
 function quantileMs(sorted: readonly number[], q: number): string {
@@ -121,10 +126,24 @@ function stageMs(h: StageHistogram, q: number): string {
   return s === undefined ? '-' : (s * 1000).toFixed(1);
 }
 
+/**
+ * Every scrape renders afresh: with the default 5 s /metrics cache, a run shorter than that would
+ * read the scrape before the stream again after it, and show no broker stage at all.
+ */
+const UNCACHED_METRICS = ['--metrics-cache-seconds', '0'];
+
 async function startNodes(root: string, count: number): Promise<StyxNode[]> {
-  if (count > 1) return (await startStyxCluster(count, root, [])).nodes;
+  if (count > 1) return (await startStyxCluster(count, root, [], UNCACHED_METRICS)).nodes;
   const managementPort = await freeLoopbackPort();
-  const args = ['--data-dir', join(root, 'node-1'), '--host', '127.0.0.1', '--port', '0'];
+  const args = [
+    '--data-dir',
+    join(root, 'node-1'),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    ...UNCACHED_METRICS,
+  ];
   return [
     await startStyxNode('styx', [...args, '--management-port', String(managementPort), '--amqp-port', '0']),
   ];

@@ -27,6 +27,13 @@ function exposition(node: string, proposed: readonly number[], copied: readonly 
 }
 
 describe('stage histograms', () => {
+  it('reads another family when asked (the log sync latency), and only that family', () => {
+    const text = `${exposition('n1', [2, 3, 4], [0, 1, 1])}styx_log_sync_duration_seconds_bucket{node="n1",le="+Inf"} 120\n`;
+    expect(parseStageHistograms(text, 'styx_log_sync_duration_seconds')).toEqual([
+      { stage: '', bounds: [0.01, Number.POSITIVE_INFINITY], cumulative: [99, 120] },
+    ]);
+  });
+
   it('reads each stage of the family alone, without the node label', () => {
     const stages = parseStageHistograms(exposition('n1', [2, 3, 4], [0, 1, 1]));
     expect(stages).toEqual([

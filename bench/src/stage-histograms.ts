@@ -16,14 +16,29 @@ export interface StageHistogram {
   readonly cumulative: number[];
 }
 
-const BUCKET_LINE = new RegExp(`^${STAGE_FAMILY}_bucket\\{(.*)\\} (\\S+)$`);
+/** The node's log sync latency (one observation per store batch, every group's writes in it). */
+export const SYNC_FAMILY = 'styx_log_sync_duration_seconds';
+
+const bucketLines = new Map<string, RegExp>();
+function bucketLine(family: string): RegExp {
+  let re = bucketLines.get(family);
+  if (re === undefined) {
+    re = new RegExp(`^${family}_bucket\\{(.*)\\} (\\S+)$`);
+    bucketLines.set(family, re);
+  }
+  return re;
+}
 const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
-/** The stage histograms in one exposition text, in the order written. */
-export function parseStageHistograms(text: string): StageHistogram[] {
+/**
+ * The stage histograms in one exposition text, in the order written; `family` another histogram
+ * family to read the same way (its samples keyed by their labels but `node` and `le`).
+ */
+export function parseStageHistograms(text: string, family = STAGE_FAMILY): StageHistogram[] {
   const stages = new Map<string, StageHistogram>();
+  const bucket = bucketLine(family);
   for (const line of text.split('\n')) {
-    const match = BUCKET_LINE.exec(line);
+    const match = bucket.exec(line);
     if (match === null) continue;
     let le: string | undefined;
     const kept: string[] = [];
@@ -31,7 +46,7 @@ export function parseStageHistograms(text: string): StageHistogram[] {
       if (key === 'le') le = value;
       else if (key !== 'node') kept.push(pair);
     }
-    if (le === undefined) throw new Error(`${STAGE_FAMILY} bucket without le: ${line}`);
+    if (le === undefined) throw new Error(`${family} bucket without le: ${line}`);
     const stage = kept.join(',');
     let h = stages.get(stage);
     if (h === undefined) {

@@ -51,13 +51,14 @@ export interface StyxCluster {
 /**
  * Starts `count` nodes with data dirs and the secret under `root` (which the caller made and
  * removes) and waits until they form one cluster; resolves to the nodes, node 1 first. Node i's
- * AMQP listener is on `amqpPorts[i]` (0: off). On any failure every node started is stopped
+ * AMQP listener is on `amqpPorts[i]` (0: off); `extraArgs` go to every node. On any failure every node started is stopped
  * before the BrokerStartError is thrown.
  */
 export async function startStyxCluster(
   count: number,
   root: string,
   amqpPorts: readonly number[],
+  extraArgs: readonly string[] = [],
 ): Promise<StyxCluster> {
   const secretFile = join(root, 'cluster-secret');
   await writeClusterSecret(secretFile);
@@ -88,6 +89,7 @@ export async function startStyxCluster(
         secretFile,
         ...(joinAddress === undefined ? [] : ['--join', joinAddress]),
         ...amqpListenerArgs(amqpPort),
+        ...extraArgs,
       ],
       amqpPort === 0 ? undefined : amqpPort,
     );
