@@ -135,18 +135,9 @@ const UNCACHED_METRICS = ['--metrics-cache-seconds', '0'];
 async function startNodes(root: string, count: number): Promise<StyxNode[]> {
   if (count > 1) return (await startStyxCluster(count, root, [], UNCACHED_METRICS)).nodes;
   const managementPort = await freeLoopbackPort();
-  const args = [
-    '--data-dir',
-    join(root, 'node-1'),
-    '--host',
-    '127.0.0.1',
-    '--port',
-    '0',
-    ...UNCACHED_METRICS,
-  ];
-  return [
-    await startStyxNode('styx', [...args, '--management-port', String(managementPort), '--amqp-port', '0']),
-  ];
+  const args = ['--data-dir', join(root, 'node-1'), '--host', '127.0.0.1', '--port', '0'];
+  const listeners = ['--management-port', String(managementPort), '--amqp-port', '0'];
+  return [await startStyxNode('styx', [...args, ...listeners, ...UNCACHED_METRICS])];
 }
 
 async function stream(nodes: readonly StyxNode[], o: Options): Promise<void> {
