@@ -19,15 +19,6 @@ export interface StageHistogram {
 /** The node's log sync latency (one observation per store batch, every group's writes in it). */
 export const SYNC_FAMILY = 'styx_log_sync_duration_seconds';
 
-const bucketLines = new Map<string, RegExp>();
-function bucketLine(family: string): RegExp {
-  let re = bucketLines.get(family);
-  if (re === undefined) {
-    re = new RegExp(`^${family}_bucket\\{(.*)\\} (\\S+)$`);
-    bucketLines.set(family, re);
-  }
-  return re;
-}
 const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
 /**
@@ -36,7 +27,8 @@ const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
  */
 export function parseStageHistograms(text: string, family = STAGE_FAMILY): StageHistogram[] {
   const stages = new Map<string, StageHistogram>();
-  const bucket = bucketLine(family);
+  // Built per call: a scrape or two per run, not worth a cache.
+  const bucket = new RegExp(`^${family}_bucket\\{(.*)\\} (\\S+)$`);
   for (const line of text.split('\n')) {
     const match = bucket.exec(line);
     if (match === null) continue;

@@ -51,8 +51,8 @@ export interface StyxCluster {
 /**
  * Starts `count` nodes with data dirs and the secret under `root` (which the caller made and
  * removes) and waits until they form one cluster; resolves to the nodes, node 1 first. Node i's
- * AMQP listener is on `amqpPorts[i]` (0: off); `extraArgs` go to every node. On any failure every node started is stopped
- * before the BrokerStartError is thrown.
+ * AMQP listener is on `amqpPorts[i]` (0: off); `extraArgs` go to every node. On any failure every
+ * node started is stopped before the BrokerStartError is thrown.
  */
 export async function startStyxCluster(
   count: number,
