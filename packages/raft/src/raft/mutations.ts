@@ -61,6 +61,13 @@ export interface Mutations {
    */
   readonly silentToStaleLeader: boolean;
   /**
+   * Found by wide sweeps: a vote request from a lower term is ignored (as etcd does without
+   * pre-vote) instead of rejected with our term, so a candidate whose quorum needs a replica at a
+   * higher term that never contacts it (a stale configuration) wins only once its term, by chance,
+   * passes that replica's.
+   */
+  readonly silentToStaleCandidate: boolean;
+  /**
    * Found by wide sweeps: adopting a newer term from a vote request restarts the election timer,
    * so a candidate that cannot win, on a faster clock, keeps the replica that could win from ever
    * campaigning (no pre-vote to stop it).
@@ -116,6 +123,7 @@ export const NO_MUTATIONS: Mutations = Object.freeze({
   ackReplacedEntries: false,
   installSnapshotWhileApplying: false,
   silentToStaleLeader: false,
+  silentToStaleCandidate: false,
   termBumpResetsElectionTimer: false,
   ackAppendBeforeSync: false,
   countUnsyncedLeaderEntries: false,

@@ -48,6 +48,40 @@ describe('RaftCore: elections', () => {
     expectClean(c);
   });
 
+  it('rejects a lower-term vote request with its term, which the candidate adopts to outbid it', () => {
+    const c = cluster(['a', 'b', 'c']);
+    c.isolate('c');
+    for (let i = 0; i < 5; i++) {
+      c.campaign('c');
+      c.stabilize();
+    }
+    const high = c.core('c').term;
+    c.heal();
+    // b's quorum needs c, whose term is higher than any b campaigns in next.
+    c.cut('a', 'b');
+    c.campaign('b');
+    expect(c.core('b').term).toBeLessThan(high);
+    c.flushSyncs();
+    c.deliver((m) => m.type === MessageType.Vote);
+    c.flushSyncs();
+    const answers = c.take((m) => m.from === 'c' && m.to === 'b');
+    expect(answers.map((a) => a.message)).toMatchObject([
+      { type: MessageType.VoteResp, term: high, reject: true },
+    ]);
+    for (const answer of answers) c.deliverOne(answer);
+    // A follower of the higher term, with no leader; c neither changed its term nor its vote.
+    expect(c.core('b').role).toBe(RaftRole.Follower);
+    expect(c.core('b').term).toBe(high);
+    expect(c.core('b').lead).toBeUndefined();
+    expect(c.core('c').term).toBe(high);
+    expect(c.core('c').vote).toBe('c');
+    c.campaign('b');
+    c.stabilize();
+    expect(c.leader()).toBe('b');
+    expect(c.core('b').term).toBe(high + 1);
+    expectClean(c);
+  });
+
   it('pre-vote: a node cut off and timing out does not raise its term, and rejoins quietly', () => {
     const c = cluster(['a', 'b', 'c'], { ...QUIET, preVote: true, checkQuorum: true });
     c.elect('a');

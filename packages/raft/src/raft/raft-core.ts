@@ -936,6 +936,13 @@ export class RaftCore {
       } else if (m.type === MessageType.PreVote) {
         // Reject explicitly: a pre-candidate stuck at a lower term would otherwise never learn ours.
         this.#send(this.#msg(MessageType.PreVoteResp, m.from, this.#term, 0, 0, NO_ENTRIES, 0, true, 0, ''));
+      } else if (m.type === MessageType.Vote && !this.#mut.silentToStaleCandidate) {
+        // Reject with our term (Raft §5.1; etcd ignores it): the candidate adopts it as a follower
+        // and its next campaign outbids us. Ignored, a candidate whose votes must include ours can
+        // only win once its term happens to pass ours, while we may never reach it: when our
+        // configuration is stale, our own vote requests and appends go to other replicas. A
+        // candidate that only learns a term number is no more disruptive than its next campaign.
+        this.#send(this.#msg(MessageType.VoteResp, m.from, this.#term, 0, 0, NO_ENTRIES, 0, true, 0, ''));
       }
       return;
     }

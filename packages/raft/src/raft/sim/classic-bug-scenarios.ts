@@ -648,12 +648,11 @@ function ackOfReplacedEntry(mutations: Mutations): readonly string[] {
 }
 
 /**
- * Found by wide sweeps (seed 55505479): a replica that missed the membership changes making the
- * current leader a voter, and raised its term meanwhile, must still be caught up. Its vote
- * requests go only to the members it knows (here, removed replicas), so only its answer to the
- * leader's heartbeat can tell the leader about its term. Without pre-vote and check-quorum.
+ * The group moves from {c, d, e} to {a, b, c} (a leading) while c is cut off: c keeps the stale
+ * configuration {c, d, e}, so its vote requests go only to d and e, which are gone. It campaigns
+ * `campaigns` times in vain meanwhile, so its term ends above everyone else's. Still isolated.
  */
-function staleConfigReplica(mutations: Mutations): readonly string[] {
+function staleConfigVoter(c: ScriptedCluster, campaigns: number): void {
   const voter = (nodeId: NodeId) => ({
     transition: ConfChangeTransition.Auto,
     changes: [{ type: ConfChangeType.AddVoter, nodeId }],
@@ -662,31 +661,40 @@ function staleConfigReplica(mutations: Mutations): readonly string[] {
     transition: ConfChangeTransition.Auto,
     changes: [{ type: ConfChangeType.RemoveNode, nodeId }],
   });
+  c.elect('d');
+  c.stabilize();
+  c.addNode('a');
+  c.addNode('b');
+  c.isolate('c');
+  for (const change of [voter('a'), voter('b')]) {
+    c.proposeConfChange('d', change);
+    c.stabilize();
+  }
+  c.transferLeader('d', 'a');
+  c.stabilize();
+  for (const change of [remove('d'), remove('e')]) {
+    c.proposeConfChange('a', change);
+    c.stabilize();
+  }
+  c.crash('d');
+  c.crash('e');
+  for (let i = 0; i < campaigns; i++) {
+    c.campaign('c');
+    c.stabilize();
+  }
+}
+
+/**
+ * Found by wide sweeps (seed 55505479): a replica that missed the membership changes making the
+ * current leader a voter, and raised its term meanwhile, must still be caught up. Its vote
+ * requests go only to the members it knows (here, removed replicas), so only its answer to the
+ * leader's heartbeat can tell the leader about its term. Without pre-vote and check-quorum.
+ */
+function staleConfigReplica(mutations: Mutations): readonly string[] {
   return guarded(
     () => new ScriptedCluster({ voters: ['c', 'd', 'e'], raft: BASE, mutations }),
     (c) => {
-      c.elect('d');
-      c.stabilize();
-      // c misses the group moving from {c, d, e} to {a, b, c}, and campaigns in vain meanwhile.
-      c.addNode('a');
-      c.addNode('b');
-      c.isolate('c');
-      for (const change of [voter('a'), voter('b')]) {
-        c.proposeConfChange('d', change);
-        c.stabilize();
-      }
-      c.transferLeader('d', 'a');
-      c.stabilize();
-      for (const change of [remove('d'), remove('e')]) {
-        c.proposeConfChange('a', change);
-        c.stabilize();
-      }
-      c.crash('d');
-      c.crash('e');
-      for (let i = 0; i < 3; i++) {
-        c.campaign('c');
-        c.stabilize();
-      }
+      staleConfigVoter(c, 3);
       c.heal();
       const write = c.put(c.leader() ?? 'a', 1, 10);
       for (let round = 0; round < 40 * (BASE.electionTicks ?? 10); round++) {
@@ -699,6 +707,69 @@ function staleConfigReplica(mutations: Mutations): readonly string[] {
         !c.checker.committedIndexOf(write) ||
         c.core('c').commitIndex < c.core(leader).commitIndex;
       return problems(c, behind ? ['c, with a stale configuration and a higher term, never caught up'] : []);
+    },
+  );
+}
+
+/**
+ * Found by wide sweeps (seed 7300026441): with the leader gone, b needs the vote of c, whose term
+ * is far higher and whose stale configuration never sends b anything (no vote request, no
+ * append). Only c's answer to b's lower-term vote request can tell b the term to outbid. Ignored,
+ * b wins only once its term passes c's by campaigning, which c, campaigning at the same pace,
+ * never lets happen: c starts more terms ahead than b can campaign within the bound. Without
+ * pre-vote and check-quorum. Answered, b still has to time out before c does once (c votes for
+ * itself in each of its terms), which the seed's timers give it well within the bound.
+ */
+function staleConfigCandidate(mutations: Mutations): readonly string[] {
+  const electionTicks = BASE.electionTicks ?? 10;
+  const bound = 40 * electionTicks;
+  // b's election timeouts are at least `electionTicks`: it campaigns at most this often in `bound`.
+  const campaignsInBound = bound / electionTicks;
+  return guarded(
+    () => new ScriptedCluster({ voters: ['c', 'd', 'e'], raft: BASE, mutations }),
+    (c) => {
+      staleConfigVoter(c, campaignsInBound + 5);
+      const ahead = c.core('c').term - c.core('b').term;
+      c.crash('a');
+      c.heal();
+      for (let round = 0; round < bound && c.leader() !== 'b'; round++) {
+        c.tickAll();
+        c.stabilize();
+      }
+      const setup = ahead > campaignsInBound ? [] : [`scenario: c is only ${ahead} terms ahead of b`];
+      const stuck = c.leader() === 'b' ? [] : [`b, needing c's vote, was not elected within ${bound} ticks`];
+      return problems(c, [...setup, ...stuck]);
+    },
+  );
+}
+
+/**
+ * Found by wide sweeps (seed 92005786): with the leader gone, c, whose log is too old to win, runs
+ * on a clock twice as fast as b's, the one replica that can win. Each of c's vote requests raises
+ * b's term; if that restarted b's election timer, b (timeouts of at least `electionTicks` of its
+ * ticks) would never campaign, since c campaigns more often than that. Without pre-vote.
+ */
+function fastLosingCandidate(mutations: Mutations): readonly string[] {
+  const bound = 40 * (BASE.electionTicks ?? 10);
+  return guarded(
+    () => new ScriptedCluster({ voters: ['a', 'b', 'c'], raft: BASE, mutations }),
+    (c) => {
+      c.elect('a');
+      c.stabilize();
+      c.isolate('c');
+      const write = c.put('a', 1, 10);
+      c.stabilize();
+      c.crash('a');
+      c.heal();
+      for (let round = 0; round < bound && c.leader() === undefined; round++) {
+        c.tick('c', 2);
+        c.tick('b');
+        c.stabilize();
+      }
+      const setup =
+        c.checker.committedIndexOf(write) === undefined ? ['scenario: a and b did not commit the write'] : [];
+      const stuck = c.leader() === 'b' ? [] : [`b was not elected within ${bound} of its ticks`];
+      return problems(c, [...setup, ...stuck]);
     },
   );
 }
@@ -763,6 +834,16 @@ export const CLASSIC_BUG_SCENARIOS: readonly ClassicBugScenario[] = [
     bug: 'sweep: a stale leader is told of a higher term',
     mutation: 'silentToStaleLeader',
     run: staleConfigReplica,
+  },
+  {
+    bug: 'sweep: a lower-term candidate is told of a higher term',
+    mutation: 'silentToStaleCandidate',
+    run: staleConfigCandidate,
+  },
+  {
+    bug: 'sweep: a newer term from a candidate keeps the election timer running',
+    mutation: 'termBumpResetsElectionTimer',
+    run: fastLosingCandidate,
   },
 ];
 

@@ -13,6 +13,12 @@ export interface SweepRegression {
   readonly mutations: readonly MutationName[];
   /** What the seed reported before the fix. */
   readonly violation: RegExp;
+  /**
+   * The simulator the sweep ran: 'early' is before it told replicas of peers down, pipelined
+   * storage writes and folded appends (the bug replays without them); 'current' replays the seed's
+   * own draws.
+   */
+  readonly recorded: 'early' | 'current';
 }
 
 export const SWEEP_REGRESSIONS: readonly SweepRegression[] = [
@@ -20,31 +26,44 @@ export const SWEEP_REGRESSIONS: readonly SweepRegression[] = [
     seed: 83005684,
     steps: 5000,
     mutations: ['ackReplacedEntries'],
+    recorded: 'early',
     violation: /n5 acknowledged index 24 to n2 before persisting it \(durable last 23\)/,
   },
   {
     seed: 82002878,
     steps: 5000,
     mutations: ['installSnapshotWhileApplying'],
+    recorded: 'early',
     violation: /ConfChangeError: cannot apply a simple change to a joint configuration/,
   },
   {
     seed: 82003964,
     steps: 5000,
     mutations: ['installSnapshotWhileApplying'],
+    recorded: 'early',
     violation: /ConfChangeError: cannot leave a configuration that is not joint/,
   },
   {
     seed: 55505479,
     steps: 5000,
-    // Either fix alone heals this seed; the scripted scenario catches silentToStaleLeader alone.
-    mutations: ['silentToStaleLeader', 'termBumpResetsElectionTimer'],
+    // Any one of the three fixes heals this seed; scripted scenarios catch each mutation alone.
+    mutations: ['silentToStaleLeader', 'termBumpResetsElectionTimer', 'silentToStaleCandidate'],
+    recorded: 'early',
     violation: /^convergence: n2@47, n3@65 did not apply up to 68/,
   },
   {
     seed: 92005786,
     steps: 5000,
-    mutations: ['termBumpResetsElectionTimer'],
+    // Rejecting lower-term vote requests (silentToStaleCandidate's fix) heals this seed too.
+    mutations: ['termBumpResetsElectionTimer', 'silentToStaleCandidate'],
+    recorded: 'early',
     violation: /^liveness: no proposal committed within 12080 ms after healing \(leaders: none\)/,
+  },
+  {
+    seed: 7300026441,
+    steps: 5000,
+    mutations: ['silentToStaleCandidate'],
+    recorded: 'current',
+    violation: /^liveness: no proposal committed within 13760 ms after healing \(leaders: none\)/,
   },
 ];
