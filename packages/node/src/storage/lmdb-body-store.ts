@@ -61,6 +61,7 @@
 import type { AttachedWrite, LogStore } from '@styx/raft';
 import type { Database, RootDatabase } from 'lmdb';
 import type { BodyStore } from '../queue/body-store.ts';
+import { OrderedIdIndex } from '../queue/ordered-id-index.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { bodyKey, END_OF_GROUP, GroupPrefixCache, groupIdBytes, readBodyId } from './body-keys.ts';
 import { BodyStoreFailedError, StorageClosedError } from './errors.ts';
@@ -176,8 +177,8 @@ export class LmdbBodyStore implements BodyStore {
   #failure: BodyStoreFailedError | undefined;
   #closing = false;
   readonly #recentLimit: number;
-  /** groupId → id → the recent message kept for it. */
-  readonly #recent = new Map<string, Map<number, RecentEntry>>();
+  /** groupId → id → the recent message kept for it (ids are put mostly ascending, evicted oldest first). */
+  readonly #recent = new Map<string, OrderedIdIndex<RecentEntry>>();
   /**
    * Put order, oldest at `#recentHead`; entries may be stale (deleted or replaced since). Stale
    * ones are swept out once they outnumber the live ones (`#sweepRecentOrder`): a drained queue
@@ -444,7 +445,7 @@ export class LmdbBodyStore implements BodyStore {
     if (heldBack) this.#hold(entry);
     let group = this.#recent.get(groupId);
     if (group === undefined) {
-      group = new Map();
+      group = new OrderedIdIndex();
       this.#recent.set(groupId, group);
     }
     const replaced = group.get(id);
