@@ -8,13 +8,14 @@ import { ADAPTERS } from '../adapters/registry.ts';
 import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import { ClusterUnsupportedError, TARGET_LABELS } from '../brokers/broker.ts';
 import { LAUNCHERS } from '../brokers/launchers.ts';
-import { generatorCpuMs, perRootCpuMs } from '../brokers/process-stats.ts';
+import { generatorCpuMs, perRootCpuMs, processTreeCpuMs } from '../brokers/process-stats.ts';
 import type { BenchCase } from '../scenarios/scenario.ts';
 import { nowMs } from '../scenarios/support/clock.ts';
 import { TrackedCaseContext } from './case-context.ts';
 import { histogramMetrics, histogramReport } from './histogram-report.ts';
 import { ProbeCache, unmetRequirement } from './probes.ts';
 import type { ProgressLine } from './progress-line.ts';
+import { waitUntilQuiet } from './quiet-broker.ts';
 import type { BrokerInfo, CaseResult, CpuReport } from './results.ts';
 import { warmUp } from './warm-up.ts';
 
@@ -97,6 +98,17 @@ async function runOne(
   const base = skeleton(c, broker.target);
   const unmet = await probes.check(c.requires);
   if (unmet !== undefined) return { ...base, ...unmetRequirement(broker.target, unmet) };
+
+  // The warm-up's, the probes' or the previous case's cleanup may still be running in the broker
+  // (deleted queues' messages being dropped): it must not be counted in this case's CPU.
+  o.progress.update('waiting for the broker to go quiet');
+  const settle = await waitUntilQuiet(() => processTreeCpuMs(broker.pids));
+  const waited = `${(settle.waitedMs / 1000).toFixed(1)} s (${Math.round(settle.cpuMs)} ms broker CPU)`;
+  o.progress.log(
+    settle.quiet
+      ? `${TARGET_LABELS[broker.target]} quiet before ${c.id} after ${waited}`
+      : `${TARGET_LABELS[broker.target]} still busy before ${c.id} after ${waited}; measuring anyway`,
+  );
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
   const pids0 = broker.pids.join(',');

@@ -55,6 +55,7 @@ import { QueueSnapshotError } from './errors.ts';
 import { ExpiryHeap } from './expiry-heap.ts';
 import { LinkedQueue } from './linked-queue.ts';
 import type { BrowsableReady, BrowsePosition } from './message-browse.ts';
+import { OrderedIdIndex } from './ordered-id-index.ts';
 import { Consumer, MessageEntry, Owner, Place } from './queue-records.ts';
 import { ByteReader, ByteWriter } from './snapshot-bytes.ts';
 import type {
@@ -162,7 +163,7 @@ const SNAPSHOT_VERSION_5 = 5;
 
 export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult> {
   private config: QueueConfig;
-  private readonly entries = new Map<number, MessageEntry>();
+  private readonly entries = new OrderedIdIndex<MessageEntry>();
   private readonly returned = new LinkedQueue<MessageEntry>();
   private readonly ready = new LinkedQueue<MessageEntry>();
   private readonly expiry = new ExpiryHeap<MessageEntry>();
@@ -932,11 +933,12 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
    * are larger than any before), so a value read earlier is still a valid, weaker promise.
    *
    * `entries` is kept in id order (enqueues insert ascending ids, restore re-inserts sorted), so
-   * its first key is the smallest; reaching it skips the Map slots deleted at its head since the
-   * Map last compacted itself, up to O(n): callers read it at most once per batch, or cache it.
+   * its first key is the smallest: O(1) while the index is an array (see OrderedIdIndex); in its
+   * Map fallback, reaching it skips the Map slots deleted at its head since the Map last compacted
+   * itself, up to O(n): callers read it at most once per batch, or cache it.
    */
   lowestLiveId(): number | undefined {
-    const queued = this.entries.keys().next().value;
+    const queued = this.entries.firstKey();
     const pending = this.pending.lowestId();
     if (queued === undefined) return pending;
     return pending === undefined || queued < pending ? queued : pending;

@@ -224,7 +224,9 @@ describe('LmdbBodyStore recent bodies', () => {
       const messages = [1, 2, 3, 4].map((i) => sampleMessage(1000, { routingKey: `k${i}` }));
       for (const [i, m] of messages.entries()) store.put('g', i + 1, m);
       await store.flushed();
-      for (let i = 0; i < 4; i++) expectSameMessage(store.get('g', i + 1), messages[i] as StoredMessage);
+      // All read first, then compared: a body read from LMDB must not be a view that the next read overwrites.
+      const read = [1, 2, 3, 4].map((id) => store.get('g', id));
+      for (let i = 0; i < 4; i++) expectSameMessage(read[i], messages[i] as StoredMessage);
       store.delete('g', 4);
       expect(store.get('g', 4)).toBeUndefined();
       await store.flushed();
@@ -236,6 +238,44 @@ describe('LmdbBodyStore recent bodies', () => {
     } finally {
       await store.close();
       await env.close();
+      dir.remove();
+    }
+  });
+
+  it('reads back bodies an earlier run wrote beside the ones this run wrote to the same group', async () => {
+    const dir = tempDir('bodies-runs');
+    // Bodies that differ from their first byte: a read left as a view of a buffer that the next
+    // read overwrites would show another body.
+    const small = sampleMessage(1000, { routingKey: 'small', body: new Uint8Array(1000).fill(0x5a) });
+    const large = sampleMessage(0, { routingKey: 'large', body: new Uint8Array(2 * 1024 * 1024).fill(0xa5) });
+    const other = sampleMessage(0, { routingKey: 'other', body: new Uint8Array(900).fill(0x3c) });
+    try {
+      let env = open({ path: dir.path, maxDbs: 4 });
+      let store = new LmdbBodyStore(env, { recentBytes: 1 });
+      store.put('g', 1, large);
+      store.put('g', 2, small);
+      await store.close();
+      await env.close();
+      env = open({ path: dir.path, maxDbs: 4 });
+      store = new LmdbBodyStore(env, { recentBytes: 1 });
+      try {
+        // g: small bodies written by this run (read through the shared buffer) after the earlier
+        // run's; h: a large one among them (every read of h gets a buffer of its own).
+        store.put('g', 3, small);
+        store.put('g', 4, other);
+        store.put('h', 1, small);
+        store.put('h', 2, large);
+        store.put('h', 3, small);
+        await store.flushed();
+        const read = [1, 2, 3, 4].map((id) => store.get('g', id));
+        for (const [i, m] of [large, small, small, other].entries()) expectSameMessage(read[i], m);
+        const readH = [1, 2, 3].map((id) => store.get('h', id));
+        for (const [i, m] of [small, large, small].entries()) expectSameMessage(readH[i], m);
+      } finally {
+        await store.close();
+        await env.close();
+      }
+    } finally {
       dir.remove();
     }
   });

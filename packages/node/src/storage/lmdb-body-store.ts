@@ -61,10 +61,12 @@
 import type { AttachedWrite, LogStore } from '@styx/raft';
 import type { Database, RootDatabase } from 'lmdb';
 import type { BodyStore } from '../queue/body-store.ts';
+import { OrderedIdIndex } from '../queue/ordered-id-index.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { bodyKey, END_OF_GROUP, GroupPrefixCache, groupIdBytes, readBodyId } from './body-keys.ts';
 import { BodyStoreFailedError, StorageClosedError } from './errors.ts';
 import { HeldBackQueue } from './held-back-queue.ts';
+import { readSmallValue, SMALL_READ_MAX_BYTES } from './lmdb-small-read.ts';
 import type { StorageLogger } from './storage-logger.ts';
 import { silentStorageLogger } from './storage-logger.ts';
 import {
@@ -175,8 +177,8 @@ export class LmdbBodyStore implements BodyStore {
   #failure: BodyStoreFailedError | undefined;
   #closing = false;
   readonly #recentLimit: number;
-  /** groupId → id → the recent message kept for it. */
-  readonly #recent = new Map<string, Map<number, RecentEntry>>();
+  /** groupId → id → the recent message kept for it (ids are put mostly ascending, evicted oldest first). */
+  readonly #recent = new Map<string, OrderedIdIndex<RecentEntry>>();
   /**
    * Put order, oldest at `#recentHead`; entries may be stale (deleted or replaced since). Stale
    * ones are swept out once they outnumber the live ones (`#sweepRecentOrder`): a drained queue
@@ -196,6 +198,13 @@ export class LmdbBodyStore implements BodyStore {
    * any run, and its delete need not reach the disk.
    */
   readonly #storedUpTo = new Map<string, number>();
+  /**
+   * Per group, what this run wrote to LMDB: `storedBefore`, the highest id earlier runs may have
+   * stored (`#storedUpTo` at the group's first touch), and `largest`, the largest value this run
+   * wrote, bytes. A read of an id above `storedBefore` finds a value this run wrote, so its size is
+   * bounded by `largest`: small enough, it is read with `readSmallValue` (lmdb-small-read.ts).
+   */
+  readonly #writtenThisRun = new Map<string, { readonly storedBefore: number; largest: number }>();
 
   /**
    * The body store in `root` (the node's environment, opened with syncs on). Resumes the group
@@ -224,8 +233,8 @@ export class LmdbBodyStore implements BodyStore {
   put(groupId: string, id: number, message: StoredMessage): void {
     this.#checkWritable();
     const key = bodyKey(this.#prefix(groupId), checkId(id));
-    this.#noteStored(groupId, id);
     const encoding = encodeStoredMessage(message);
+    this.#noteStored(groupId, id, encoding.byteLength);
     recordWrite(this.#write(key, encoding), groupId, id, message);
     if (this.#recentLimit > 0) this.#keepRecent(groupId, id, message, encoding, false, true);
   }
@@ -328,7 +337,7 @@ export class LmdbBodyStore implements BodyStore {
   #writeHeldBack(entry: RecentEntry): void {
     const encoding = entry.unwritten as Uint8Array;
     this.#release(entry);
-    this.#noteStored(entry.groupId, entry.id);
+    this.#noteStored(entry.groupId, entry.id, encoding.byteLength);
     const key = bodyKey(this.#prefix(entry.groupId), entry.id);
     recordWrite(this.#write(key, encoding), entry.groupId, entry.id, entry.message);
   }
@@ -343,7 +352,8 @@ export class LmdbBodyStore implements BodyStore {
     }
     const recent = this.#recent.get(groupId)?.get(id);
     if (recent !== undefined) return plainStoredMessage(recent.message);
-    const value = this.#bodies.get(bodyKey(this.#prefix(groupId), checkId(id)));
+    const key = bodyKey(this.#prefix(groupId), checkId(id));
+    const value = this.#isSmallWrite(groupId, id) ? readSmallValue(this.#bodies, key) : this.#bodies.get(key);
     return value === undefined ? undefined : decodeStoredMessage(value, `body ${groupId}/${id}`);
   }
 
@@ -392,6 +402,7 @@ export class LmdbBodyStore implements BodyStore {
       this.#sweepRecentOrder();
     }
     this.#storedUpTo.delete(groupId);
+    this.#writtenThisRun.delete(groupId);
     this.#startGroupDeletion(groupId);
   }
 
@@ -434,7 +445,7 @@ export class LmdbBodyStore implements BodyStore {
     if (heldBack) this.#hold(entry);
     let group = this.#recent.get(groupId);
     if (group === undefined) {
-      group = new Map();
+      group = new OrderedIdIndex();
       this.#recent.set(groupId, group);
     }
     const replaced = group.get(id);
@@ -466,12 +477,22 @@ export class LmdbBodyStore implements BodyStore {
         upTo = readBodyId(key, prefix.length);
       }
       this.#storedUpTo.set(groupId, upTo);
+      this.#writtenThisRun.set(groupId, { storedBefore: upTo, largest: 0 });
     }
     return upTo;
   }
 
-  #noteStored(groupId: string, id: number): void {
+  /** A value of `bytes` is written for `groupId`/`id` now. */
+  #noteStored(groupId: string, id: number, bytes: number): void {
     if (id > this.#storedUpToOf(groupId)) this.#storedUpTo.set(groupId, id);
+    const written = this.#writtenThisRun.get(groupId);
+    if (written !== undefined && bytes > written.largest) written.largest = bytes;
+  }
+
+  /** Whether a stored value of `groupId`/`id` was written by this run, and small (see `#writtenThisRun`). */
+  #isSmallWrite(groupId: string, id: number): boolean {
+    const written = this.#writtenThisRun.get(groupId);
+    return written !== undefined && id > written.storedBefore && written.largest <= SMALL_READ_MAX_BYTES;
   }
 
   #evictRecent(): void {

@@ -5,6 +5,7 @@ import { frameError, unexpectedFrame } from './codec-error.ts';
 import type { RawFrame } from './frame-parser.ts';
 import { FrameType } from './frame-parser.ts';
 import { readBasicAck, readBasicPublish } from './hot-path.ts';
+import { PropertiesMemo } from './properties-memo.ts';
 import type { AmqpMethod } from './spec.gen.ts';
 import { decodeBasicProperties, decodeMethodFields, METHOD_DEFS } from './spec.gen.ts';
 
@@ -16,7 +17,10 @@ export type AmqpCommand =
       channel: number;
       method: AmqpMethod;
       properties: BasicProperties;
-      /** The header's property bytes (flags and values) as received, to pass on without re-encoding. */
+      /**
+       * The header's property bytes (flags and values) as received (a copy, shared by the commands
+       * that sent the same bytes, as `properties` is), to pass on without re-encoding.
+       */
       propertiesBytes: Buffer;
       body: Buffer;
       /**
@@ -82,6 +86,8 @@ export class CommandAssembler {
   private readonly maxBodySize: number;
   private readonly pending = new Map<number, PendingContent>();
   private readonly reader = new AmqpReader();
+  /** The last content header's properties, decoded (see properties-memo.ts). */
+  private readonly lastProperties = new PropertiesMemo();
 
   constructor(options: CommandAssemblerOptions = {}) {
     this.maxBodySize = options.maxBodySize ?? DEFAULT_MAX_MESSAGE_SIZE;
@@ -195,11 +201,20 @@ export class CommandAssembler {
     // RabbitMQ refuses an oversized message, and the connection's framing stays intact.
     p.dropping = bodySize > this.maxBodySize;
     const propertiesStart = r.pos;
-    p.properties = decodeBasicProperties(r);
-    if (r.remaining !== 0) {
-      throw frameError(`content header has ${r.remaining} bytes after its properties`, p.classId, p.methodId);
+    let known = this.lastProperties.lookup(buf, propertiesStart, end);
+    if (known === undefined) {
+      const properties = decodeBasicProperties(r);
+      if (r.remaining !== 0) {
+        throw frameError(
+          `content header has ${r.remaining} bytes after its properties`,
+          p.classId,
+          p.methodId,
+        );
+      }
+      known = this.lastProperties.remember(properties, buf, propertiesStart, end);
     }
-    p.propertiesBytes = buf.subarray(propertiesStart, end);
+    p.properties = known.properties;
+    p.propertiesBytes = known.bytes;
     p.bodySize = bodySize;
     return bodySize === 0 ? this.complete(channel, p) : undefined;
   }

@@ -200,6 +200,54 @@ describe('CommandAssembler', () => {
     ]);
   });
 
+  it('decodes repeated property bytes once: one shared object and copy, until the bytes change', () => {
+    const method = { name: 'basic.publish', args: { routingKey: 'q' } } as const;
+    const persistent = { deliveryMode: 2, headers: { entries: [] } };
+    const sameLength = { deliveryMode: 1, headers: { entries: [] } };
+    const stream = [persistent, persistent, sameLength, persistent].map((props) =>
+      encodeContentFrames(1, method, props, Buffer.from('m'), 4096),
+    );
+    const chunk = Buffer.concat(stream);
+    const cmds = decodeChunks([chunk]).map((c) => (c.kind === 'content' ? c : undefined));
+    expect(cmds.map((c) => c?.properties.deliveryMode)).toEqual([2, 2, 1, 2]);
+    const [a, b, c, d] = cmds;
+    expect(b?.properties).toBe(a?.properties);
+    expect(b?.propertiesBytes).toBe(a?.propertiesBytes);
+    expect(c?.properties).not.toBe(a?.properties);
+    expect(d?.properties).not.toBe(a?.properties);
+    expect(d?.propertiesBytes).toStrictEqual(a?.propertiesBytes);
+    // The bytes are a copy: a socket chunk reused or kept by no one changes nothing in them.
+    const kept = Buffer.from(a?.propertiesBytes ?? []);
+    chunk.fill(0);
+    expect(a?.propertiesBytes).toStrictEqual(kept);
+    expect(kept).toStrictEqual(encodePropertiesBytes(persistent));
+  });
+
+  it('decodes long property bytes every time, and refuses trailing bytes after remembered ones', () => {
+    const method = { name: 'basic.publish', args: { routingKey: 'q' } } as const;
+    const long = { messageId: 'x'.repeat(255), appId: 'y'.repeat(100) };
+    const twice = decodeChunks([
+      encodeContentFrames(1, method, long, Buffer.from('m'), 4096),
+      encodeContentFrames(1, method, long, Buffer.from('m'), 4096),
+    ]).map((c) => (c.kind === 'content' ? c.properties : undefined));
+    expect(twice[0]).toEqual(long);
+    expect(twice[1]).toEqual(long);
+    expect(twice[1]).not.toBe(twice[0]);
+    // The remembered bytes, then one byte more inside the header frame: 501, not the memo's object.
+    const props = { deliveryMode: 2 };
+    const good = encodeContentFrames(1, method, props, Buffer.alloc(0), 4096);
+    const start = encodeMethodFrame(1, method).length;
+    const headerSize = good.readUInt32BE(start + 3);
+    const padded = Buffer.concat([
+      good.subarray(0, start + 3),
+      Buffer.from([0, 0, 0, headerSize + 1]),
+      good.subarray(start + 7, start + 7 + headerSize),
+      Buffer.from([0, 0xce]),
+    ]);
+    const failing = errorOf(() => decodeChunks([good, padded]));
+    expect(failing).toMatchObject({ code: 501, classId: 60, methodId: 40 });
+  });
+
   it("uses RabbitMQ's codes: 505 for frames out of order, 501 for a body past its size or a size over the max", () => {
     const headerOnly = headerAndBody.subarray(0, headerAndBody.length - body.length);
     const failing = (chunks: Buffer[]) => errorOf(() => decodeChunks(chunks));
