@@ -153,6 +153,16 @@ export interface ClusterQueuesHost {
   dropReplica(record: QueueRecord): Promise<void>;
 }
 
+/** A remote owner's sink: what the replicas call, the link sender behind it, and the owner's node and run. */
+interface RemoteOwner {
+  readonly sink: OwnerSink;
+  readonly link: RemoteOwnerSink;
+  /** The node name in the owner id. */
+  readonly nodeName: string;
+  /** The run id in the owner id (`ownerRun`). */
+  readonly run: string | undefined;
+}
+
 /** The node name in a connection id `${nodeName}:${run}.${n}` or an owner id `${connection}/${channel}`. */
 export function ownerNodeName(owner: string): string {
   const slash = owner.lastIndexOf('/');
@@ -179,7 +189,7 @@ export class ClusterQueues {
   /** Local channels wrapped so their deliveries name the handle, not the replica. */
   readonly #channelSinks = new WeakMap<ChannelSink, OwnerSink>();
   /** Remote owners' sinks, by owner id: what the replicas call, and the link sender behind it. */
-  readonly #remoteSinks = new Map<string, { readonly sink: OwnerSink; readonly link: RemoteOwnerSink }>();
+  readonly #remoteSinks = new Map<string, RemoteOwner>();
   /** The remote sinks' sends of a turn per node, in one call (feature flag `batched_remote_sends`). */
   readonly #sendBatches: RemoteSendBatches;
   /** Groups with a membership change in flight. */
@@ -290,6 +300,15 @@ export class ClusterQueues {
 
   /** Where a replica's deliveries to `owner` go: the local channel, or its node over the link. */
   resolveOwner(owner: string): OwnerSink | undefined {
+    // Every delivery asks: an owner with a sink here is another node's (an owner id names its
+    // node), so only whether that node is still a member, and the same run, is looked up again.
+    const known = this.#remoteSinks.get(owner);
+    if (known !== undefined) {
+      const node = this.#host.metadata.clusterNode(known.nodeName);
+      if (node === undefined || node.id === this.selfId) return undefined;
+      if (this.#restartedRun(known.run, node.id)) return undefined;
+      return known.sink;
+    }
     const channel = this.#host.localChannel(owner);
     if (channel !== undefined) return this.#localSink(channel);
     const name = ownerNodeName(owner);
@@ -298,18 +317,19 @@ export class ClusterQueues {
     // Its node restarted: the channel died with the old process. (A suspected node's channel is
     // still its own: deliveries to it are held and sent again until it answers or is given up.)
     if (this.#restarted(owner, node.id)) return undefined;
-    let remote = this.#remoteSinks.get(owner);
-    if (remote === undefined) {
-      remote = this.#remoteSink(owner, node.id);
-      this.#remoteSinks.set(owner, remote);
-    }
+    const remote = { ...this.#remoteSink(owner, node.id), nodeName: name, run: ownerRun(owner) };
+    this.#remoteSinks.set(owner, remote);
     return remote.sink;
   }
 
   /** Whether `owner`'s node answers as another incarnation than the one that opened the channel. */
   #restarted(owner: string, nodeId: string): boolean {
+    return this.#restartedRun(ownerRun(owner), nodeId);
+  }
+
+  /** Whether node `nodeId` answers as another incarnation than `run` (an owner's run id). */
+  #restartedRun(run: string | undefined, nodeId: string): boolean {
     const incarnation = this.#cluster.peerStatus(nodeId).incarnation;
-    const run = ownerRun(owner);
     return incarnation !== undefined && run !== undefined && run !== incarnation;
   }
 

@@ -16,6 +16,7 @@
 import { QueueLinkFrameError } from './queue-link.ts';
 import type { SendBody } from './queue-rpc-codec.ts';
 import { sendBodyBytes } from './queue-rpc-codec.ts';
+import { RepeatedText } from './repeated-text.ts';
 
 /** One send to put in a batch: its op, and its body whole or in parts. */
 export interface OutgoingSend {
@@ -41,7 +42,8 @@ const REFUSED = 1;
 const SEND_HEAD_BYTES = 1 + 2 + 4;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
+/** The sends of a batch mostly name one group (one queue's deliveries). */
+const groupText = new RepeatedText();
 const lenientDecoder = new TextDecoder('utf-8');
 
 /** The encoded group ids a batch's heads need (most sends of a turn share a few). */
@@ -106,7 +108,7 @@ export function decodeBatch(bytes: Uint8Array): BatchedSend[] {
       throw new QueueLinkFrameError('batched send group runs past the batch');
     let group: string;
     try {
-      group = decoder.decode(bytes.subarray(pos + 3, groupEnd));
+      group = groupText.decode(bytes.subarray(pos + 3, groupEnd));
     } catch {
       throw new QueueLinkFrameError('batched send group is not UTF-8');
     }

@@ -22,6 +22,7 @@
 import type { QueueCounts, QueueReply, RejectReason, StoredMessage } from '../queue/types.ts';
 import { decodeStoredMessage, encodeStoredMessage } from '../storage/stored-message-codec.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
+import { RepeatedText } from './repeated-text.ts';
 
 export const QueueOp = {
   command: 1,
@@ -87,6 +88,9 @@ export const QueueLinkCode = {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
+/** Owners and consumer tags of deliveries: a node's deliveries mostly repeat them. */
+const ownerText = new RepeatedText();
+const tagText = new RepeatedText();
 
 /** The answer to a command: the reply, and the message of a `got`. */
 export interface CommandAnswer {
@@ -373,8 +377,8 @@ function deliveryHead(
 export function decodeDelivery(bytes: Uint8Array): RemoteDelivery {
   const cursor = { pos: 0 };
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const owner = readString(bytes, view, cursor, 'delivery owner');
-  const tag = readString(bytes, view, cursor, 'delivery tag');
+  const owner = readString(bytes, view, cursor, 'delivery owner', ownerText);
+  const tag = readString(bytes, view, cursor, 'delivery tag', tagText);
   if (cursor.pos + 13 > bytes.byteLength) throw new QueueLinkFrameError('delivery shorter than its header');
   const id = view.getFloat64(cursor.pos);
   if (!Number.isSafeInteger(id) || id < 0) throw new QueueLinkFrameError(`delivery id ${id}`);
@@ -405,14 +409,21 @@ export function decodeCancelled(bytes: Uint8Array): { readonly owner: string; re
   return { owner, tag };
 }
 
-function readString(bytes: Uint8Array, view: DataView, cursor: { pos: number }, what: string): string {
+function readString(
+  bytes: Uint8Array,
+  view: DataView,
+  cursor: { pos: number },
+  what: string,
+  repeated?: RepeatedText,
+): string {
   if (cursor.pos + 2 > bytes.byteLength) throw new QueueLinkFrameError(`${what} missing`);
   const length = view.getUint16(cursor.pos);
   const end = cursor.pos + 2 + length;
   if (end > bytes.byteLength) throw new QueueLinkFrameError(`${what} runs past its frame`);
   let text: string;
   try {
-    text = decoder.decode(bytes.subarray(cursor.pos + 2, end));
+    const field = bytes.subarray(cursor.pos + 2, end);
+    text = repeated === undefined ? decoder.decode(field) : repeated.decode(field);
   } catch {
     throw new QueueLinkFrameError(`${what} is not UTF-8`);
   }
