@@ -359,6 +359,16 @@ export class ClusterQueues {
         this.#batchedSends()
           ? this.#sendBatches.send(nodeId, op, group, body)
           : this.#cluster.queueLink.call(nodeId, op, group, body, REMOTE_SEND_TIMEOUT_MS),
+      post: (op, group, body, listener, token) => {
+        if (this.#batchedSends()) {
+          this.#sendBatches.post(nodeId, op, group, body, listener, token);
+          return;
+        }
+        this.#cluster.queueLink.call(nodeId, op, group, body, REMOTE_SEND_TIMEOUT_MS).then(
+          () => listener.sent(token),
+          (error: unknown) => listener.failed(token, error),
+        );
+      },
       classify: (error) => {
         if (!(error instanceof QueueLinkRemoteError)) return 'lost';
         if (error.code === QueueLinkCode.ownerGone) return 'owner-gone';
