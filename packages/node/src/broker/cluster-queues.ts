@@ -30,7 +30,7 @@ import {
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
 import type { BatchedOutcome, BatchedSend } from '../cluster/queue-batch-codec.ts';
 import { decodeBatch, encodeBatchAnswer } from '../cluster/queue-batch-codec.ts';
-import type { QueueLinkHandler } from '../cluster/queue-link.ts';
+import type { FrameBody, QueueLinkHandler } from '../cluster/queue-link.ts';
 import {
   answerError,
   QueueLinkError,
@@ -111,12 +111,12 @@ export type ChannelSink = OwnerSink<QueueHandle>;
 export interface QueueClusterPort {
   readonly nodeId: string;
   readonly queueLink: {
-    /** `body` in parts: one body, the parts in a row (a batch's). */
+    /** `body` in parts (one body, the parts in a row), or writing itself into the frame (a batch). */
     call(
       peer: string,
       op: number,
       group: string,
-      body: Uint8Array | readonly Uint8Array[],
+      body: Uint8Array | readonly Uint8Array[] | FrameBody,
       timeoutMs: number,
     ): Promise<Uint8Array>;
     handle(handler: QueueLinkHandler): void;

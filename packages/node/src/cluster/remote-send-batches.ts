@@ -16,6 +16,7 @@
  */
 import type { OutgoingSend } from './queue-batch-codec.ts';
 import { decodeBatchAnswer, encodeBatch, encodeGroup } from './queue-batch-codec.ts';
+import type { FrameBody } from './queue-link.ts';
 import { QueueLinkRemoteError } from './queue-link.ts';
 import type { SendBody } from './queue-rpc-codec.ts';
 import { QueueOp, sendBodyBytes } from './queue-rpc-codec.ts';
@@ -26,7 +27,12 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 export const MAX_BATCH_SENDS = 4096;
 
 /** How a batch reaches the other node: a queue-link call whose body is `parts` in a row. */
-export type BatchCall = (node: string, op: number, group: string, body: SendBody) => Promise<Uint8Array>;
+export type BatchCall = (
+  node: string,
+  op: number,
+  group: string,
+  body: SendBody | FrameBody,
+) => Promise<Uint8Array>;
 
 /** Told each send's outcome, with the token the send was posted with. Must not throw. */
 export interface SendListener<T> {
