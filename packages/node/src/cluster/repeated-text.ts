@@ -5,6 +5,8 @@
  * three strings anew, and every Map lookup by a fresh string hashed it again (~1 µs per delivery
  * on the consumer's node, issue 28); the string kept here has its hash cached by V8.
  */
+import { sameBytes } from '../storage/binary.ts';
+
 const strict = new TextDecoder('utf-8', { fatal: true });
 
 /** Fields longer than this are decoded every time (ids are short; comparing long ones saves nothing). */
@@ -16,20 +18,9 @@ export class RepeatedText {
 
   /** `bytes` as text; throws `TypeError` on bytes that are not UTF-8, as a fatal TextDecoder does. */
   decode(bytes: Uint8Array): string {
-    const last = this.#bytes;
-    const length = bytes.byteLength;
-    if (length === last.byteLength) {
-      let same = true;
-      for (let i = 0; i < length; i++) {
-        if (bytes[i] !== last[i]) {
-          same = false;
-          break;
-        }
-      }
-      if (same) return this.#text;
-    }
+    if (sameBytes(bytes, this.#bytes)) return this.#text;
     const text = strict.decode(bytes);
-    if (length <= MAX_KEPT_BYTES) {
+    if (bytes.byteLength <= MAX_KEPT_BYTES) {
       // A copy: `bytes` is a view into a frame whose buffer is reused or dropped.
       this.#bytes = bytes.slice();
       this.#text = text;

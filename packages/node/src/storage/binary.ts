@@ -64,6 +64,14 @@ export function asBuffer(bytes: Uint8Array): Buffer {
  * Reads what the writers above wrote. Every read checks bounds and throws
  * `StoredBytesCorruptedError` (naming `what`) on truncated or malformed input.
  */
+/** Whether `a` and `b` hold the same bytes (a loop: meant for short fields, where it beats a native call). */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  const length = a.byteLength;
+  if (length !== b.byteLength) return false;
+  for (let i = 0; i < length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export class ByteCursor {
   readonly #buf: Buffer;
   readonly #what: string;
