@@ -16,7 +16,7 @@
 import type { FrameBody } from './queue-link.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
 import type { SendBody } from './queue-rpc-codec.ts';
-import { sendBodyBytes } from './queue-rpc-codec.ts';
+import { sendBodyBytes, writeSendBody } from './queue-rpc-codec.ts';
 import { RepeatedText } from './repeated-text.ts';
 
 /** One send to put in a batch: its op, and its body whole or in parts. */
@@ -99,17 +99,7 @@ export class EncodedBatch implements FrameBody {
       pos += 3 + group.byteLength;
       const lengthAt = pos;
       pos += 4;
-      const body = send.body;
-      if (body instanceof Uint8Array) {
-        frame.set(body, pos);
-        pos += body.byteLength;
-      } else {
-        for (let j = 0; j < body.length; j++) {
-          const part = body[j] as Uint8Array;
-          frame.set(part, pos);
-          pos += part.byteLength;
-        }
-      }
+      pos = writeSendBody(frame, pos, send.body);
       view.setUint32(lengthAt, pos - lengthAt - 4);
     }
   }
