@@ -28,8 +28,8 @@ import {
   ORDERED_PUBLISHES_FLAG,
 } from '../cluster/feature-flags.ts';
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
-import type { BatchedOutcome, BatchedSend } from '../cluster/queue-batch-codec.ts';
-import { decodeBatch, encodeBatchAnswer } from '../cluster/queue-batch-codec.ts';
+import type { BatchedOutcome } from '../cluster/queue-batch-codec.ts';
+import { encodeBatchAnswer, readBatch } from '../cluster/queue-batch-codec.ts';
 import type { FrameBody, QueueLinkHandler } from '../cluster/queue-link.ts';
 import {
   answerError,
@@ -41,8 +41,8 @@ import {
 import type { GroupStatus, ReplicaStatus } from '../cluster/queue-rpc-codec.ts';
 import {
   DeliveryEncoder,
+  DeliveryReader,
   decodeCancelled,
-  decodeDelivery,
   decodeGroupStatus,
   decodeText,
   encodeBinaryAnswer,
@@ -192,6 +192,8 @@ export class ClusterQueues {
   readonly #remoteSinks = new Map<string, RemoteOwner>();
   /** The remote sinks' sends of a turn per node, in one call (feature flag `batched_remote_sends`). */
   readonly #sendBatches: RemoteSendBatches;
+  /** Reads each delivery from another node's leader in place (its fields reused per delivery). */
+  readonly #deliveryReader = new DeliveryReader();
   /** Groups with a membership change in flight. */
   readonly #changing = new Set<string>();
   /**
@@ -561,9 +563,14 @@ export class ClusterQueues {
       case QueueOp.reassert:
         this.#runSend(op, group, body);
         return EMPTY;
-      case QueueOp.batch:
-        // Each send as if it came alone, in order; a body that does not decode closes the stream.
-        return encodeBatchAnswer(decodeBatch(body).map((send) => this.#runBatchedSend(send)));
+      case QueueOp.batch: // Each send as if it came alone, in order; a body that does not decode closes the stream.
+      {
+        const sends = readBatch(body);
+        const outcomes: BatchedOutcome[] = new Array(sends.count);
+        for (let i = 0; i < sends.count; i++)
+          outcomes[i] = this.#runBatchedSend(sends.op(i), sends.group(i), body, sends.start(i), sends.end(i));
+        return encodeBatchAnswer(outcomes);
+      }
       case QueueOp.status:
         return encodeJsonBody(this.#localStatus(this.#leading(group).groupId));
       case QueueOp.transfer: {
@@ -578,10 +585,10 @@ export class ClusterQueues {
   };
 
   /** A leader's send to a channel here (synchronous: its answer is empty); throws its refusal. */
-  #runSend(op: number, group: string, body: Uint8Array): void {
+  #runSend(op: number, group: string, bytes: Uint8Array, start = 0, end = bytes.byteLength): void {
     switch (op) {
       case QueueOp.deliver: {
-        const delivery = decodeDelivery(body);
+        const delivery = this.#deliveryReader.read(bytes, start, end);
         const channel = this.#host.localChannel(delivery.owner);
         if (channel === undefined) throw new QueueLinkError(QueueLinkCode.ownerGone, delivery.owner);
         const handle = this.#handleOfGroup(group);
@@ -596,7 +603,7 @@ export class ClusterQueues {
         return;
       }
       case QueueOp.cancelled: {
-        const { owner, tag } = decodeCancelled(body);
+        const { owner, tag } = decodeCancelled(bytes.subarray(start, end));
         const channel = this.#host.localChannel(owner);
         if (channel !== undefined) channel.consumerCancelled(this.#handleOfGroup(group), tag);
         return;
@@ -611,9 +618,9 @@ export class ClusterQueues {
   }
 
   /** One send of a batch: done, or refused as its call of its own would have been answered. */
-  #runBatchedSend(send: BatchedSend): BatchedOutcome {
+  #runBatchedSend(op: number, group: string, bytes: Uint8Array, start: number, end: number): BatchedOutcome {
     try {
-      this.#runSend(send.op, send.group, send.body);
+      this.#runSend(op, group, bytes, start, end);
       return BATCHED_DONE;
     } catch (error) {
       if (error instanceof QueueLinkFrameError) throw error;

@@ -13,11 +13,12 @@
  * Every decoder throws `QueueLinkFrameError` on bytes that do not follow the layout: the stream
  * they came on closes, never the node.
  */
+
+import { RepeatedText } from '../storage/repeated-text.ts';
 import type { FrameBody } from './queue-link.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
 import type { SendBody } from './queue-rpc-codec.ts';
 import { sendBodyBytes, writeSendBody } from './queue-rpc-codec.ts';
-import { RepeatedText } from './repeated-text.ts';
 
 /** One send to put in a batch: its op, and its body whole or in parts. */
 export interface OutgoingSend {
@@ -114,35 +115,85 @@ export class EncodedBatch implements FrameBody {
 
 /** The sends of a batch body; the bodies are views into `bytes`. */
 export function decodeBatch(bytes: Uint8Array): BatchedSend[] {
+  const batch = readBatch(bytes);
+  const sends: BatchedSend[] = [];
+  for (let i = 0; i < batch.count; i++)
+    sends.push({
+      op: batch.op(i),
+      group: batch.group(i),
+      body: bytes.subarray(batch.start(i), batch.end(i)),
+    });
+  return sends;
+}
+
+/**
+ * The sends of a batch body, read in place: each send's op, group and where its body lies in
+ * `bytes` (no object or view per send; the receiver reads each body where it is). Every send is
+ * checked before any is returned, so a malformed batch runs none of its sends.
+ */
+export function readBatch(bytes: Uint8Array): BatchSends {
   if (bytes.byteLength < 4) throw new QueueLinkFrameError('batch shorter than its count');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const count = view.getUint32(0);
   // Each send takes at least its head: a count the bytes cannot hold is refused before any work.
   if (count * SEND_HEAD_BYTES > bytes.byteLength - 4)
     throw new QueueLinkFrameError(`batch of ${count} sends in ${bytes.byteLength} bytes`);
-  const sends: BatchedSend[] = [];
+  const ops = new Uint8Array(count);
+  const groups: string[] = new Array(count);
+  const bounds = new Uint32Array(2 * count);
   let pos = 4;
   for (let i = 0; i < count; i++) {
     if (pos + 3 > bytes.byteLength) throw new QueueLinkFrameError('batched send runs past the batch');
-    const op = bytes[pos] as number;
-    const groupLength = view.getUint16(pos + 1);
-    const groupEnd = pos + 3 + groupLength;
+    ops[i] = bytes[pos] as number;
+    const groupEnd = pos + 3 + view.getUint16(pos + 1);
     if (groupEnd + 4 > bytes.byteLength)
       throw new QueueLinkFrameError('batched send group runs past the batch');
-    let group: string;
     try {
-      group = groupText.decode(bytes.subarray(pos + 3, groupEnd));
+      groups[i] = groupText.decodeAt(bytes, pos + 3, groupEnd);
     } catch {
       throw new QueueLinkFrameError('batched send group is not UTF-8');
     }
-    const bodyLength = view.getUint32(groupEnd);
-    const bodyEnd = groupEnd + 4 + bodyLength;
+    const bodyEnd = groupEnd + 4 + view.getUint32(groupEnd);
     if (bodyEnd > bytes.byteLength) throw new QueueLinkFrameError('batched send body runs past the batch');
-    sends.push({ op, group, body: bytes.subarray(groupEnd + 4, bodyEnd) });
+    bounds[2 * i] = groupEnd + 4;
+    bounds[2 * i + 1] = bodyEnd;
     pos = bodyEnd;
   }
   if (pos !== bytes.byteLength) throw new QueueLinkFrameError('trailing bytes after the batched sends');
-  return sends;
+  return new BatchSends(count, ops, groups, bounds);
+}
+
+/** A batch's sends as `readBatch` found them: the i-th send's op, group and body bounds. */
+export class BatchSends {
+  readonly count: number;
+  readonly #ops: Uint8Array;
+  readonly #groups: readonly string[];
+  readonly #bounds: Uint32Array;
+
+  constructor(count: number, ops: Uint8Array, groups: readonly string[], bounds: Uint32Array) {
+    this.count = count;
+    this.#ops = ops;
+    this.#groups = groups;
+    this.#bounds = bounds;
+  }
+
+  op(i: number): number {
+    return this.#ops[i] as number;
+  }
+
+  group(i: number): string {
+    return this.#groups[i] as string;
+  }
+
+  /** Where the i-th send's body starts in the batch's bytes. */
+  start(i: number): number {
+    return this.#bounds[2 * i] as number;
+  }
+
+  /** Where it ends (exclusive). */
+  end(i: number): number {
+    return this.#bounds[2 * i + 1] as number;
+  }
 }
 
 /** The answer to a batch: each send's outcome, in order. */

@@ -11,6 +11,7 @@ import { QueueLinkFrameError } from './queue-link.ts';
 import type { GroupStatus } from './queue-rpc-codec.ts';
 import {
   DeliveryEncoder,
+  DeliveryReader,
   decodeBinaryAnswer,
   decodeCancelled,
   decodeCommandAnswer,
@@ -167,6 +168,42 @@ describe('queue-rpc codec: round-trips', () => {
       expect([...bytes]).toEqual([...expected]);
       expect(decodeDelivery(bytes)).toMatchObject({ owner, tag, id: i, redelivered: i % 2 === 0 });
     }
+  });
+
+  it('a DeliveryReader reads deliveries where they lie in larger bytes, one after another, and refuses cut or bad ones', () => {
+    const message = richMessage();
+    const other = sampleMessage(3);
+    const first = encodeDelivery('node:1/2', 'c-1', 5, false, 0, message);
+    const second = encodeDelivery('node:1/2', 'ç-2', 2 ** 41, true, 70_000, other);
+    const bytes = new Uint8Array(Buffer.concat([Uint8Array.of(9, 9), first, second, Uint8Array.of(9)]));
+    const reader = new DeliveryReader();
+    const at = 2 + first.byteLength;
+    expect(reader.read(bytes, 2, at)).toMatchObject({
+      owner: 'node:1/2',
+      tag: 'c-1',
+      id: 5,
+      redelivered: false,
+    });
+    expectSameMessage(reader.message, message);
+    const d = reader.read(bytes, at, at + second.byteLength);
+    expect(d).toMatchObject({
+      owner: 'node:1/2',
+      tag: 'ç-2',
+      id: 2 ** 41,
+      redelivered: true,
+      deliveryCount: 70_000,
+    });
+    expectSameMessage(d.message, other);
+    // Every cut before the message's first byte, and bytes that do not decode, throw the frame error.
+    for (let end = 2; end < 2 + 17 + 8 + 3; end++) expectFrameError(() => reader.read(bytes, 2, end));
+    const badOwner = new Uint8Array(first);
+    badOwner[2] = 0xff;
+    expectFrameError(() => reader.read(badOwner, 0, badOwner.byteLength));
+    const badId = new Uint8Array(first);
+    badId.fill(0xff, 2 + 8 + 2 + 3, 2 + 8 + 2 + 3 + 8);
+    expectFrameError(() => reader.read(badId, 0, badId.byteLength));
+    // After a refusal the reader reads the next good delivery as before.
+    expect(reader.read(bytes, 2, at)).toMatchObject({ owner: 'node:1/2', tag: 'c-1', id: 5 });
   });
 
   it('a cancellation with a unicode owner and tag', () => {

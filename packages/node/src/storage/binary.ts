@@ -72,6 +72,11 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
+/** Text of a field that mostly repeats (repeated-text.ts `RepeatedText`). */
+export interface RepeatedField {
+  decodeAt(bytes: Uint8Array, start: number, end: number): string;
+}
+
 export class ByteCursor {
   readonly #buf: Buffer;
   readonly #what: string;
@@ -132,6 +137,15 @@ export class ByteCursor {
     const start = this.#pos;
     this.#pos += size;
     return size === 0 ? '' : this.#buf.toString('utf8', start, this.#pos);
+  }
+
+  /** `string()` through `field`: a repeat of the last text it decoded comes back as the same string. */
+  repeatedString(field: RepeatedField): string {
+    const size = this.varint();
+    if (size > this.remaining) this.#fail('truncated string');
+    const start = this.#pos;
+    this.#pos += size;
+    return size === 0 ? '' : field.decodeAt(this.#buf, start, this.#pos);
   }
 
   /** Step over the next `size` bytes. */

@@ -44,3 +44,31 @@ describe('RepeatedText', () => {
     expect(text.decode(utf8(`${'x'.repeat(999)}y`))).toBe(`${'x'.repeat(999)}y`);
   });
 });
+
+describe('RepeatedText.decodeAt', () => {
+  it('decodes a field inside larger bytes, the same string for the same field elsewhere', () => {
+    const text = new RepeatedText();
+    const frame = utf8('xxctag-1yyctag-1zctag-2');
+    const first = text.decodeAt(frame, 2, 8);
+    expect(first).toBe('ctag-1');
+    expect(text.decodeAt(frame, 10, 16)).toBe(first);
+    expect(text.decodeAt(frame, 17, 23)).toBe('ctag-2');
+    expect(text.decodeAt(frame, 0, 0)).toBe('');
+    expect(text.decode(utf8('ctag-2'))).toBe(text.decodeAt(frame, 17, 23));
+  });
+
+  it('refuses bytes that are not UTF-8 between good ones', () => {
+    const text = new RepeatedText();
+    const frame = Uint8Array.of(0x6f, 0x6b, 0xc3, 0x28, 0x6f, 0x6b);
+    expect(text.decodeAt(frame, 0, 2)).toBe('ok');
+    expect(() => text.decodeAt(frame, 2, 4)).toThrow(TypeError);
+    expect(text.decodeAt(frame, 4, 6)).toBe('ok');
+  });
+
+  it('decodes with the decoder it was given (lenient: replacement characters)', () => {
+    const text = new RepeatedText((bytes, start, end) => Buffer.from(bytes).toString('utf8', start, end));
+    const frame = Uint8Array.of(0x61, 0xff, 0x62);
+    expect(text.decodeAt(frame, 0, 3)).toBe('a\uFFFDb');
+    expect(text.decodeAt(frame, 0, 3)).toBe('a\uFFFDb');
+  });
+});
