@@ -1,6 +1,10 @@
 import type { BasicProperties } from '@styx/client/wire';
 import { describe, expect, it } from 'vitest';
-import { decodeBasicProperties, encodeBasicProperties } from './basic-properties-codec.ts';
+import {
+  decodeBasicProperties,
+  decodeBasicPropertiesAt,
+  encodeBasicProperties,
+} from './basic-properties-codec.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
 
 /** Fresh bytes of `properties` (not the encoding remembered for the object). */
@@ -50,5 +54,29 @@ describe('decodeBasicProperties', () => {
     decodeBasicProperties(good);
     const bad = new Uint8Array(good.byteLength).fill(0xff);
     expect(() => decodeBasicProperties(bad)).toThrow(StoredBytesCorruptedError);
+  });
+});
+
+describe('decodeBasicPropertiesAt', () => {
+  it('decodes properties where they lie in larger bytes: the same object for a repeat, none set for an empty range', () => {
+    const persistent = bytesOf(PERSISTENT);
+    const other = bytesOf(OTHER);
+    const bytes = new Uint8Array(Buffer.concat([Uint8Array.of(7), persistent, other, persistent]));
+    const at = (i: number): [number, number] => {
+      const start = 1 + (i === 0 ? 0 : i === 1 ? persistent.length : persistent.length + other.length);
+      return [start, start + (i === 1 ? other.length : persistent.length)];
+    };
+    const first = decodeBasicPropertiesAt(bytes, ...at(0));
+    expect({ ...first }).toEqual(PERSISTENT);
+    const second = decodeBasicPropertiesAt(bytes, ...at(1));
+    expect(second.contentType).toBe('text/plaim');
+    const third = decodeBasicPropertiesAt(bytes, ...at(2));
+    expect({ ...third }).toEqual(PERSISTENT);
+    expect(decodeBasicPropertiesAt(bytes, ...at(2))).toBe(third);
+    expect(decodeBasicProperties(persistent)).toBe(third);
+    expect(decodeBasicPropertiesAt(bytes, 3, 3)).toEqual({});
+    // Bytes that do not decode still throw, also in place.
+    const bad = Uint8Array.of(0, 0xff, 0xff, 0xff);
+    expect(() => decodeBasicPropertiesAt(bad, 1, 4)).toThrow(StoredBytesCorruptedError);
   });
 });

@@ -24,6 +24,24 @@ const MAX_REPEATED_BYTES = 512;
  */
 let lastBytes = new Uint8Array(0);
 let lastDecoded: BasicProperties = {};
+/** Zero bytes: no property set (shared like the others, never modified). */
+const NO_PROPERTIES: BasicProperties = {};
+
+/**
+ * `decodeBasicProperties` of `bytes[start, end)`, compared with the last ones in place: a repeat
+ * makes no view of the field.
+ */
+export function decodeBasicPropertiesAt(bytes: Uint8Array, start: number, end: number): BasicProperties {
+  if (end === start) return NO_PROPERTIES;
+  const last = lastBytes;
+  const length = last.byteLength;
+  if (end - start === length) {
+    let i = 0;
+    while (i < length && bytes[start + i] === last[i]) i++;
+    if (i === length) return lastDecoded;
+  }
+  return decodeBasicProperties(bytes.subarray(start, end));
+}
 
 /**
  * The protobuf encoding of `properties` (a `BasicProperties` message): the one remembered for this
@@ -40,7 +58,7 @@ export function encodeBasicProperties(properties: BasicProperties): Uint8Array {
  * properties (so it may be spread); a `headers` table is the wire decoder's message instance.
  */
 export function decodeBasicProperties(bytes: Uint8Array): BasicProperties {
-  if (bytes.length === 0) return {};
+  if (bytes.length === 0) return NO_PROPERTIES;
   if (sameBytes(bytes, lastBytes)) return lastDecoded;
   let decoded: BasicProperties;
   try {

@@ -20,7 +20,7 @@
  */
 import { objectSlot } from '@styx/client/wire';
 import type { StoredMessage } from '../queue/types.ts';
-import { decodeBasicProperties, encodeBasicProperties } from './basic-properties-codec.ts';
+import { decodeBasicPropertiesAt, encodeBasicProperties } from './basic-properties-codec.ts';
 import { asBuffer, ByteCursor, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
 import type { TextDecode } from './repeated-text.ts';
@@ -134,7 +134,10 @@ export function decodeStoredMessage(bytes: Uint8Array, what = 'stored message'):
   if (format !== STORED_MESSAGE_FORMAT) throw new StoredBytesCorruptedError(what, `unknown format ${format}`);
   const exchange = r.repeatedString(exchangeText);
   const routingKey = r.repeatedString(routingKeyText);
-  const properties = decodeBasicProperties(r.bytes(r.varint()));
+  const propertiesSize = r.varint();
+  const propertiesStart = r.position;
+  r.skip(propertiesSize);
+  const properties = decodeBasicPropertiesAt(bytes, propertiesStart, propertiesStart + propertiesSize);
   const bccCount = r.varint();
   let bcc: string[] | undefined;
   if (bccCount > 0) {
