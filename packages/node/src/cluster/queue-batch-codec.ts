@@ -68,39 +68,47 @@ export function batchHeadBytes(groups: readonly Uint8Array[]): number {
  * head, an array of parts — it cost ~0.5 µs per send, and the link copied each part again.)
  */
 export function encodeBatch(sends: readonly OutgoingSend[], groups: readonly Uint8Array[]): EncodedBatch {
-  return new EncodedBatch(sends, groups);
+  return new EncodedBatch(
+    sends.map((send) => send.op),
+    sends.map((send) => send.body),
+    groups,
+  );
 }
 
+/** The batch of the sends whose ops, bodies and encoded groups are at the same index of each. */
 export class EncodedBatch implements FrameBody {
-  readonly #sends: readonly OutgoingSend[];
+  readonly #ops: readonly number[];
+  readonly #bodies: readonly SendBody[];
   readonly #groups: readonly Uint8Array[];
   readonly byteLength: number;
 
-  constructor(sends: readonly OutgoingSend[], groups: readonly Uint8Array[]) {
-    if (groups.length !== sends.length) throw new RangeError('a group per send');
-    this.#sends = sends;
+  constructor(ops: readonly number[], bodies: readonly SendBody[], groups: readonly Uint8Array[]) {
+    if (groups.length !== ops.length || bodies.length !== ops.length)
+      throw new RangeError('a group per send');
+    this.#ops = ops;
+    this.#bodies = bodies;
     this.#groups = groups;
     let size = batchHeadBytes(groups);
-    for (const send of sends) size += sendBodyBytes(send.body);
+    for (const body of bodies) size += sendBodyBytes(body);
     this.byteLength = size;
   }
 
   writeTo(frame: Uint8Array, at: number): void {
-    const sends = this.#sends;
+    const ops = this.#ops;
+    const bodies = this.#bodies;
     const groups = this.#groups;
     const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
-    view.setUint32(at, sends.length);
+    view.setUint32(at, ops.length);
     let pos = at + 4;
-    for (let i = 0; i < sends.length; i++) {
-      const send = sends[i] as OutgoingSend;
+    for (let i = 0; i < ops.length; i++) {
       const group = groups[i] as Uint8Array;
-      frame[pos] = send.op;
+      frame[pos] = ops[i] as number;
       view.setUint16(pos + 1, group.byteLength);
       frame.set(group, pos + 3);
       pos += 3 + group.byteLength;
       const lengthAt = pos;
       pos += 4;
-      pos = writeSendBody(frame, pos, send.body);
+      pos = writeSendBody(frame, pos, bodies[i] as SendBody);
       view.setUint32(lengthAt, pos - lengthAt - 4);
     }
   }

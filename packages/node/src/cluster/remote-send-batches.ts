@@ -14,8 +14,7 @@
  * they were made: a batch goes out at the end of the turn (or at once when it reaches its bound,
  * and the next one after it), on the one link stream that keeps frames in order.
  */
-import type { OutgoingSend } from './queue-batch-codec.ts';
-import { decodeBatchAnswer, encodeBatch, encodeGroup } from './queue-batch-codec.ts';
+import { decodeBatchAnswer, EncodedBatch, encodeGroup } from './queue-batch-codec.ts';
 import type { FrameBody } from './queue-link.ts';
 import { QueueLinkRemoteError } from './queue-link.ts';
 import type { SendBody } from './queue-rpc-codec.ts';
@@ -40,12 +39,6 @@ export interface SendListener<T> {
   failed(token: T, error: unknown): void;
 }
 
-interface Waiting extends OutgoingSend {
-  readonly group: string;
-  readonly listener: SendListener<unknown>;
-  readonly token: unknown;
-}
-
 /** A promise's settle functions. */
 interface Settle {
   readonly resolve: () => void;
@@ -58,9 +51,19 @@ const PROMISED: SendListener<Settle> = {
   failed: (settle, error) => settle.reject(error),
 };
 
+/**
+ * A batch being gathered: each send's fields at its index of every array (no object per send: a
+ * turn carries hundreds of deliveries).
+ */
 interface OpenBatch {
-  readonly sends: Waiting[];
+  readonly ops: number[];
+  readonly groups: string[];
+  readonly bodies: SendBody[];
+  readonly listeners: SendListener<unknown>[];
+  readonly tokens: unknown[];
   bytes: number;
+  /** Gone (flushed): later sends open another. */
+  gone: boolean;
 }
 
 export class RemoteSendBatches {
@@ -92,75 +95,92 @@ export class RemoteSendBatches {
     let batch = this.#open.get(node);
     if (
       batch !== undefined &&
-      (batch.sends.length >= MAX_BATCH_SENDS || batch.bytes + bytes > MAX_BATCH_BYTES)
+      (batch.ops.length >= MAX_BATCH_SENDS || batch.bytes + bytes > MAX_BATCH_BYTES)
     ) {
       this.#flush(node, batch);
       batch = undefined;
     }
     if (batch === undefined) {
-      const opened: OpenBatch = { sends: [], bytes: 0 };
+      const opened: OpenBatch = {
+        ops: [],
+        groups: [],
+        bodies: [],
+        listeners: [],
+        tokens: [],
+        bytes: 0,
+        gone: false,
+      };
       this.#open.set(node, opened);
       queueMicrotask(() => this.#flush(node, opened));
       batch = opened;
     }
     batch.bytes += bytes;
-    batch.sends.push({ op, group, body, listener: listener as SendListener<unknown>, token });
+    batch.ops.push(op);
+    batch.groups.push(group);
+    batch.bodies.push(body);
+    batch.listeners.push(listener as SendListener<unknown>);
+    batch.tokens.push(token);
   }
 
   #flush(node: string, batch: OpenBatch): void {
     if (this.#open.get(node) === batch) this.#open.delete(node);
-    const sends = batch.sends.splice(0);
-    if (sends.length === 0) return;
-    if (sends.length === 1) {
+    if (batch.gone) return;
+    batch.gone = true;
+    const { ops, bodies, listeners, tokens } = batch;
+    const count = ops.length;
+    if (count === 0) return;
+    if (count === 1) {
       // Alone in its turn: a call of its own costs no more, and carries no batch header.
-      const only = sends[0] as Waiting;
-      this.#call(node, only.op, only.group, only.body).then(
-        () => only.listener.sent(only.token),
-        (error: unknown) => only.listener.failed(only.token, error),
+      const listener = listeners[0] as SendListener<unknown>;
+      const token = tokens[0];
+      this.#call(node, ops[0] as number, batch.groups[0] as string, bodies[0] as SendBody).then(
+        () => listener.sent(token),
+        (error: unknown) => listener.failed(token, error),
       );
       return;
     }
     let groups: Uint8Array[];
     try {
-      groups = groupsOf(sends);
+      groups = groupsOf(batch.groups);
     } catch (error) {
-      failAll(sends, error);
+      failAll(batch, error);
       return;
     }
-    this.#call(node, QueueOp.batch, '', encodeBatch(sends, groups)).then(
+    this.#call(node, QueueOp.batch, '', new EncodedBatch(ops, bodies, groups)).then(
       (answer) => {
         let outcomes: ReturnType<typeof decodeBatchAnswer>;
         try {
-          outcomes = decodeBatchAnswer(answer, sends.length);
+          outcomes = decodeBatchAnswer(answer, count);
         } catch (error) {
-          failAll(sends, error);
+          failAll(batch, error);
           return;
         }
-        for (let i = 0; i < sends.length; i++) {
-          const send = sends[i] as Waiting;
+        for (let i = 0; i < count; i++) {
+          const listener = listeners[i] as SendListener<unknown>;
           const outcome = outcomes[i];
-          if (outcome === undefined || outcome.ok) send.listener.sent(send.token);
-          else send.listener.failed(send.token, new QueueLinkRemoteError(outcome.code, outcome.text, node));
+          if (outcome === undefined || outcome.ok) listener.sent(tokens[i]);
+          else listener.failed(tokens[i], new QueueLinkRemoteError(outcome.code, outcome.text, node));
         }
       },
-      (error: unknown) => failAll(sends, error),
+      (error: unknown) => failAll(batch, error),
     );
   }
 }
 
-function failAll(sends: readonly Waiting[], error: unknown): void {
-  for (const send of sends) send.listener.failed(send.token, error);
+function failAll(batch: OpenBatch, error: unknown): void {
+  for (let i = 0; i < batch.listeners.length; i++)
+    (batch.listeners[i] as SendListener<unknown>).failed(batch.tokens[i], error);
 }
 
 /** Each send's group encoded; the sends of a turn mostly share one, encoded once. */
-function groupsOf(sends: readonly Waiting[]): Uint8Array[] {
+function groupsOf(names: readonly string[]): Uint8Array[] {
   const groups: Uint8Array[] = [];
   let lastGroup: string | undefined;
   let lastBytes: Uint8Array | undefined;
-  for (const send of sends) {
-    if (send.group !== lastGroup || lastBytes === undefined) {
-      lastGroup = send.group;
-      lastBytes = encodeGroup(send.group);
+  for (const group of names) {
+    if (group !== lastGroup || lastBytes === undefined) {
+      lastGroup = group;
+      lastBytes = encodeGroup(group);
     }
     groups.push(lastBytes);
   }
