@@ -563,8 +563,8 @@ export class ClusterQueues {
       case QueueOp.reassert:
         this.#runSend(op, group, body);
         return EMPTY;
-      case QueueOp.batch: // Each send as if it came alone, in order; a body that does not decode closes the stream.
-      {
+      case QueueOp.batch: {
+        // Each send as if it came alone, in order; a body that does not decode closes the stream.
         const sends = readBatch(body);
         const outcomes: BatchedOutcome[] = new Array(sends.count);
         for (let i = 0; i < sends.count; i++)
