@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { decodeBatch, decodeBatchAnswer, encodeBatch, encodeGroup } from '../cluster/queue-batch-codec.ts';
-import type { QueueLinkHandler } from '../cluster/queue-link.ts';
+import type { FrameBody, QueueLinkHandler } from '../cluster/queue-link.ts';
 import { QueueLinkFrameError, QueueLinkLostError } from '../cluster/queue-link.ts';
 import { decodeDelivery, encodeCancelled, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
@@ -29,8 +29,14 @@ interface Call {
   readonly body: Uint8Array;
 }
 
-function joined(body: Uint8Array | readonly Uint8Array[]): Uint8Array {
+/** A call's body in one piece, as the link would write it into its frame. */
+function joined(body: Uint8Array | readonly Uint8Array[] | FrameBody): Uint8Array {
   if (body instanceof Uint8Array) return body;
+  if (!Array.isArray(body)) {
+    const frame = new Uint8Array((body as FrameBody).byteLength);
+    (body as FrameBody).writeTo(frame, 0);
+    return frame;
+  }
   const out = new Uint8Array(body.reduce((n, p) => n + p.byteLength, 0));
   let pos = 0;
   for (const part of body) {
@@ -201,12 +207,10 @@ describe('ClusterQueues: deliveries to another node’s channel, batched per tur
       { op: 42, group: GROUP, body: EMPTY },
       { op: QueueOp.deliver, group: GROUP, body: delivery(LOCAL_OWNER, 4, false) },
     ];
-    const body = joined(
-      encodeBatch(
-        sends,
-        sends.map((s) => encodeGroup(s.group)),
-      ),
-    );
+    const body = encodeBatch(
+      sends,
+      sends.map((s) => encodeGroup(s.group)),
+    ).bytes();
     const answer = decodeBatchAnswer((await t.serve(QueueOp.batch, body)) as Uint8Array, sends.length);
     expect(answer.map((o) => (o.ok ? 'ok' : o.code))).toEqual([
       'ok',
@@ -229,7 +233,7 @@ describe('ClusterQueues: deliveries to another node’s channel, batched per tur
     const t = setUp(true);
     expect(() => t.serve(QueueOp.batch, Uint8Array.of(0, 0, 0, 5, 1))).toThrow(QueueLinkFrameError);
     const broken = [{ op: QueueOp.deliver, group: GROUP, body: Uint8Array.of(0, 9, 1) }];
-    const body = joined(encodeBatch(broken, [encodeGroup(GROUP)]));
+    const body = encodeBatch(broken, [encodeGroup(GROUP)]).bytes();
     expect(() => t.serve(QueueOp.batch, body)).toThrow(QueueLinkFrameError);
     expect(t.delivered).toEqual([]);
     t.queues.stop();

@@ -28,9 +28,9 @@ import {
   ORDERED_PUBLISHES_FLAG,
 } from '../cluster/feature-flags.ts';
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
-import type { BatchedOutcome, BatchedSend } from '../cluster/queue-batch-codec.ts';
-import { decodeBatch, encodeBatchAnswer } from '../cluster/queue-batch-codec.ts';
-import type { QueueLinkHandler } from '../cluster/queue-link.ts';
+import type { BatchedOutcome } from '../cluster/queue-batch-codec.ts';
+import { encodeBatchAnswer, readBatch } from '../cluster/queue-batch-codec.ts';
+import type { FrameBody, QueueLinkHandler } from '../cluster/queue-link.ts';
 import {
   answerError,
   QueueLinkError,
@@ -41,8 +41,8 @@ import {
 import type { GroupStatus, ReplicaStatus } from '../cluster/queue-rpc-codec.ts';
 import {
   DeliveryEncoder,
+  DeliveryReader,
   decodeCancelled,
-  decodeDelivery,
   decodeGroupStatus,
   decodeText,
   encodeBinaryAnswer,
@@ -111,12 +111,12 @@ export type ChannelSink = OwnerSink<QueueHandle>;
 export interface QueueClusterPort {
   readonly nodeId: string;
   readonly queueLink: {
-    /** `body` in parts: one body, the parts in a row (a batch's). */
+    /** `body` in parts (one body, the parts in a row), or writing itself into the frame (a batch). */
     call(
       peer: string,
       op: number,
       group: string,
-      body: Uint8Array | readonly Uint8Array[],
+      body: Uint8Array | readonly Uint8Array[] | FrameBody,
       timeoutMs: number,
     ): Promise<Uint8Array>;
     handle(handler: QueueLinkHandler): void;
@@ -153,6 +153,16 @@ export interface ClusterQueuesHost {
   dropReplica(record: QueueRecord): Promise<void>;
 }
 
+/** A remote owner's sink: what the replicas call, the link sender behind it, and the owner's node and run. */
+interface RemoteOwner {
+  readonly sink: OwnerSink;
+  readonly link: RemoteOwnerSink;
+  /** The node name in the owner id. */
+  readonly nodeName: string;
+  /** The run id in the owner id (`ownerRun`). */
+  readonly run: string | undefined;
+}
+
 /** The node name in a connection id `${nodeName}:${run}.${n}` or an owner id `${connection}/${channel}`. */
 export function ownerNodeName(owner: string): string {
   const slash = owner.lastIndexOf('/');
@@ -179,9 +189,11 @@ export class ClusterQueues {
   /** Local channels wrapped so their deliveries name the handle, not the replica. */
   readonly #channelSinks = new WeakMap<ChannelSink, OwnerSink>();
   /** Remote owners' sinks, by owner id: what the replicas call, and the link sender behind it. */
-  readonly #remoteSinks = new Map<string, { readonly sink: OwnerSink; readonly link: RemoteOwnerSink }>();
+  readonly #remoteSinks = new Map<string, RemoteOwner>();
   /** The remote sinks' sends of a turn per node, in one call (feature flag `batched_remote_sends`). */
   readonly #sendBatches: RemoteSendBatches;
+  /** Reads each delivery from another node's leader in place (its fields reused per delivery). */
+  readonly #deliveryReader = new DeliveryReader();
   /** Groups with a membership change in flight. */
   readonly #changing = new Set<string>();
   /**
@@ -290,6 +302,15 @@ export class ClusterQueues {
 
   /** Where a replica's deliveries to `owner` go: the local channel, or its node over the link. */
   resolveOwner(owner: string): OwnerSink | undefined {
+    // Every delivery asks: an owner with a sink here is another node's (an owner id names its
+    // node), so only whether that node is still a member, and the same run, is looked up again.
+    const known = this.#remoteSinks.get(owner);
+    if (known !== undefined) {
+      const node = this.#host.metadata.clusterNode(known.nodeName);
+      if (node === undefined || node.id === this.selfId) return undefined;
+      if (this.#restartedRun(known.run, node.id)) return undefined;
+      return known.sink;
+    }
     const channel = this.#host.localChannel(owner);
     if (channel !== undefined) return this.#localSink(channel);
     const name = ownerNodeName(owner);
@@ -298,18 +319,19 @@ export class ClusterQueues {
     // Its node restarted: the channel died with the old process. (A suspected node's channel is
     // still its own: deliveries to it are held and sent again until it answers or is given up.)
     if (this.#restarted(owner, node.id)) return undefined;
-    let remote = this.#remoteSinks.get(owner);
-    if (remote === undefined) {
-      remote = this.#remoteSink(owner, node.id);
-      this.#remoteSinks.set(owner, remote);
-    }
+    const remote = { ...this.#remoteSink(owner, node.id), nodeName: name, run: ownerRun(owner) };
+    this.#remoteSinks.set(owner, remote);
     return remote.sink;
   }
 
   /** Whether `owner`'s node answers as another incarnation than the one that opened the channel. */
   #restarted(owner: string, nodeId: string): boolean {
+    return this.#restartedRun(ownerRun(owner), nodeId);
+  }
+
+  /** Whether node `nodeId` answers as another incarnation than `run` (an owner's run id). */
+  #restartedRun(run: string | undefined, nodeId: string): boolean {
     const incarnation = this.#cluster.peerStatus(nodeId).incarnation;
-    const run = ownerRun(owner);
     return incarnation !== undefined && run !== undefined && run !== incarnation;
   }
 
@@ -339,6 +361,16 @@ export class ClusterQueues {
         this.#batchedSends()
           ? this.#sendBatches.send(nodeId, op, group, body)
           : this.#cluster.queueLink.call(nodeId, op, group, body, REMOTE_SEND_TIMEOUT_MS),
+      post: (op, group, body, listener, token) => {
+        if (this.#batchedSends()) {
+          this.#sendBatches.post(nodeId, op, group, body, listener, token);
+          return;
+        }
+        this.#cluster.queueLink.call(nodeId, op, group, body, REMOTE_SEND_TIMEOUT_MS).then(
+          () => listener.sent(token),
+          (error: unknown) => listener.failed(token, error),
+        );
+      },
       classify: (error) => {
         if (!(error instanceof QueueLinkRemoteError)) return 'lost';
         if (error.code === QueueLinkCode.ownerGone) return 'owner-gone';
@@ -531,9 +563,14 @@ export class ClusterQueues {
       case QueueOp.reassert:
         this.#runSend(op, group, body);
         return EMPTY;
-      case QueueOp.batch:
+      case QueueOp.batch: {
         // Each send as if it came alone, in order; a body that does not decode closes the stream.
-        return encodeBatchAnswer(decodeBatch(body).map((send) => this.#runBatchedSend(send)));
+        const sends = readBatch(body);
+        const outcomes: BatchedOutcome[] = new Array(sends.count);
+        for (let i = 0; i < sends.count; i++)
+          outcomes[i] = this.#runBatchedSend(sends.op(i), sends.group(i), body, sends.start(i), sends.end(i));
+        return encodeBatchAnswer(outcomes);
+      }
       case QueueOp.status:
         return encodeJsonBody(this.#localStatus(this.#leading(group).groupId));
       case QueueOp.transfer: {
@@ -548,10 +585,10 @@ export class ClusterQueues {
   };
 
   /** A leader's send to a channel here (synchronous: its answer is empty); throws its refusal. */
-  #runSend(op: number, group: string, body: Uint8Array): void {
+  #runSend(op: number, group: string, bytes: Uint8Array, start = 0, end = bytes.byteLength): void {
     switch (op) {
       case QueueOp.deliver: {
-        const delivery = decodeDelivery(body);
+        const delivery = this.#deliveryReader.read(bytes, start, end);
         const channel = this.#host.localChannel(delivery.owner);
         if (channel === undefined) throw new QueueLinkError(QueueLinkCode.ownerGone, delivery.owner);
         const handle = this.#handleOfGroup(group);
@@ -566,7 +603,7 @@ export class ClusterQueues {
         return;
       }
       case QueueOp.cancelled: {
-        const { owner, tag } = decodeCancelled(body);
+        const { owner, tag } = decodeCancelled(bytes.subarray(start, end));
         const channel = this.#host.localChannel(owner);
         if (channel !== undefined) channel.consumerCancelled(this.#handleOfGroup(group), tag);
         return;
@@ -581,9 +618,9 @@ export class ClusterQueues {
   }
 
   /** One send of a batch: done, or refused as its call of its own would have been answered. */
-  #runBatchedSend(send: BatchedSend): BatchedOutcome {
+  #runBatchedSend(op: number, group: string, bytes: Uint8Array, start: number, end: number): BatchedOutcome {
     try {
-      this.#runSend(send.op, send.group, send.body);
+      this.#runSend(op, group, bytes, start, end);
       return BATCHED_DONE;
     } catch (error) {
       if (error instanceof QueueLinkFrameError) throw error;

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { SendBody } from '../cluster/queue-rpc-codec.ts';
 import {
   decodeDelivery,
   encodeCancelled,
@@ -8,12 +9,19 @@ import {
 } from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { StoredMessage } from '../queue/types.ts';
-import type { RemoteOwnerSinkLimits } from './remote-owner-sink.ts';
+import type { RemoteOwnerPort, RemoteOwnerSinkLimits } from './remote-owner-sink.ts';
 import { RESEND_DELAY_MS, RemoteOwnerSink } from './remote-owner-sink.ts';
 
 type Outcome = 'owner-gone' | 'refused' | 'lost';
 
 const OWNER = 'n2:1.1/1';
+
+/**
+ * How the sink's port tells outcomes: by `send`'s promise only, or by `post`'s listener (what the
+ * cluster's ports do); every case runs both ways.
+ */
+type PortStyle = 'send' | 'post';
+let portStyle: PortStyle = 'send';
 
 /**
  * A port whose sends stay pending until the test answers them, named `group:text` by the text of
@@ -23,7 +31,7 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
   const sent: string[] = [];
   /** The redelivered flag of each delivery sent, in order. */
   const flags: boolean[] = [];
-  const pending = new Map<string, { resolve: () => void; reject: (kind: Outcome) => void }>();
+  const pending = new Map<string, Settle>();
   const lost: string[] = [];
   const returned: string[] = [];
   const warned: string[] = [];
@@ -31,22 +39,31 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
   let gone = false;
   let nextId = 1;
   const ids = new Map<number, string>();
+  /** Records a send (named as above), its outcome pending until the test answers it. */
+  const record = (op: number, group: string, body: SendBody, settle: Settle): void => {
+    let name: string;
+    if (op === QueueOp.deliver) {
+      const delivery = decodeDelivery(joinSendBody(body));
+      name = `${group}:${new TextDecoder().decode(delivery.message.body)}`;
+      flags.push(delivery.redelivered);
+    } else {
+      name = op === QueueOp.cancelled ? `${group}:cancel` : `${group}:op${op}`;
+    }
+    sent.push(name);
+    pending.set(name, settle);
+  };
+  const post: RemoteOwnerPort['post'] = (op, group, body, listener, token) =>
+    record(op, group, body, {
+      resolve: () => listener.sent(token),
+      reject: (kind) => listener.failed(token, kind),
+    });
   const sink = new RemoteOwnerSink(
     {
-      send: (op, group, body) => {
-        let name: string;
-        if (op === QueueOp.deliver) {
-          const delivery = decodeDelivery(joinSendBody(body));
-          name = `${group}:${new TextDecoder().decode(delivery.message.body)}`;
-          flags.push(delivery.redelivered);
-        } else {
-          name = op === QueueOp.cancelled ? `${group}:cancel` : `${group}:op${op}`;
-        }
-        sent.push(name);
-        return new Promise((resolve, reject) => {
-          pending.set(name, { resolve: () => resolve(undefined), reject });
-        });
-      },
+      send: (op, group, body) =>
+        new Promise((resolve, reject) =>
+          record(op, group, body, { resolve: () => resolve(undefined), reject }),
+        ),
+      ...(portStyle === 'post' ? { post } : {}),
       classify: (error) => error as Outcome,
       nodeDown: () => down,
       ownerGone: () => gone,
@@ -104,8 +121,14 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
   };
 }
 
-describe('RemoteOwnerSink', () => {
+interface Settle {
+  readonly resolve: () => void;
+  readonly reject: (kind: Outcome) => void;
+}
+
+describe.each(['send', 'post'] as const)('RemoteOwnerSink (outcomes by %s)', (style) => {
   beforeEach(() => {
+    portStyle = style;
     vi.useFakeTimers();
   });
   afterEach(() => {

@@ -36,6 +36,7 @@ import {
   QueueOp,
   sendBodyBytes,
 } from '../cluster/queue-rpc-codec.ts';
+import type { SendListener } from '../cluster/remote-send-batches.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 
 /** Pause before sending lost sends again, ms. */
@@ -61,6 +62,12 @@ export const DEFAULT_REMOTE_OWNER_SINK_LIMITS: RemoteOwnerSinkLimits = Object.fr
 export interface RemoteOwnerPort {
   /** Send one op for `group` to the owner's node; rejects when it did not arrive (or its answer). */
   send(op: number, group: string, body: SendBody): Promise<unknown>;
+  /**
+   * `send` with its outcome told to `listener` (with `token`) rather than by a promise: a
+   * delivery then costs no promise and no closures. Deliveries and cancellations go this way
+   * when the port has it.
+   */
+  post?<T>(op: number, group: string, body: SendBody, listener: SendListener<T>, token: T): void;
   /**
    * What an error of `send` means: the owner is gone for good (its channel closed), the node
    * refused the send for another reason (logged; not sent again), or it was lost on the way.
@@ -105,6 +112,11 @@ export class RemoteOwnerSink {
   readonly #givenUp = new WeakMap<QueueActor, number>();
   /** Whether a reassert notice is under way. */
   #noticing = false;
+  /** What `post` tells of each send's outcome (the token is the send). */
+  readonly #outcomes: SendListener<Outgoing> = {
+    sent: () => this.#settled(),
+    failed: (outgoing, error) => this.#failed(outgoing, error),
+  };
 
   constructor(port: RemoteOwnerPort, limits: RemoteOwnerSinkLimits = DEFAULT_REMOTE_OWNER_SINK_LIMITS) {
     this.#port = port;
@@ -121,21 +133,29 @@ export class RemoteOwnerSink {
     this.#inFlight++;
     if (outgoing.sent && outgoing.op === QueueOp.deliver) outgoing.body = markedRedelivered(outgoing.body);
     outgoing.sent = true;
-    this.#port.send(outgoing.op, outgoing.actor.groupId, outgoing.body).then(
+    const port = this.#port;
+    if (port.post !== undefined) {
+      port.post(outgoing.op, outgoing.actor.groupId, outgoing.body, this.#outcomes, outgoing);
+      return;
+    }
+    port.send(outgoing.op, outgoing.actor.groupId, outgoing.body).then(
       () => this.#settled(),
-      (error: unknown) => {
-        const kind = this.#port.classify(error);
-        if (kind === 'owner-gone' || (kind === 'lost' && this.#port.ownerGone())) {
-          this.#port.lost(outgoing.actor);
-        } else if (kind === 'refused') {
-          this.#refused(outgoing);
-        } else if (!this.#droppedOnLoss(outgoing)) {
-          this.#recovering = true;
-          this.#hold(this.#lostSends, outgoing, true);
-        }
-        this.#settled();
-      },
+      (error: unknown) => this.#failed(outgoing, error),
     );
+  }
+
+  /** `outgoing` did not arrive, or was refused: give the owner up, return it, or send it again. */
+  #failed(outgoing: Outgoing, error: unknown): void {
+    const kind = this.#port.classify(error);
+    if (kind === 'owner-gone' || (kind === 'lost' && this.#port.ownerGone())) {
+      this.#port.lost(outgoing.actor);
+    } else if (kind === 'refused') {
+      this.#refused(outgoing);
+    } else if (!this.#droppedOnLoss(outgoing)) {
+      this.#recovering = true;
+      this.#hold(this.#lostSends, outgoing, true);
+    }
+    this.#settled();
   }
 
   /**

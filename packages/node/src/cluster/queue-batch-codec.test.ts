@@ -12,24 +12,16 @@ import { QueueOp } from './queue-rpc-codec.ts';
 
 const encoder = new TextEncoder();
 
-/** The parts `encodeBatch` makes, in a row (as the link sends them). */
+/** Byte arrays in a row. */
 function joined(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let pos = 0;
-  for (const part of parts) {
-    out.set(part, pos);
-    pos += part.byteLength;
-  }
-  return out;
+  return new Uint8Array(Buffer.concat(parts));
 }
 
 function batchOf(sends: readonly BatchedSend[]): Uint8Array {
-  return joined(
-    encodeBatch(
-      sends,
-      sends.map((s) => encodeGroup(s.group)),
-    ),
-  );
+  return encodeBatch(
+    sends,
+    sends.map((s) => encodeGroup(s.group)),
+  ).bytes();
 }
 
 const SENDS: readonly BatchedSend[] = [
@@ -47,7 +39,7 @@ describe('queue-link batches (QueueOp.batch)', () => {
     );
   });
 
-  it('carries bodies as given, whole or in parts, without copying them', () => {
+  it('carries bodies as given, whole or in parts, written where the frame asks', () => {
     const body = encoder.encode('kept');
     const head = encoder.encode('head:');
     const tail = encoder.encode('tail');
@@ -55,10 +47,16 @@ describe('queue-link batches (QueueOp.batch)', () => {
       { op: QueueOp.deliver, body },
       { op: QueueOp.deliver, body: [head, tail] },
     ];
-    const parts = encodeBatch(sends, [encodeGroup('g'), encodeGroup('g')]);
-    for (const part of [body, head, tail]) expect(parts).toContain(part);
-    const decoded = decodeBatch(joined(parts));
+    const batch = encodeBatch(sends, [encodeGroup('g'), encodeGroup('g')]);
+    // Inside a larger frame, after a header: the bytes before and after stay as they were.
+    const frame = new Uint8Array(7 + batch.byteLength + 3).fill(0xee);
+    batch.writeTo(frame, 7);
+    expect([...frame.subarray(0, 7), ...frame.subarray(7 + batch.byteLength)]).toEqual(Array(10).fill(0xee));
+    const inFrame = frame.subarray(7, 7 + batch.byteLength);
+    expect([...inFrame]).toEqual([...batch.bytes()]);
+    const decoded = decodeBatch(inFrame);
     expect(decoded.map((s) => new TextDecoder().decode(s.body))).toEqual(['kept', 'head:tail']);
+    expect(() => encodeBatch(sends, [encodeGroup('g')])).toThrow(RangeError);
   });
 
   it('round-trips an empty batch and a thousand sends', () => {

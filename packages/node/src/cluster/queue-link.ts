@@ -83,6 +83,16 @@ export type QueueLinkHandler = (
   headroom?: number,
 ) => Promise<Uint8Array> | Uint8Array;
 
+/**
+ * A request body that writes itself into the call's frame (a batch of sends): no parts array, no
+ * views, each byte copied once, into the frame.
+ */
+export interface FrameBody {
+  readonly byteLength: number;
+  /** Write the `byteLength` bytes at `at` of `frame`. */
+  writeTo(frame: Uint8Array, at: number): void;
+}
+
 /** Thrown by a handler to answer with an error; the caller's call rejects with `QueueLinkRemoteError`. */
 export class QueueLinkError extends ClusterError {}
 
@@ -264,22 +274,23 @@ export class QueueLink {
   }
 
   /**
-   * Send a request and resolve with the answer's body. `body` may come in parts (a batch's heads
-   * and bodies), sent as one body in a row: each part is copied once, into the frame.
+   * Send a request and resolve with the answer's body. `body` may come in parts, sent as one body
+   * in a row, or write itself (`FrameBody`): either way each byte is copied once, into the frame.
    */
   call(
     peer: string,
     op: number,
     group: string,
-    body: Uint8Array | readonly Uint8Array[],
+    body: Uint8Array | readonly Uint8Array[] | FrameBody,
     timeoutMs = DEFAULT_QUEUE_LINK_TIMEOUT_MS,
   ): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(new QueueLinkLostError(peer, 'link closed'));
     const groupBytes = encoder.encode(group);
     if (groupBytes.byteLength > 0xffff) return Promise.reject(new RangeError('group id too long'));
-    const parts = body instanceof Uint8Array ? [body] : body;
+    const parts = body instanceof Uint8Array ? [body] : Array.isArray(body) ? body : undefined;
     let bodyBytes = 0;
-    for (const part of parts) bodyBytes += part.byteLength;
+    if (parts === undefined) bodyBytes = (body as FrameBody).byteLength;
+    else for (const part of parts) bodyBytes += part.byteLength;
     const size = 1 + 4 + 1 + 2 + groupBytes.byteLength + bodyBytes;
     if (size > this.#maxFrameBytes) return Promise.reject(new FrameTooLargeError(size, this.#maxFrameBytes));
     const link = this.#link(peer);
@@ -297,10 +308,12 @@ export class QueueLink {
     view.setUint16(at + 6, groupBytes.byteLength);
     frame.set(groupBytes, at + 8);
     let pos = at + 8 + groupBytes.byteLength;
-    for (const part of parts) {
-      frame.set(part, pos);
-      pos += part.byteLength;
-    }
+    if (parts === undefined) (body as FrameBody).writeTo(frame, pos);
+    else
+      for (const part of parts) {
+        frame.set(part, pos);
+        pos += part.byteLength;
+      }
     const deadline = this.#deadline(peer, link, timeoutMs);
     return new Promise<Uint8Array>((resolve, reject) => {
       link.pending.set(id, { op, resolve, reject, deadline });

@@ -11,6 +11,7 @@ import { QueueLinkFrameError } from './queue-link.ts';
 import type { GroupStatus } from './queue-rpc-codec.ts';
 import {
   DeliveryEncoder,
+  DeliveryReader,
   decodeBinaryAnswer,
   decodeCancelled,
   decodeCommandAnswer,
@@ -155,13 +156,54 @@ describe('queue-rpc codec: round-trips', () => {
     const deliveries = new DeliveryEncoder(owner);
     const message = richMessage();
     for (const [i, tag] of ['c-1', 'c-1', 'ç-2', '', 'c-1'].entries()) {
-      const parts = deliveries.encode(tag, i, i % 2 === 0, i, message);
-      // The message's part is its stored encoding itself, not a copy.
-      expect(parts[1]).toBe(encodeStoredMessage(message));
-      const bytes = joinSendBody(parts);
-      expect([...bytes]).toEqual([...encodeDelivery(owner, tag, i, i % 2 === 0, i, message)]);
+      const body = deliveries.encode(tag, i, i % 2 === 0, i, message);
+      const expected = encodeDelivery(owner, tag, i, i % 2 === 0, i, message);
+      expect(body.byteLength).toBe(expected.byteLength);
+      // Written in place at an offset of a larger frame: its bytes there, nothing around touched.
+      const frame = new Uint8Array(body.byteLength + 7).fill(0xee);
+      body.writeTo(frame, 5);
+      expect([...frame.subarray(5, 5 + body.byteLength)]).toEqual([...expected]);
+      expect([...frame.subarray(0, 5), ...frame.subarray(5 + body.byteLength)]).toEqual(Array(7).fill(0xee));
+      const bytes = joinSendBody(body);
+      expect([...bytes]).toEqual([...expected]);
       expect(decodeDelivery(bytes)).toMatchObject({ owner, tag, id: i, redelivered: i % 2 === 0 });
     }
+  });
+
+  it('a DeliveryReader reads deliveries where they lie in larger bytes, one after another, and refuses cut or bad ones', () => {
+    const message = richMessage();
+    const other = sampleMessage(3);
+    const first = encodeDelivery('node:1/2', 'c-1', 5, false, 0, message);
+    const second = encodeDelivery('node:1/2', 'ç-2', 2 ** 41, true, 70_000, other);
+    const bytes = new Uint8Array(Buffer.concat([Uint8Array.of(9, 9), first, second, Uint8Array.of(9)]));
+    const reader = new DeliveryReader();
+    const at = 2 + first.byteLength;
+    expect(reader.read(bytes, 2, at)).toMatchObject({
+      owner: 'node:1/2',
+      tag: 'c-1',
+      id: 5,
+      redelivered: false,
+    });
+    expectSameMessage(reader.message, message);
+    const d = reader.read(bytes, at, at + second.byteLength);
+    expect(d).toMatchObject({
+      owner: 'node:1/2',
+      tag: 'ç-2',
+      id: 2 ** 41,
+      redelivered: true,
+      deliveryCount: 70_000,
+    });
+    expectSameMessage(d.message, other);
+    // Every cut before the message's first byte, and bytes that do not decode, throw the frame error.
+    for (let end = 2; end < 2 + 17 + 8 + 3; end++) expectFrameError(() => reader.read(bytes, 2, end));
+    const badOwner = new Uint8Array(first);
+    badOwner[2] = 0xff;
+    expectFrameError(() => reader.read(badOwner, 0, badOwner.byteLength));
+    const badId = new Uint8Array(first);
+    badId.fill(0xff, 2 + 8 + 2 + 3, 2 + 8 + 2 + 3 + 8);
+    expectFrameError(() => reader.read(badId, 0, badId.byteLength));
+    // After a refusal the reader reads the next good delivery as before.
+    expect(reader.read(bytes, 2, at)).toMatchObject({ owner: 'node:1/2', tag: 'c-1', id: 5 });
   });
 
   it('a cancellation with a unicode owner and tag', () => {

@@ -20,7 +20,9 @@
  */
 
 import type { QueueCounts, QueueReply, RejectReason, StoredMessage } from '../queue/types.ts';
+import { RepeatedText } from '../storage/repeated-text.ts';
 import { decodeStoredMessage, encodeStoredMessage } from '../storage/stored-message-codec.ts';
+import type { FrameBody } from './queue-link.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
 
 export const QueueOp = {
@@ -87,6 +89,9 @@ export const QueueLinkCode = {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
+/** Owners and consumer tags of deliveries: a node's deliveries mostly repeat them. */
+const ownerText = new RepeatedText();
+const tagText = new RepeatedText();
 
 /** The answer to a command: the reply, and the message of a `got`. */
 export interface CommandAnswer {
@@ -276,30 +281,43 @@ export interface RemoteDelivery {
 }
 
 /**
- * A send's body, whole or in parts sent in a row: a delivery is its head, then its message's stored
- * encoding (shared with the message: never changed), so the link copies the body once, into its
- * frame, instead of once more into a delivery of its own.
+ * A send's body: whole, in parts sent in a row, or an object that writes itself into the link's
+ * frame (`FrameBody`: a delivery writes its head there and copies its message's stored encoding,
+ * shared with the message and never changed, so each byte is copied once, into the frame).
  */
-export type SendBody = Uint8Array | readonly Uint8Array[];
+export type SendBody = Uint8Array | readonly Uint8Array[] | FrameBody;
 
 /** Bytes of `body`, its parts together. */
 export function sendBodyBytes(body: SendBody): number {
-  if (body instanceof Uint8Array) return body.byteLength;
+  if (!Array.isArray(body)) return (body as Uint8Array | FrameBody).byteLength;
   let bytes = 0;
-  for (const part of body) bytes += part.byteLength;
+  for (const part of body as readonly Uint8Array[]) bytes += part.byteLength;
   return bytes;
+}
+
+/** Write `body` at `pos` of `frame`; returns the position after it. */
+export function writeSendBody(frame: Uint8Array, pos: number, body: SendBody): number {
+  if (body instanceof Uint8Array) {
+    frame.set(body, pos);
+    return pos + body.byteLength;
+  }
+  if (!Array.isArray(body)) {
+    (body as FrameBody).writeTo(frame, pos);
+    return pos + (body as FrameBody).byteLength;
+  }
+  for (const part of body as readonly Uint8Array[]) {
+    frame.set(part, pos);
+    pos += part.byteLength;
+  }
+  return pos;
 }
 
 /** `body` in one piece (the body itself when it is one). */
 export function joinSendBody(body: SendBody): Uint8Array {
   if (body instanceof Uint8Array) return body;
-  if (body.length === 1) return body[0] as Uint8Array;
+  if (Array.isArray(body) && body.length === 1) return body[0] as Uint8Array;
   const out = new Uint8Array(sendBodyBytes(body));
-  let pos = 0;
-  for (const part of body) {
-    out.set(part, pos);
-    pos += part.byteLength;
-  }
+  writeSendBody(out, 0, body);
   return out;
 }
 
@@ -312,23 +330,31 @@ export function encodeDelivery(
   deliveryCount: number,
   message: StoredMessage,
 ): Uint8Array {
-  const head = deliveryHead(encoder.encode(owner), encoder.encode(tag), id, redelivered, deliveryCount);
-  return joinSendBody([head, encodeStoredMessage(message)]);
+  const body = new DeliveryBody(
+    encodeField(owner),
+    encodeField(tag),
+    id,
+    redelivered,
+    deliveryCount,
+    encodeStoredMessage(message),
+  );
+  return joinSendBody(body);
 }
 
 /**
- * `encodeDelivery` for one owner's deliveries, in parts (`SendBody`): the owner's bytes encoded
- * once, and the last consumer tag's kept (a channel's deliveries mostly name one consumer).
- * Encoding the two strings for every delivery was the largest cost of a delivery to another node
- * after the body's copies.
+ * `encodeDelivery` for one owner's deliveries, as a `FrameBody`: the owner's bytes encoded once,
+ * the last consumer tag's kept (a channel's deliveries mostly name one consumer), and the head
+ * written straight into the link's frame. Encoding the two strings for every delivery was the
+ * largest cost of a delivery to another node after the body's copies; a head of its own (a buffer,
+ * its DataView and a parts array per delivery) was most of what remained of its garbage.
  */
 export class DeliveryEncoder {
   readonly #owner: Uint8Array;
   #tag = '';
-  #tagBytes = new Uint8Array(0);
+  #tagBytes: Uint8Array = new Uint8Array(0);
 
   constructor(owner: string) {
-    this.#owner = encoder.encode(owner);
+    this.#owner = encodeField(owner);
   }
 
   encode(
@@ -337,52 +363,158 @@ export class DeliveryEncoder {
     redelivered: boolean,
     deliveryCount: number,
     message: StoredMessage,
-  ): readonly [Uint8Array, Uint8Array] {
+  ): FrameBody {
     if (tag !== this.#tag) {
-      this.#tagBytes = encoder.encode(tag);
+      this.#tagBytes = encodeField(tag);
       this.#tag = tag;
     }
-    const head = deliveryHead(this.#owner, this.#tagBytes, id, redelivered, deliveryCount);
-    return [head, encodeStoredMessage(message)];
+    return new DeliveryBody(
+      this.#owner,
+      this.#tagBytes,
+      id,
+      redelivered,
+      deliveryCount,
+      encodeStoredMessage(message),
+    );
   }
 }
 
-/** A delivery's bytes before its message. */
-function deliveryHead(
-  ownerBytes: Uint8Array,
-  tagBytes: Uint8Array,
-  id: number,
-  redelivered: boolean,
-  deliveryCount: number,
-): Uint8Array {
-  const out = new Uint8Array(2 + ownerBytes.byteLength + 2 + tagBytes.byteLength + 8 + 1 + 4);
-  const view = new DataView(out.buffer);
-  let pos = 0;
-  view.setUint16(pos, ownerBytes.byteLength);
-  out.set(ownerBytes, pos + 2);
-  pos += 2 + ownerBytes.byteLength;
-  view.setUint16(pos, tagBytes.byteLength);
-  out.set(tagBytes, pos + 2);
-  pos += 2 + tagBytes.byteLength;
-  view.setFloat64(pos, id);
-  out[pos + 8] = redelivered ? 1 : 0;
-  view.setUint32(pos + 9, Math.min(deliveryCount, 0xffffffff));
-  return out;
+/** Bytes of a delivery's head besides its owner and tag: their lengths, id, flag, count. */
+const DELIVERY_HEAD_BYTES = 2 + 2 + 8 + 1 + 4;
+
+/** A float64's big-endian bytes, written here first (no DataView per delivery). */
+const f64Scratch = new DataView(new ArrayBuffer(8));
+const f64Bytes = new Uint8Array(f64Scratch.buffer);
+
+/** One delivery, written into the frame that carries it. */
+class DeliveryBody implements FrameBody {
+  readonly byteLength: number;
+  readonly #owner: Uint8Array;
+  readonly #tag: Uint8Array;
+  readonly #id: number;
+  readonly #redelivered: boolean;
+  readonly #deliveryCount: number;
+  readonly #message: Uint8Array;
+
+  constructor(
+    owner: Uint8Array,
+    tag: Uint8Array,
+    id: number,
+    redelivered: boolean,
+    deliveryCount: number,
+    message: Uint8Array,
+  ) {
+    this.#owner = owner;
+    this.#tag = tag;
+    this.#id = id;
+    this.#redelivered = redelivered;
+    this.#deliveryCount = Math.min(deliveryCount, 0xffffffff);
+    this.#message = message;
+    this.byteLength = DELIVERY_HEAD_BYTES + owner.byteLength + tag.byteLength + message.byteLength;
+  }
+
+  writeTo(frame: Uint8Array, at: number): void {
+    let pos = writeField(frame, at, this.#owner);
+    pos = writeField(frame, pos, this.#tag);
+    f64Scratch.setFloat64(0, this.#id);
+    frame.set(f64Bytes, pos);
+    frame[pos + 8] = this.#redelivered ? 1 : 0;
+    const count = this.#deliveryCount;
+    frame[pos + 9] = count >>> 24;
+    frame[pos + 10] = (count >>> 16) & 0xff;
+    frame[pos + 11] = (count >>> 8) & 0xff;
+    frame[pos + 12] = count & 0xff;
+    frame.set(this.#message, pos + 13);
+  }
+}
+
+/** A head's string field (owner, tag) as UTF-8, at most a u16 length. */
+function encodeField(text: string): Uint8Array {
+  const bytes = encoder.encode(text);
+  if (bytes.byteLength > 0xffff) throw new RangeError('delivery field too long');
+  return bytes;
+}
+
+/** [u16 length][bytes] at `pos`; returns the position after it. */
+function writeField(frame: Uint8Array, pos: number, field: Uint8Array): number {
+  frame[pos] = field.byteLength >>> 8;
+  frame[pos + 1] = field.byteLength & 0xff;
+  frame.set(field, pos + 2);
+  return pos + 2 + field.byteLength;
 }
 
 export function decodeDelivery(bytes: Uint8Array): RemoteDelivery {
-  const cursor = { pos: 0 };
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const owner = readString(bytes, view, cursor, 'delivery owner');
-  const tag = readString(bytes, view, cursor, 'delivery tag');
-  if (cursor.pos + 13 > bytes.byteLength) throw new QueueLinkFrameError('delivery shorter than its header');
-  const id = view.getFloat64(cursor.pos);
-  if (!Number.isSafeInteger(id) || id < 0) throw new QueueLinkFrameError(`delivery id ${id}`);
-  const redelivered = bytes[cursor.pos + 8] === 1;
-  const deliveryCount = view.getUint32(cursor.pos + 9);
-  const message = decodeMessage(bytes.subarray(cursor.pos + 13));
-  return { owner, tag, id, redelivered, deliveryCount, message };
+  const d = new DeliveryReader().read(bytes, 0, bytes.byteLength);
+  return {
+    owner: d.owner,
+    tag: d.tag,
+    id: d.id,
+    redelivered: d.redelivered,
+    deliveryCount: d.deliveryCount,
+    message: d.message,
+  };
 }
+
+/**
+ * Reads deliveries in place (`bytes[start, end)`, e.g. one send of a batch) into its own fields,
+ * overwritten by the next `read`: no view per field, no DataView and no object per delivery
+ * besides its message; the owner and tag of a run of deliveries come back as the same strings.
+ * Throws `QueueLinkFrameError` as `decodeDelivery` does.
+ */
+export class DeliveryReader implements RemoteDelivery {
+  owner = '';
+  tag = '';
+  id = 0;
+  redelivered = false;
+  deliveryCount = 0;
+  message: StoredMessage = EMPTY_MESSAGE;
+
+  read(bytes: Uint8Array, start: number, end: number): this {
+    let pos = start;
+    this.owner = readFieldAt(bytes, pos, end, 'delivery owner', ownerText);
+    pos += 2 + fieldLength(bytes, pos);
+    this.tag = readFieldAt(bytes, pos, end, 'delivery tag', tagText);
+    pos += 2 + fieldLength(bytes, pos);
+    if (pos + 13 > end) throw new QueueLinkFrameError('delivery shorter than its header');
+    for (let i = 0; i < 8; i++) f64Bytes[i] = bytes[pos + i] as number;
+    const id = f64Scratch.getFloat64(0);
+    if (!Number.isSafeInteger(id) || id < 0) throw new QueueLinkFrameError(`delivery id ${id}`);
+    this.id = id;
+    this.redelivered = bytes[pos + 8] === 1;
+    this.deliveryCount =
+      (bytes[pos + 9] as number) * 0x1000000 +
+      (((bytes[pos + 10] as number) << 16) |
+        ((bytes[pos + 11] as number) << 8) |
+        (bytes[pos + 12] as number));
+    this.message = decodeMessage(bytes.subarray(pos + 13, end));
+    return this;
+  }
+}
+
+/** The u16 length at `pos` (checked to lie within the bytes by `readFieldAt` first). */
+function fieldLength(bytes: Uint8Array, pos: number): number {
+  return ((bytes[pos] as number) << 8) | (bytes[pos + 1] as number);
+}
+
+/** The [u16 length][UTF-8] field at `pos`, ending by `end`. */
+function readFieldAt(bytes: Uint8Array, pos: number, end: number, what: string, text: RepeatedText): string {
+  if (pos + 2 > end) throw new QueueLinkFrameError(`${what} missing`);
+  const fieldEnd = pos + 2 + fieldLength(bytes, pos);
+  if (fieldEnd > end) throw new QueueLinkFrameError(`${what} runs past its frame`);
+  try {
+    return text.decodeAt(bytes, pos + 2, fieldEnd);
+  } catch {
+    throw new QueueLinkFrameError(`${what} is not UTF-8`);
+  }
+}
+
+const EMPTY_MESSAGE: StoredMessage = Object.freeze({
+  exchange: '',
+  routingKey: '',
+  properties: {},
+  body: new Uint8Array(0),
+  bcc: undefined,
+});
 
 /** [u16 owner][owner][u16 tag][tag] */
 export function encodeCancelled(owner: string, tag: string): Uint8Array {
@@ -405,14 +537,21 @@ export function decodeCancelled(bytes: Uint8Array): { readonly owner: string; re
   return { owner, tag };
 }
 
-function readString(bytes: Uint8Array, view: DataView, cursor: { pos: number }, what: string): string {
+function readString(
+  bytes: Uint8Array,
+  view: DataView,
+  cursor: { pos: number },
+  what: string,
+  repeated?: RepeatedText,
+): string {
   if (cursor.pos + 2 > bytes.byteLength) throw new QueueLinkFrameError(`${what} missing`);
   const length = view.getUint16(cursor.pos);
   const end = cursor.pos + 2 + length;
   if (end > bytes.byteLength) throw new QueueLinkFrameError(`${what} runs past its frame`);
   let text: string;
   try {
-    text = decoder.decode(bytes.subarray(cursor.pos + 2, end));
+    const field = bytes.subarray(cursor.pos + 2, end);
+    text = repeated === undefined ? decoder.decode(field) : repeated.decode(field);
   } catch {
     throw new QueueLinkFrameError(`${what} is not UTF-8`);
   }

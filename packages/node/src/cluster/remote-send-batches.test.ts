@@ -127,6 +127,56 @@ describe('RemoteSendBatches over a queue link', () => {
     expect(refused).toMatchObject({ code: 'OWNER_GONE', message: 'refuse-1', peer: to });
   });
 
+  it('post: each outcome goes to the listener with its token, in send order, refusals as the node answered', async () => {
+    const { batches, received, to } = await linked();
+    const told: string[] = [];
+    const errors: unknown[] = [];
+    let answered: () => void = () => {};
+    const all = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    const listener = {
+      sent: (token: number) => {
+        told.push(`sent ${token}`);
+        if (told.length === 4) answered();
+      },
+      failed: (token: number, error: unknown) => {
+        told.push(`failed ${token}`);
+        errors.push(error);
+        if (told.length === 4) answered();
+      },
+    };
+    ['m-0', 'refuse-1', 'm-2', 'refuse-3'].forEach((b, i) => {
+      batches.post(to, QueueOp.deliver, 'g', encoder.encode(b), listener, i);
+    });
+    expect(told).toEqual([]); // never told before the answer
+    await all;
+    expect(told).toEqual(['sent 0', 'failed 1', 'sent 2', 'failed 3']);
+    expect(errors[0]).toBeInstanceOf(QueueLinkRemoteError);
+    expect(errors[1]).toMatchObject({ code: 'OWNER_GONE', message: 'refuse-3', peer: to });
+    expect(received).toEqual([{ op: QueueOp.batch, bodies: ['m-0', 'refuse-1', 'm-2', 'refuse-3'] }]);
+  });
+
+  it('post to a node that is gone tells the listener every send failed as lost', async () => {
+    const { batches, to, receiver } = await linked();
+    await batches.send(to, QueueOp.deliver, 'g', encoder.encode('first'));
+    await cluster.stopNode(receiver);
+    const failures = await new Promise<unknown[]>((resolve) => {
+      const seen: unknown[] = [];
+      const listener = {
+        sent: () => resolve(['sent']),
+        failed: (_token: undefined, error: unknown) => {
+          seen.push(error);
+          if (seen.length === 2) resolve(seen);
+        },
+      };
+      batches.post(to, QueueOp.deliver, 'g', encoder.encode('0'), listener, undefined);
+      batches.post(to, QueueOp.deliver, 'g', encoder.encode('1'), listener, undefined);
+    });
+    expect(failures).toHaveLength(2);
+    for (const failure of failures) expect(failure).toBeInstanceOf(QueueLinkLostError);
+  });
+
   it('a turn past the bound goes as several batches, in order', async () => {
     const { batches, received, to } = await linked();
     const count = MAX_BATCH_SENDS * 2 + 10;

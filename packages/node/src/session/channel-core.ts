@@ -31,6 +31,7 @@ import { REDELIVER_UNFLAGGED, REORDER_DELIVERIES } from '../test-support/test-br
 import type { BindMethod, ChannelMethod, ChannelReply, PublishMethod } from './channel-methods.ts';
 import type { ChannelOutput } from './channel-output.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
+import { DeliveryTagWindow } from './delivery-tag-window.ts';
 import { checkMessageSize } from './message-size.ts';
 import { SettledMemory } from './settled-memory.ts';
 
@@ -85,6 +86,27 @@ interface Unacked {
   readonly id: number;
   /** The queue's delivery count of this delivery (0 the first time; 0 for a basic.get). */
   readonly deliveryCount: number;
+  /** What the channel keeps of the queue incarnation's messages (found once, at delivery). */
+  readonly held: HeldOfQueue;
+}
+
+/** A channel's messages of one queue incarnation (`groupId`): held unacked, and settled lately. */
+interface HeldOfQueue {
+  /**
+   * The latest delivery tag of each message the channel holds unacked, by message id: a delivery
+   * sent again (a new leader re-sends what is outstanding, a link resends what it may have lost)
+   * is ignored while the channel holds the message.
+   */
+  readonly tags: Map<number, number>;
+  /**
+   * The delivery count of each message the channel acked, nacked or recovered lately (at least the
+   * latest `SETTLED_REMEMBERED`, the oldest forgotten first): a send of it with no higher count
+   * that arrives afterwards is a stale copy — a deposed leader's send slowed on the link, or a
+   * link's resend of the very delivery that was settled — and is ignored. Without this the client
+   * got the message a second time after acking it, unflagged (chaos seed 101). A higher count is
+   * the queue delivering it anew (the settle never applied, or a requeue): it goes through.
+   */
+  readonly settled: SettledMemory;
 }
 
 const EMPTY_PROPERTIES: BasicProperties = {};
@@ -127,23 +149,13 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   private reorderCount = 0;
   private heldBack: Prepared | undefined = undefined;
   private readonly consumers = new Map<string, Consumer<Prepared>>();
-  /** Delivery tag → message; insertion order is tag order, which `multiple` acks rely on. */
-  private readonly unacked = new Map<number, Unacked>();
+  /** Delivery tag → message, in tag order (which `multiple` acks rely on). */
+  private readonly unacked = new DeliveryTagWindow<Unacked>();
   /**
-   * The latest delivery tag of each message this channel holds unacked, by queue incarnation
-   * (`groupId`) and message id: a delivery sent again (a new leader re-sends what is outstanding,
-   * a link resends what it may have lost) is ignored while the channel holds the message.
+   * Held and lately settled messages per queue incarnation (`groupId`); an unacked entry points at
+   * its queue's, so an ack looks nothing up by group id.
    */
-  private readonly heldIds = new Map<string, Map<number, number>>();
-  /**
-   * The delivery count of each message this channel acked, nacked or recovered lately (at least the
-   * latest `SETTLED_REMEMBERED` per queue incarnation, the oldest forgotten first): a send of it with no
-   * higher count that arrives afterwards is a stale copy — a deposed leader's send slowed on the
-   * link, or a link's resend of the very delivery that was settled — and is ignored. Without this
-   * the client got the message a second time after acking it, unflagged (chaos seed 101). A higher
-   * count is the queue delivering it anew (the settle never applied, or a requeue): it goes through.
-   */
-  private readonly settledIds = new Map<string, SettledMemory>();
+  private readonly heldOfQueues = new Map<string, HeldOfQueue>();
   /**
    * Acks (or nacks of one kind) of this turn not yet proposed, per queue: one `settle` (`discard`,
    * `return`) command per queue per turn instead of one per message. Proposed at the end of the turn
@@ -615,13 +627,14 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       // The consumer is gone; the queue learns through ownerDown / cancel, which return the message.
       return;
     }
-    if (!consumer.noAck && this.holds(queue, id, deliveryCount)) return;
+    const held = consumer.noAck ? undefined : this.heldOf(queue);
+    if (held !== undefined && this.holds(held, id, deliveryCount)) return;
     const counters = this.broker.counters;
     if (consumer.noAck) counters.deliveredConsumeAutoAck++;
     else counters.deliveredConsumeManualAck++;
     if (redelivered) counters.redelivered++;
     const deliveryTag = this.nextDeliveryTag++;
-    if (!consumer.noAck) this.hold(deliveryTag, { queue, id, deliveryCount });
+    if (held !== undefined) this.hold(deliveryTag, { queue, id, deliveryCount, held });
     // The message's own properties, or a copy with per-delivery ones (x-delivery-count): the
     // output may encode the former once per message (WebSocket's fast path does).
     const properties = this.broker.deliveryProperties(queue, message, deliveryCount);
@@ -718,7 +731,13 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     else counters.deliveredGetManualAck++;
     if (got.redelivered) counters.redelivered++;
     const deliveryTag = this.nextDeliveryTag++;
-    if (!noAck) this.hold(deliveryTag, { queue, id: got.id, deliveryCount: got.deliveryCount });
+    if (!noAck)
+      this.hold(deliveryTag, {
+        queue,
+        id: got.id,
+        deliveryCount: got.deliveryCount,
+        held: this.heldOf(queue),
+      });
     this.reply({
       method: 'basic.get-ok',
       deliveryTag,
@@ -741,38 +760,36 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
    * this channel up meanwhile (its node was counted down), took the message back and delivered it
    * again; the client must get it, and the tag it held stays valid.
    */
-  private holds(queue: QueueHandle, id: number, deliveryCount: number): boolean {
-    const settled = this.settledIds.get(queue.groupId)?.get(id);
+  private holds(held: HeldOfQueue, id: number, deliveryCount: number): boolean {
+    const settled = held.settled.get(id);
     if (settled !== undefined && settled >= deliveryCount) return true;
-    const tag = this.heldIds.get(queue.groupId)?.get(id);
+    const tag = held.tags.get(id);
     if (tag === undefined) return false;
-    const held = this.unacked.get(tag);
-    return held !== undefined && held.deliveryCount >= deliveryCount;
+    const unacked = this.unacked.get(tag);
+    return unacked !== undefined && unacked.deliveryCount >= deliveryCount;
+  }
+
+  /** What this channel keeps of `queue`'s messages (made on its first delivery here). */
+  private heldOf(queue: QueueHandle): HeldOfQueue {
+    let held = this.heldOfQueues.get(queue.groupId);
+    if (held === undefined) {
+      held = { tags: new Map(), settled: new SettledMemory(2 * SETTLED_REMEMBERED) };
+      this.heldOfQueues.set(queue.groupId, held);
+    }
+    return held;
   }
 
   private hold(deliveryTag: number, u: Unacked): void {
     this.unacked.set(deliveryTag, u);
-    let ids = this.heldIds.get(u.queue.groupId);
-    if (ids === undefined) {
-      ids = new Map();
-      this.heldIds.set(u.queue.groupId, ids);
-    }
-    ids.set(u.id, deliveryTag);
+    u.held.tags.set(u.id, deliveryTag);
   }
 
   /** `deliveryTag` is acked, nacked or recovered: the channel no longer holds it. */
   private unhold(deliveryTag: number, u: Unacked): void {
     this.unacked.delete(deliveryTag);
-    let settled = this.settledIds.get(u.queue.groupId);
-    if (settled === undefined) {
-      settled = new SettledMemory(2 * SETTLED_REMEMBERED);
-      this.settledIds.set(u.queue.groupId, settled);
-    }
+    const { tags, settled } = u.held;
     settled.remember(u.id, u.deliveryCount);
-    const ids = this.heldIds.get(u.queue.groupId);
-    if (ids === undefined || ids.get(u.id) !== deliveryTag) return;
-    ids.delete(u.id);
-    if (ids.size === 0) this.heldIds.delete(u.queue.groupId);
+    if (tags.get(u.id) === deliveryTag) tags.delete(u.id);
   }
 
   /** Collect the unacked entries a (multiple) ack/nack covers, grouped by queue. */
@@ -786,8 +803,8 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     if (multiple) {
       // deliveryTag 0 with multiple means "everything outstanding" (amqplib's ackAll/nackAll).
       const upTo = deliveryTag === 0 ? Number.POSITIVE_INFINITY : deliveryTag;
-      for (const [tag, u] of this.unacked) {
-        if (tag > upTo) break;
+      for (let tag = this.unacked.first(); tag !== undefined && tag <= upTo; tag = this.unacked.first()) {
+        const u = this.unacked.get(tag) as Unacked;
         this.unhold(tag, u);
         add(u);
       }
@@ -955,8 +972,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     const consumers = [...this.consumers.values()];
     this.consumers.clear();
     this.unacked.clear();
-    this.heldIds.clear();
-    this.settledIds.clear();
+    this.heldOfQueues.clear();
     const released: Promise<void>[] = [];
     for (const queue of this.queuesUsed) {
       released.push(

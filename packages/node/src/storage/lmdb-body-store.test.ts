@@ -9,7 +9,7 @@ import { BODIES_DB, BODY_DELETIONS_DB, DELETE_CHUNK_KEYS, LmdbBodyStore } from '
 import type { NodeStorage } from './node-storage.ts';
 import { openNodeStorage } from './node-storage.ts';
 import { queueCommandCodec } from './queue-command-codec.ts';
-import { DeferredMessage } from './stored-message-codec.ts';
+import { DeferredMessage, encodeStoredMessage } from './stored-message-codec.ts';
 import {
   expectSameMessage,
   richProperties,
@@ -276,6 +276,32 @@ describe('LmdbBodyStore recent bodies', () => {
         await env.close();
       }
     } finally {
+      dir.remove();
+    }
+  });
+
+  it('hands out a kept body with its stored encoding remembered: a delivery to another node does not encode it again', async () => {
+    const dir = tempDir('bodies-recent-encoding');
+    const env = open({ path: dir.path, maxDbs: 4 });
+    const store = new LmdbBodyStore(env, { recentBytes: 64 * 1024 });
+    try {
+      const put = sampleMessage(100, { properties: richProperties(), bcc: ['k'] });
+      const logged = sampleMessage(50, { routingKey: 'logged' });
+      store.put('g', 1, put);
+      store.putLogged('g', 2, logged, false);
+      await store.flushed();
+      for (const [id, original] of [
+        [1, put],
+        [2, logged],
+      ] as const) {
+        const kept = store.get('g', id) as StoredMessage;
+        expect(kept).not.toBe(original);
+        expectSameMessage(kept, original);
+        expect(encodeStoredMessage(kept)).toBe(encodeStoredMessage(original));
+      }
+    } finally {
+      await store.close();
+      await env.close();
       dir.remove();
     }
   });

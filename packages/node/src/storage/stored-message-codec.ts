@@ -20,13 +20,24 @@
  */
 import { objectSlot } from '@styx/client/wire';
 import type { StoredMessage } from '../queue/types.ts';
-import { decodeBasicProperties, encodeBasicProperties } from './basic-properties-codec.ts';
-import { ByteCursor, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
+import { decodeBasicPropertiesAt, encodeBasicProperties } from './basic-properties-codec.ts';
+import { asBuffer, ByteCursor, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
+import type { TextDecode } from './repeated-text.ts';
+import { RepeatedText } from './repeated-text.ts';
 
 const STORED_MESSAGE_FORMAT = 1;
 
 const encodingOf = objectSlot<StoredMessage, Uint8Array>();
+
+/** As `ByteCursor.string` decodes (invalid bytes become replacement characters). */
+const lenientUtf8: TextDecode = (bytes, start, end) => asBuffer(bytes).toString('utf8', start, end);
+/**
+ * A run of messages mostly names one exchange and routing key (a consumer's node decodes every
+ * delivery from another node): the strings of the last ones given back again, not made anew.
+ */
+const exchangeText = new RepeatedText(lenientUtf8);
+const routingKeyText = new RepeatedText(lenientUtf8);
 
 /** A message measured for encoding: its sizes, and its properties already encoded. */
 export interface MeasuredMessage {
@@ -121,9 +132,12 @@ export function decodeStoredMessage(bytes: Uint8Array, what = 'stored message'):
   const r = new ByteCursor(bytes, what);
   const format = r.u8();
   if (format !== STORED_MESSAGE_FORMAT) throw new StoredBytesCorruptedError(what, `unknown format ${format}`);
-  const exchange = r.string();
-  const routingKey = r.string();
-  const properties = decodeBasicProperties(r.bytes(r.varint()));
+  const exchange = r.repeatedString(exchangeText);
+  const routingKey = r.repeatedString(routingKeyText);
+  const propertiesSize = r.varint();
+  const propertiesStart = r.position;
+  r.skip(propertiesSize);
+  const properties = decodeBasicPropertiesAt(bytes, propertiesStart, propertiesStart + propertiesSize);
   const bccCount = r.varint();
   let bcc: string[] | undefined;
   if (bccCount > 0) {
