@@ -151,7 +151,10 @@ describe('the web console in headless Chromium', () => {
     ch.reject(got, false);
     await waitFor(async () => ((await ch.checkQueue('orders.dlq')).messageCount === 1 ? true : undefined));
 
+    // The hostile queue's page is still showing: a hash change swaps the page only once the new
+    // queue's info arrived, and until then its effective configuration (all defaults) is the one found.
     await page.goto(`${base}/#/queue/${encodeURIComponent('/')}/orders`);
+    await page.waitForSelector('h1:text-is("Queue orders")', { timeout: WAIT_MS });
     await page.waitForSelector('[data-testid=effective-config]', { timeout: WAIT_MS });
     const dlxRow = page.locator('[data-testid=effective-config] tr', { hasText: 'dead-letter exchange' });
     expect(await dlxRow.locator('.badge').textContent()).toBe('policy DLX');

@@ -1,6 +1,6 @@
 // Loading API data into a view: one fetch at a time per view, refreshed on an interval while the
 // view is shown, the last good answer kept on screen while the next one loads.
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api, HttpError } from './api.ts';
 
 export interface Loaded<T> {
@@ -10,16 +10,21 @@ export interface Loaded<T> {
   readonly reload: () => void;
 }
 
+/** An answer or an error with the path it came from. */
+interface Answer<V> {
+  readonly path: string;
+  readonly value: V;
+}
+
 /**
  * GET `path` (nothing while it is undefined), again every `refreshMs` when given. A new `path`
- * drops the old data (it answered another question).
+ * drops the old data (it answered another question) in the very render that asks the new one: a
+ * page reused for another queue never shows the previous queue's data under the new name.
  */
 export function useApi<T>(path: string | undefined, refreshMs?: number): Loaded<T> {
-  const [data, setData] = useState<T | undefined>(undefined);
-  const [error, setError] = useState<HttpError | Error | undefined>(undefined);
+  const [answer, setAnswer] = useState<Answer<T> | undefined>(undefined);
+  const [failure, setFailure] = useState<Answer<HttpError | Error> | undefined>(undefined);
   const [tick, setTick] = useState(0);
-  const current = useRef(path);
-  current.current = path;
 
   useEffect(() => {
     if (path === undefined) return undefined;
@@ -29,11 +34,11 @@ export function useApi<T>(path: string | undefined, refreshMs?: number): Loaded<
       try {
         const value = await api<T>('GET', path);
         if (stopped) return;
-        setData(value);
-        setError(undefined);
+        setAnswer({ path, value });
+        setFailure(undefined);
       } catch (err) {
         if (stopped) return;
-        setError(err instanceof Error ? err : new Error(String(err)));
+        setFailure({ path, value: err instanceof Error ? err : new Error(String(err)) });
       }
       if (!stopped && refreshMs !== undefined) timer = setTimeout(load, refreshMs);
     };
@@ -44,12 +49,9 @@ export function useApi<T>(path: string | undefined, refreshMs?: number): Loaded<
     };
   }, [path, refreshMs, tick]);
 
-  useEffect(() => {
-    setData(undefined);
-    setError(undefined);
-  }, [path]);
-
   const reload = useCallback(() => setTick((t) => t + 1), []);
+  const data = answer !== undefined && answer.path === path ? answer.value : undefined;
+  const error = failure !== undefined && failure.path === path ? failure.value : undefined;
   return { data, error, reload };
 }
 
