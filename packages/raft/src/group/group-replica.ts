@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { LogFailedError, NotLeaderError } from '../errors.ts';
 import { ProposalQueue } from '../proposal-queue.ts';
@@ -205,6 +206,13 @@ export class GroupReplica<C, R> implements HostedReplica {
   #termStartIndex = Number.POSITIVE_INFINITY;
   #pendingConf: PendingConfChange | undefined;
   readonly #barriers = new Map<string, PendingBarrier>();
+  /**
+   * What makes this replica's read-index contexts its own: the leader keeps one pending read per
+   * context, so two nodes both asking 'b1' would see the second request ignored (a barrier that
+   * times out), and a node restarted while its last life's 'b1' was pending would be answered with
+   * that older read's index. The node id keeps nodes apart; a random draw, this replica's lives.
+   */
+  readonly #barrierPrefix: string;
   #nextBarrier = 0;
   #role: Role = 'follower';
   #roleTerm = -1;
@@ -219,6 +227,8 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.#codec = options.codec;
     this.#clock = options.clock;
     this.#events = options.events;
+    // Drawn from the system, not `options.random`: a seeded test's election timeouts stay as they were.
+    this.#barrierPrefix = `${options.host.nodeId}/${randomBytes(6).toString('base64url')}/`;
     const snapshot = options.storage.storedSnapshot();
     // A group's bootstrap snapshot has no machine state: the machine starts fresh.
     this.#adoptSnapshot(snapshot, decodeSnapshotData(snapshot.data));
@@ -379,7 +389,7 @@ export class GroupReplica<C, R> implements HostedReplica {
    */
   barrier(timeoutMs: number): Promise<void> {
     if (this.#stopped) return Promise.reject(new LogFailedError(this.groupId, 'stopped'));
-    const context = `b${++this.#nextBarrier}`;
+    const context = `${this.#barrierPrefix}${++this.#nextBarrier}`;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#barriers.delete(context);

@@ -130,6 +130,25 @@ describe('RaftGroupLog membership', () => {
     expect([...leader.membership.voters].sort()).toEqual(['n2', 'n3']);
   });
 
+  it('serves barriers asked at once on every replica (each read-index request is its own at the leader)', async () => {
+    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
+    await first.open(new CounterMachine());
+    const logs: CounterLog[] = [first];
+    for (const id of ['n2', 'n3']) {
+      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
+      await log.open(new CounterMachine());
+      logs.push(log);
+      await grow(first, id);
+    }
+    // Rounds of concurrent barriers: every replica counts its barriers from one, so without
+    // replica-own contexts the followers' first requests carry the same context and the leader
+    // keeps only one of them (the other barrier times out).
+    for (let round = 0; round < 5; round++) {
+      await first.propose({ add: 1 });
+      await Promise.all(logs.flatMap((log) => [log.barrier(1000), log.barrier(1000)]));
+    }
+  });
+
   it('a barrier without any reachable leader times out', async () => {
     const joiner = hosts
       .host('n2')

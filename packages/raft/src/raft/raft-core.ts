@@ -457,7 +457,9 @@ export class RaftCore {
   }
 
   /**
-   * Ask for a read index for request `context` (unique per request). The answer comes as a
+   * Ask for a read index for request `context`, unique per request across every replica of the
+   * group and every restart (the leader keeps one pending read per context: a second request with
+   * a context already pending is ignored, whoever sent it). The answer comes as a
    * `ReadState` in a later Ready, or never (the host times out and retries): on a follower the
    * request is forwarded to the leader. Returns false if it was dropped at once (no leader known,
    * or the pending-reads bound reached).
