@@ -592,8 +592,11 @@ export class ManagementApi {
     return ok(records.map(json));
   }
 
-  private getQueue(request: RoutedRequest): ApiResponse {
-    const q = this.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
+  /** A queue declared on another node a moment ago is found here too (`Broker.catchUpForQueue`). */
+  private async getQueue(request: RoutedRequest): Promise<ApiResponse> {
+    const vhost = this.requireVhost(request.user, request.params[0] as string);
+    await this.broker.catchUpForQueue(vhost, request.params[1] as string);
+    const q = this.requireQueue(request.user, vhost, request.params[1] as string);
     return ok(this.queueJson(q, nodeNames(this.metadata)));
   }
 
@@ -609,9 +612,10 @@ export class ManagementApi {
     return ok(out);
   }
 
-  private getExchange(request: RoutedRequest): ApiResponse {
+  private async getExchange(request: RoutedRequest): Promise<ApiResponse> {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     const name = exchangeFromPath(request.params[1] as string);
+    await this.broker.catchUpForExchange(vhost, name);
     const x = this.metadata.exchange(vhost, name);
     if (x === undefined) throw notFound(`no exchange '${name}' in vhost '${vhost}'`);
     return ok(exchangeJson(x, this.metadata.policyFor(vhost, 'exchange', name)));

@@ -24,6 +24,7 @@ import {
 } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { argumentsJson } from '../management/views.ts';
+import type { ExchangeRecord } from '../metadata/types.ts';
 import type { OwnerSink } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { StoredMessage } from '../queue/types.ts';
@@ -310,8 +311,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       this.flushOutcomes();
     switch (m.method) {
       case 'basic.publish':
-        this.publish(m);
-        return undefined;
+        return this.publish(m);
       case 'basic.ack':
         this.ack(m.deliveryTag, m.multiple);
         return undefined;
@@ -413,15 +413,33 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
 
   // ------------------------------------------------------------------------------------ publish
 
-  private publish(p: PublishMethod): void {
+  /**
+   * A publish to an exchange this node does not know yet waits (holding back the methods after it,
+   * as a synchronous method does) until the node's metadata replica caught up with what was
+   * committed before it: an exchange declared on another node is not a 404 here. Known exchanges
+   * never wait.
+   */
+  private publish(p: PublishMethod): Promise<void> | undefined {
     // First, as RabbitMQ's channel does: the body's size, against the node's max_message_size.
     checkMessageSize(p.bodySize ?? p.body.byteLength, this.broker.maxMessageSize);
+    const vhost = this.session.vhost;
+    const exchange = this.broker.exchange(vhost, p.exchange);
+    const waiting = exchange === undefined ? this.broker.catchUpForExchange(vhost, p.exchange) : undefined;
+    if (waiting === undefined) {
+      this.publishTo(exchange, p);
+      return undefined;
+    }
+    return waiting.then(() => {
+      if (this.state === 'open') this.publishTo(this.broker.exchange(vhost, p.exchange), p);
+    });
+  }
+
+  private publishTo(exchange: ExchangeRecord | undefined, p: PublishMethod): void {
     const session = this.session;
     const seq = this.confirms !== undefined ? this.confirms.next() : 0;
     const counters = this.broker.counters;
     counters.countReceived(p.body.byteLength, seq !== 0);
     this.hasPublished = true;
-    const exchange = this.broker.exchange(session.vhost, p.exchange);
     if (exchange === undefined) throw notFound(`no exchange '${p.exchange}' in vhost '${session.vhost}'`);
     if (exchange.internal)
       throw accessRefused(`cannot publish to internal exchange '${p.exchange}' in vhost '${session.vhost}'`);
@@ -551,6 +569,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     exclusive: boolean,
     args: FieldTable | undefined,
   ): Promise<void> {
+    await this.broker.catchUpForQueue(this.session.vhost, queueName);
     const queue = this.broker.queueForUse(this.session, queueName, 'read');
     if (this.globalPrefetch > 0) {
       // RabbitMQ's answer for a quorum queue, word for word (clients such as Celery know it).
@@ -705,6 +724,8 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   // ------------------------------------------------------------------------------------ get
 
   private async get(queueName: string, noAck: boolean): Promise<void> {
+    const waiting = this.broker.catchUpForQueue(this.session.vhost, queueName);
+    if (waiting !== undefined) await waiting;
     const queue = this.broker.queueForUse(this.session, queueName, 'read');
     this.queuesUsed.add(queue);
     const got = await queue.get(this.owner, noAck);
