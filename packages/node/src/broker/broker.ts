@@ -633,6 +633,16 @@ export class Broker {
     );
   }
 
+  /**
+   * Before a mandatory publish through exchange `name` is returned as unroutable: resolves once
+   * this node caught up (undefined when it is alone), so a binding made on another node before the
+   * publish routes it. Routing otherwise reads this node's bindings as they are (see
+   * docs/operations.md, "What a client sees across nodes").
+   */
+  catchUpForRoute(vhost: string, name: string): Promise<void> | undefined {
+    return this.metaCatchUp.catchUpUnless(false, 'a route from exchange', vhost, name);
+  }
+
   /** `catchUpForExchange` for queue `name`. */
   catchUpForQueue(vhost: string, name: string): Promise<void> | undefined {
     return this.metaCatchUp.catchUpUnless(
