@@ -130,6 +130,38 @@ describe('RaftGroupLog membership', () => {
     expect([...leader.membership.voters].sort()).toEqual(['n2', 'n3']);
   });
 
+  it('a barrier whose request the leader lost is asked again of the next leader, not timed out', async () => {
+    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
+    await first.open(new CounterMachine());
+    const others = new Map<string, CounterLog>();
+    const machines = new Map<CounterLog, CounterMachine>();
+    for (const id of ['n2', 'n3']) {
+      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
+      const machine = new CounterMachine();
+      await log.open(machine);
+      others.set(id, log);
+      machines.set(log, machine);
+      await grow(first, id);
+    }
+    await first.propose({ add: 7 });
+    const n2 = others.get('n2') as CounterLog;
+    const n3 = others.get('n3') as CounterLog;
+    await n2.barrier(2000);
+    // n2 asks n1 for its commit index; n1 is cut off before the request reaches it (batches go on a
+    // later turn), so only a new leader among n2 and n3 can answer — within the barrier's bound
+    // only if n2 asks again once it hears of that leader.
+    const barrier = n2.barrier(5000);
+    hosts.hub.isolate('n1');
+    await barrier;
+    expect(n2.leader === 'n2' || n2.leader === 'n3').toBe(true);
+    // And what the new leader commits, a barrier on the other follower sees.
+    const leader = n2.role === 'leader' ? n2 : n3;
+    const follower = leader === n2 ? n3 : n2;
+    await leader.propose({ add: 1 });
+    await follower.barrier(5000);
+    expect(machines.get(follower)?.state.total).toBe(8);
+  });
+
   it('a barrier without any reachable leader times out', async () => {
     const joiner = hosts
       .host('n2')
