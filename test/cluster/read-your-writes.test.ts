@@ -110,6 +110,13 @@ describe('a three-node cluster: what one node declared, every node knows at once
       await declarer.assertExchange(`ryw.api.x.${i}`, 'topic', { durable: true });
       const x = await cluster.api<{ name: string }>('n3', `/api/exchanges/%2F/ryw.api.x.${i}`);
       expect(x.name).toBe(`ryw.api.x.${i}`);
+      // Any GET that would be a 404: here the bindings of a queue declared a moment ago.
+      await declarer.assertQueue(`ryw.api.b.${i}`, { durable: false });
+      const bindings = await cluster.api<{ source: string }[]>(
+        'n2',
+        `/api/queues/%2F/ryw.api.b.${i}/bindings`,
+      );
+      expect(bindings.map((b) => b.source)).toEqual(['']);
     }
   }, 120_000);
 
@@ -128,7 +135,7 @@ describe('a three-node cluster: what one node declared, every node knows at once
       await expect(alone.checkExchange('ryw.never-declared.x')).rejects.toThrow(/404/);
       const lines = timedOutLines(cluster, 'n2');
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain("exchange 'ryw.never-declared.x'");
+      expect(lines[0]).toContain("exchange 'ryw.never-declared.x' in vhost '/': unknown on this node");
     } finally {
       cluster.resume('n1');
       cluster.resume('n3');

@@ -627,9 +627,7 @@ export class Broker {
   catchUpForExchange(vhost: string, name: string): Promise<void> | undefined {
     return this.metaCatchUp.catchUpUnless(
       this.metadata.exchange(vhost, name) !== undefined,
-      'exchange',
-      vhost,
-      name,
+      () => `exchange '${name}' in vhost '${vhost}'`,
     );
   }
 
@@ -640,16 +638,19 @@ export class Broker {
    * docs/operations.md, "What a client sees across nodes").
    */
   catchUpForRoute(vhost: string, name: string): Promise<void> | undefined {
-    return this.metaCatchUp.catchUpUnless(false, 'a route from exchange', vhost, name);
+    return this.catchUpBeforeNotFound(() => `a route from exchange '${name}' in vhost '${vhost}'`);
+  }
+
+  /** Before answering that `what()` does not exist: `catchUpForExchange` for anything else. */
+  catchUpBeforeNotFound(what: () => string): Promise<void> | undefined {
+    return this.metaCatchUp.catchUpUnless(false, what);
   }
 
   /** `catchUpForExchange` for queue `name`. */
   catchUpForQueue(vhost: string, name: string): Promise<void> | undefined {
     return this.metaCatchUp.catchUpUnless(
       this.metadata.queue(vhost, name) !== undefined,
-      'queue',
-      vhost,
-      name,
+      () => `queue '${name}' in vhost '${vhost}'`,
     );
   }
 

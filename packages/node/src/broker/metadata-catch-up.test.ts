@@ -33,6 +33,10 @@ function logLines(): { lines: Record<string, unknown>[]; destination: Writable }
   return { lines, destination };
 }
 
+/** A catch-up of `kind` `name` in `vhost`, named so in a warning. */
+const ask = (catchUp: MetadataCatchUp, known: boolean, kind: string, vhost: string, name: string) =>
+  catchUp.catchUpUnless(known, () => `${kind} '${name}' in vhost '${vhost}'`);
+
 /** Let every settled promise's continuations run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -50,12 +54,12 @@ function setUp(timeoutMs?: number) {
 describe('MetadataCatchUp', () => {
   it('never waits for a known name, nor on a node without a metadata group', () => {
     const { group, catchUp } = setUp();
-    expect(catchUp.catchUpUnless(true, 'queue', '/', 'q')).toBeUndefined();
+    expect(ask(catchUp, true, 'queue', '/', 'q')).toBeUndefined();
     const alone = new MetadataCatchUp({
       group: () => undefined,
       logger: createLogger({ level: 'silent', pretty: false }),
     });
-    expect(alone.catchUpUnless(false, 'queue', '/', 'q')).toBeUndefined();
+    expect(ask(alone, false, 'queue', '/', 'q')).toBeUndefined();
     expect(group.calls).toHaveLength(0);
     expect(catchUp.rounds).toBe(0);
   });
@@ -64,7 +68,7 @@ describe('MetadataCatchUp', () => {
     const { group, catchUp } = setUp();
     const served: number[] = [];
     const waits = [0, 1, 2, 3, 4].map((i) =>
-      (catchUp.catchUpUnless(false, 'queue', '/', `q${i}`) as Promise<void>).then(() => served.push(i)),
+      (ask(catchUp, false, 'queue', '/', `q${i}`) as Promise<void>).then(() => served.push(i)),
     );
     // Asked at the end of the turn, for the whole turn's misses.
     expect(group.calls).toHaveLength(0);
@@ -81,13 +85,13 @@ describe('MetadataCatchUp', () => {
   it('a miss while a request is in flight waits for the next one, which every later miss shares', async () => {
     const { group, catchUp } = setUp(250);
     const served: string[] = [];
-    const first = catchUp.catchUpUnless(false, 'exchange', '/', 'a') as Promise<void>;
+    const first = ask(catchUp, false, 'exchange', '/', 'a') as Promise<void>;
     void first.then(() => served.push('a'));
     await settle();
     // The request in flight may have been answered from a commit index older than what these
     // callers saw acknowledged: they must not be served by it.
     const later = ['b', 'c', 'd'].map((name) =>
-      (catchUp.catchUpUnless(false, 'exchange', '/', name) as Promise<void>).then(() => served.push(name)),
+      (ask(catchUp, false, 'exchange', '/', name) as Promise<void>).then(() => served.push(name)),
     );
     expect(group.calls).toHaveLength(1);
     group.answer(0);
@@ -102,7 +106,7 @@ describe('MetadataCatchUp', () => {
     expect(served).toEqual(['a', 'b', 'c', 'd']);
     expect(catchUp.rounds).toBe(2);
     // Nothing in flight any more: the next miss asks anew, at the end of its turn.
-    void catchUp.catchUpUnless(false, 'queue', '/', 'e');
+    void ask(catchUp, false, 'queue', '/', 'e');
     await settle();
     expect(group.calls).toHaveLength(3);
   });
@@ -110,8 +114,8 @@ describe('MetadataCatchUp', () => {
   it('when the leader does not confirm in time, resolves all the same and logs which name it missed', async () => {
     const { group, catchUp, lines } = setUp(100);
     const waits = [
-      catchUp.catchUpUnless(false, 'queue', 'v1', 'orders'),
-      catchUp.catchUpUnless(false, 'exchange', 'v1', 'events'),
+      ask(catchUp, false, 'queue', 'v1', 'orders'),
+      ask(catchUp, false, 'exchange', 'v1', 'events'),
     ];
     await settle();
     expect(group.calls).toHaveLength(1);
@@ -119,27 +123,29 @@ describe('MetadataCatchUp', () => {
     await Promise.all(waits);
     const warnings = lines.filter((l) => l.level === 40);
     expect(warnings.map((l) => l.msg)).toEqual([
-      expect.stringContaining("queue 'orders' in vhost 'v1' is unknown here"),
-      expect.stringContaining("exchange 'events' in vhost 'v1' is unknown here"),
+      expect.stringContaining("queue 'orders' in vhost 'v1': unknown on this node"),
+      expect.stringContaining("exchange 'events' in vhost 'v1': unknown on this node"),
     ]);
     expect(warnings[0]?.timeoutMs).toBe(100);
     // A failed round leaves nothing behind: the next miss sends a new request.
-    void catchUp.catchUpUnless(false, 'queue', 'v1', 'orders');
+    void ask(catchUp, false, 'queue', 'v1', 'orders');
     await settle();
     expect(group.calls).toHaveLength(2);
   });
 
   it('a failure of the request in flight does not fail the callers queued behind it', async () => {
     const { group, catchUp, lines } = setUp();
-    const first = catchUp.catchUpUnless(false, 'queue', '/', 'a');
+    const first = ask(catchUp, false, 'queue', '/', 'a');
     await settle();
-    const second = catchUp.catchUpUnless(false, 'queue', '/', 'b');
+    const second = ask(catchUp, false, 'queue', '/', 'b');
     group.calls[0]?.reject(new Error('stopped'));
     await first;
     await settle();
     group.answer(1);
     await second;
     expect(group.calls).toHaveLength(2);
-    expect(lines.filter((l) => l.level === 40).map((l) => l.name)).toEqual(['a']);
+    expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
+      expect.stringContaining("queue 'a' in vhost '/': unknown on this node"),
+    ]);
   });
 });

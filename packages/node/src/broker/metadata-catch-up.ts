@@ -70,19 +70,19 @@ export class MetadataCatchUp {
    * nothing waits); else a promise that resolves once the replica caught up with everything
    * committed before this call, so that a second look sees every declare acknowledged anywhere
    * before it. Never rejects: when the leader does not confirm in time it resolves all the same
-   * (the caller answers not found as before) and a warning names the `kind` of name missing.
+   * (the caller answers not found as before) and a warning names `what()` was missing.
    */
-  catchUpUnless(known: boolean, kind: string, vhost: string, name: string): Promise<void> | undefined {
+  catchUpUnless(known: boolean, what: () => string): Promise<void> | undefined {
     if (known || this.#group() === undefined) return undefined;
-    return this.#caughtUp(kind, vhost, name);
+    return this.#caughtUp(what);
   }
 
-  async #caughtUp(kind: string, vhost: string, name: string): Promise<void> {
+  async #caughtUp(what: () => string): Promise<void> {
     const round = this.#join();
     if (await round.done) return;
     this.#logger.warn(
-      { err: round.failure, timeoutMs: this.#timeoutMs, kind, vhost, name },
-      `${kind} '${name}' in vhost '${vhost}' is unknown here and the metadata leader did not confirm its commit index in time: answering as if it did not exist`,
+      { err: round.failure, timeoutMs: this.#timeoutMs },
+      `${what()}: unknown on this node, and the metadata leader did not confirm its commit index in time; answered as missing`,
     );
   }
 

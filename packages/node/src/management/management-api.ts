@@ -70,7 +70,7 @@ import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, checkAccess, MONITORING, seesVhost } from './access.ts';
 import { ACCESS_TABLE, accessKey, checkAccessTable } from './access-table.ts';
-import { badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
+import { ApiError, badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Handler, Method, Route, RoutedRequest } from './api-types.ts';
 import { clusterRoutes } from './cluster-api.ts';
 import { connectionRoutes } from './connections-api.ts';
@@ -262,9 +262,32 @@ export class ManagementApi {
     // checkAccessTable made sure at construction that every route has its rule.
     if (rule === undefined) throw new Error(`no access rule for ${key}`);
     return (request) => {
-      const access = checkAccess(this.metadata, rule, request.user, request.params, request.query);
-      return handler({ ...request, access });
+      const run = () => {
+        const access = checkAccess(this.metadata, rule, request.user, request.params, request.query);
+        return handler({ ...request, access });
+      };
+      return request.method === 'GET' ? this.readYourWrites(key, run) : run();
     };
+  }
+
+  /**
+   * A GET answered 404 is asked again once this node caught up with the metadata leader's commit
+   * index (`Broker.catchUpBeforeNotFound`): a vhost, queue, exchange or binding created through
+   * another node a moment ago is found here too. A GET has no effect to repeat.
+   */
+  private async readYourWrites(
+    key: string,
+    run: () => Promise<ApiResponse> | ApiResponse,
+  ): Promise<ApiResponse> {
+    try {
+      return await run();
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 404) throw error;
+      const waiting = this.broker.catchUpBeforeNotFound(() => `${key} (${error.message})`);
+      if (waiting === undefined) throw error;
+      await waiting;
+      return run();
+    }
   }
 
   private get metadata(): MetadataMachine {
@@ -592,11 +615,8 @@ export class ManagementApi {
     return ok(records.map(json));
   }
 
-  /** A queue declared on another node a moment ago is found here too (`Broker.catchUpForQueue`). */
-  private async getQueue(request: RoutedRequest): Promise<ApiResponse> {
-    const vhost = this.requireVhost(request.user, request.params[0] as string);
-    await this.broker.catchUpForQueue(vhost, request.params[1] as string);
-    const q = this.requireQueue(request.user, vhost, request.params[1] as string);
+  private getQueue(request: RoutedRequest): ApiResponse {
+    const q = this.requireQueue(request.user, request.params[0] as string, request.params[1] as string);
     return ok(this.queueJson(q, nodeNames(this.metadata)));
   }
 
@@ -612,10 +632,9 @@ export class ManagementApi {
     return ok(out);
   }
 
-  private async getExchange(request: RoutedRequest): Promise<ApiResponse> {
+  private getExchange(request: RoutedRequest): ApiResponse {
     const vhost = this.requireVhost(request.user, request.params[0] as string);
     const name = exchangeFromPath(request.params[1] as string);
-    await this.broker.catchUpForExchange(vhost, name);
     const x = this.metadata.exchange(vhost, name);
     if (x === undefined) throw notFound(`no exchange '${name}' in vhost '${vhost}'`);
     return ok(exchangeJson(x, this.metadata.policyFor(vhost, 'exchange', name)));
