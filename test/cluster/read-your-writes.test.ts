@@ -1,6 +1,7 @@
 import type { ConfirmChannel } from '@styx/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../support/cluster-processes.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestCluster } from '../support/cluster-processes.ts';
+import { clusterForSuite } from '../support/cluster-processes.ts';
 
 // Read-your-writes across nodes, on real processes over loopback: what a client declared through
 // one node is there on every other node the moment the declare-ok arrives — no waiting for the
@@ -27,17 +28,10 @@ const timedOutLines = (cluster: TestCluster, node: string): string[] =>
   cluster.logsOf(node).filter((line) => line.includes('did not confirm its commit index in time'));
 
 describe('a three-node cluster: what one node declared, every node knows at once', () => {
-  let cluster: TestCluster;
-
-  beforeAll(async () => {
-    cluster = await TestCluster.start(3);
-  }, 180_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-  }, 60_000);
+  const started = clusterForSuite(3);
 
   it('declared on node 1, passive-declared, published to and read on nodes 2 and 3 with no wait, every time', async () => {
+    const cluster = started();
     const c1 = await cluster.connect('n1');
     const declarer = await c1.createChannel();
     const others = [];
@@ -86,6 +80,7 @@ describe('a three-node cluster: what one node declared, every node knows at once
   }, 180_000);
 
   it('a queue declared on node 1 and deleted at once on node 2 is gone, not answered as already missing', async () => {
+    const cluster = started();
     const declarer = await (await cluster.connect('n1')).createChannel();
     const n2 = await cluster.connect('n2');
     const deleter = await n2.createChannel();
@@ -103,6 +98,7 @@ describe('a three-node cluster: what one node declared, every node knows at once
   }, 120_000);
 
   it('the management API of nodes 2 and 3 shows a queue and an exchange declared on node 1 a moment ago', async () => {
+    const cluster = started();
     const declarer = await (await cluster.connect('n1')).createChannel();
     for (let i = 0; i < 16; i++) {
       await declarer.assertQueue(`ryw.api.${i}`, { durable: false });
@@ -121,6 +117,7 @@ describe('a three-node cluster: what one node declared, every node knows at once
   }, 120_000);
 
   it('a name never declared is a 404 after one read-index round; cut off from the leader, after the bounded wait, logged', async () => {
+    const cluster = started();
     // Every node up: a missing name is the same 404 as ever (after one read-index round), nothing logged.
     const up = await (await cluster.connect('n2')).createChannel();
     await expect(up.checkQueue('ryw.never-declared')).rejects.toThrow(/404/);

@@ -57,6 +57,23 @@ async function grow(leader: CounterLog, id: string): Promise<void> {
   await leader.changeMembership([{ type: 'addVoter', nodeId: id }]);
 }
 
+/** Group 'g' founded by n1 (one voter), then n2 and n3 joined and promoted: three voters. */
+async function threeVoters(hosts: Hosts) {
+  const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
+  await first.open(new CounterMachine());
+  const others = new Map<string, CounterLog>();
+  const machines = new Map<CounterLog, CounterMachine>();
+  for (const id of ['n2', 'n3']) {
+    const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
+    const machine = new CounterMachine();
+    await log.open(machine);
+    others.set(id, log);
+    machines.set(log, machine);
+    await grow(first, id);
+  }
+  return { first, n2: others.get('n2') as CounterLog, n3: others.get('n3') as CounterLog, machines };
+}
+
 describe('RaftGroupLog membership', () => {
   let hosts: Hosts;
 
@@ -108,21 +125,10 @@ describe('RaftGroupLog membership', () => {
   });
 
   it('hands leadership over when the leader removes itself, and the group goes on', async () => {
-    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
-    await first.open(new CounterMachine());
-
+    const { first, n2, n3 } = await threeVoters(hosts);
     await first.propose({ add: 1 });
-    const others = new Map<string, CounterLog>();
-    for (const id of ['n2', 'n3']) {
-      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
-      await log.open(new CounterMachine());
-      others.set(id, log);
-      await grow(first, id);
-    }
     await first.changeMembership([{ type: 'remove', nodeId: 'n1' }]);
     await eventually(() => first.role === 'removed');
-    const n2 = others.get('n2') as CounterLog;
-    const n3 = others.get('n3') as CounterLog;
     await eventually(() => n2.role === 'leader' || n3.role === 'leader');
     const leader = n2.role === 'leader' ? n2 : n3;
     const result = await leader.propose({ add: 10 });
@@ -131,21 +137,8 @@ describe('RaftGroupLog membership', () => {
   });
 
   it('a barrier whose request the leader lost is asked again of the next leader, not timed out', async () => {
-    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
-    await first.open(new CounterMachine());
-    const others = new Map<string, CounterLog>();
-    const machines = new Map<CounterLog, CounterMachine>();
-    for (const id of ['n2', 'n3']) {
-      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
-      const machine = new CounterMachine();
-      await log.open(machine);
-      others.set(id, log);
-      machines.set(log, machine);
-      await grow(first, id);
-    }
+    const { first, n2, n3, machines } = await threeVoters(hosts);
     await first.propose({ add: 7 });
-    const n2 = others.get('n2') as CounterLog;
-    const n3 = others.get('n3') as CounterLog;
     await n2.barrier(2000);
     // n2 asks n1 for its commit index; n1 is cut off before the request reaches it (batches go on a
     // later turn), so only a new leader among n2 and n3 can answer — within the barrier's bound
