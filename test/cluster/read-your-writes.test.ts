@@ -2,6 +2,7 @@ import type { ConfirmChannel } from '@styx/client';
 import { describe, expect, it } from 'vitest';
 import type { TestCluster } from '../support/cluster-processes.ts';
 import { clusterForSuite } from '../support/cluster-processes.ts';
+import { eventually } from '../support/eventually.ts';
 
 // Read-your-writes across nodes, on real processes over loopback: what a client declared through
 // one node is there on every other node the moment the declare-ok arrives — no waiting for the
@@ -130,6 +131,8 @@ describe('a three-node cluster: what one node declared, every node knows at once
     cluster.pause('n3');
     try {
       await expect(alone.checkExchange('ryw.never-declared.x')).rejects.toThrow(/404/);
+      // The node writes its log asynchronously: the line may follow the 404 by a moment.
+      await eventually('the timeout logged on n2', async () => timedOutLines(cluster, 'n2').length > 0);
       const lines = timedOutLines(cluster, 'n2');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain("exchange 'ryw.never-declared.x' in vhost '/': unknown on this node");
