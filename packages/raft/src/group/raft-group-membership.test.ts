@@ -57,16 +57,24 @@ async function grow(leader: CounterLog, id: string): Promise<void> {
   await leader.changeMembership([{ type: 'addVoter', nodeId: id }]);
 }
 
-/** Group 'g' founded by n1 (one voter), then n2 and n3 joined and promoted: three voters. */
-async function threeVoters(hosts: Hosts) {
+/**
+ * Group 'g' founded by n1 (one voter), then n2 and n3 joined and promoted: three voters.
+ * `beforeJoins` runs on the founder alone; `opened` sees each joiner before it is added.
+ */
+async function threeVoters(
+  hosts: Hosts,
+  hooks: { beforeJoins?: (first: CounterLog) => Promise<void>; opened?: (joiner: CounterLog) => void } = {},
+) {
   const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
   await first.open(new CounterMachine());
+  await hooks.beforeJoins?.(first);
   const others = new Map<string, CounterLog>();
   const machines = new Map<CounterLog, CounterMachine>();
   for (const id of ['n2', 'n3']) {
     const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
     const machine = new CounterMachine();
     await log.open(machine);
+    hooks.opened?.(log);
     others.set(id, log);
     machines.set(log, machine);
     await grow(first, id);
@@ -86,26 +94,20 @@ describe('RaftGroupLog membership', () => {
   });
 
   it('grows a one-voter group to three voters; joiners catch up from a snapshot and serve barriers', async () => {
-    const first = hosts.host('n1').createLog<CounterCommand, CounterResult>('g', counterCodec);
-    await first.open(new CounterMachine());
-    for (let i = 1; i <= 5; i++) await first.propose({ add: i });
-
-    const machines = new Map<string, CounterMachine>();
-    const logs = new Map<string, CounterLog>();
-    for (const id of ['n2', 'n3']) {
-      const log = hosts.host(id).createLog<CounterCommand, CounterResult>('g', counterCodec, { join: true });
-      const machine = new CounterMachine();
-      await log.open(machine);
-      expect(log.membership.voters).toEqual([]);
-      machines.set(id, machine);
-      logs.set(id, log);
-      await grow(first, id);
-    }
+    const { first, n2, n3, machines } = await threeVoters(hosts, {
+      beforeJoins: async (founder) => {
+        for (let i = 1; i <= 5; i++) await founder.propose({ add: i });
+      },
+      opened: (joiner) => expect(joiner.membership.voters).toEqual([]),
+    });
     expect([...first.membership.voters].sort()).toEqual(['n1', 'n2', 'n3']);
     await first.propose({ add: 100 });
-    for (const [id, log] of logs) {
+    for (const [id, log] of [
+      ['n2', n2],
+      ['n3', n3],
+    ] as const) {
       await log.barrier(2000);
-      expect(machines.get(id)?.state.total, id).toBe(115);
+      expect(machines.get(log)?.state.total, id).toBe(115);
       expect([...log.membership.voters].sort()).toEqual(['n1', 'n2', 'n3']);
       expect(log.leader).toBe('n1');
       await expect(log.propose({ add: 1 })).rejects.toBeInstanceOf(NotLeaderError);
