@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as amqp from '@styx/client';
+import { afterAll, beforeAll } from 'vitest';
 import type { BrokerProcess } from './broker-process.ts';
 import { freePort, startBroker } from './broker-process.ts';
 import { eventually } from './eventually.ts';
@@ -259,4 +260,22 @@ export class TestCluster {
       ],
     });
   }
+}
+
+/**
+ * A cluster of `size` nodes for the tests of the calling `describe`: started before its first test,
+ * stopped after its last. The returned function gives it (throwing if it did not start).
+ */
+export function clusterForSuite(size: number): () => TestCluster {
+  let cluster: TestCluster | undefined;
+  beforeAll(async () => {
+    cluster = await TestCluster.start(size);
+  }, 180_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 60_000);
+  return () => {
+    if (cluster === undefined) throw new Error(`the ${size}-node cluster did not start`);
+    return cluster;
+  };
 }

@@ -52,6 +52,7 @@ import { ConnectionDirectory } from './connection-directory.ts';
 import { ConnectionGate } from './connection-gate.ts';
 import { DEFAULT_DISK_FREE_LIMIT_BYTES } from './disk-free-limit.ts';
 import { LocalQueueDirectory } from './local-queue-directory.ts';
+import { MetadataCatchUp } from './metadata-catch-up.ts';
 import { NodeListeners } from './node-listeners.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
 import { QueueActors } from './queue-actors.ts';
@@ -177,6 +178,8 @@ export class Broker {
   /** The metadata's Raft replica (with durable storage), for the cluster layer. */
   private readonly metaGroup: RaftGroupLog<MetadataCommand, MetadataReply> | undefined;
   private readonly cluster: BrokerCluster | undefined;
+  /** Read-index before "not found": what another node declared is visible here too (read-your-writes). */
+  private readonly metaCatchUp: MetadataCatchUp;
   private readonly appliedListeners = new Set<MetadataListener>();
   /** Queue incarnations this node is deleting itself (it reports their message counts). */
   private readonly localDeletes = new Set<string>();
@@ -274,6 +277,10 @@ export class Broker {
       );
       this.metaLog = withCompaction(this.metaGroup, { policy: { maxEntries: 10_000 } });
     }
+    this.metaCatchUp = new MetadataCatchUp({
+      group: () => (this.cluster === undefined ? undefined : this.metaGroup),
+      logger: this.logger,
+    });
     const clusterQueues =
       this.cluster === undefined
         ? undefined
@@ -612,8 +619,44 @@ export class Broker {
     return this.metadata.exchange(vhost, name);
   }
 
+  /**
+   * Undefined when exchange `name` is known here (or this node is alone); else resolves once this
+   * node's metadata replica caught up with every change committed before the call, as the
+   * metadata leader confirmed it (read-index), or after the bound on that wait: look again then.
+   */
+  catchUpForExchange(vhost: string, name: string): Promise<void> | undefined {
+    return this.metaCatchUp.catchUpUnless(
+      this.metadata.exchange(vhost, name) !== undefined,
+      () => `exchange '${name}' in vhost '${vhost}'`,
+    );
+  }
+
+  /**
+   * Before a mandatory publish through exchange `name` is returned as unroutable: resolves once
+   * this node caught up (undefined when it is alone), so a binding made on another node before the
+   * publish routes it. Routing otherwise reads this node's bindings as they are (see
+   * docs/operations.md, "What a client sees across nodes").
+   */
+  catchUpForRoute(vhost: string, name: string): Promise<void> | undefined {
+    return this.catchUpBeforeNotFound(() => `a route from exchange '${name}' in vhost '${vhost}'`);
+  }
+
+  /** Before answering that `what()` does not exist: `catchUpForExchange` for anything else. */
+  catchUpBeforeNotFound(what: () => string): Promise<void> | undefined {
+    return this.metaCatchUp.catchUpUnless(false, what);
+  }
+
+  /** `catchUpForExchange` for queue `name`. */
+  catchUpForQueue(vhost: string, name: string): Promise<void> | undefined {
+    return this.metaCatchUp.catchUpUnless(
+      this.metadata.queue(vhost, name) !== undefined,
+      () => `queue '${name}' in vhost '${vhost}'`,
+    );
+  }
+
   async declareExchange(session: Session, m: ExchangeDeclareArgs): Promise<void> {
     if (m.passive) {
+      await this.catchUpForExchange(session.vhost, m.exchange);
       if (this.metadata.exchange(session.vhost, m.exchange) === undefined) {
         throw notFound(`no exchange '${m.exchange}' in vhost '${session.vhost}'`);
       }
@@ -696,6 +739,7 @@ export class Broker {
   async declareQueue(session: Session, m: QueueDeclareArgs): Promise<QueueDeclared> {
     const vhost = session.vhost;
     if (m.passive) {
+      await this.catchUpForQueue(vhost, m.queue);
       const queue = this.queueForUse(session, m.queue, undefined);
       queue.touch().catch(() => undefined);
       const counts = await this.queues.leaderCounts(queue);
@@ -790,6 +834,8 @@ export class Broker {
 
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
     const vhost = session.vhost;
+    // A queue declared on another node a moment ago is deleted, not answered as already gone.
+    await this.catchUpForQueue(vhost, name);
     const record = this.metadata.queue(vhost, name);
     const queue = record === undefined ? undefined : this.queues.handle(record);
     // RabbitMQ answers delete of a missing queue with delete-ok (message count 0).
@@ -814,6 +860,7 @@ export class Broker {
   }
 
   async purgeQueue(session: Session, name: string): Promise<number> {
+    await this.catchUpForQueue(session.vhost, name);
     const actor = this.queueForUse(session, name, 'read');
     return actor.purge();
   }

@@ -70,7 +70,7 @@ import { hashPassword } from '../metadata/passwords.ts';
 import type { MetadataCommand, MetadataOk, QueueRecord, UserRecord } from '../metadata/types.ts';
 import { ADMINISTRATOR, checkAccess, MONITORING, seesVhost } from './access.ts';
 import { ACCESS_TABLE, accessKey, checkAccessTable } from './access-table.ts';
-import { badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
+import { ApiError, badRequest, fromMetadataError, methodNotAllowed, notFound } from './api-error.ts';
 import type { ApiRequest, ApiResponse, Handler, Method, Route, RoutedRequest } from './api-types.ts';
 import { clusterRoutes } from './cluster-api.ts';
 import { connectionRoutes } from './connections-api.ts';
@@ -262,9 +262,32 @@ export class ManagementApi {
     // checkAccessTable made sure at construction that every route has its rule.
     if (rule === undefined) throw new Error(`no access rule for ${key}`);
     return (request) => {
-      const access = checkAccess(this.metadata, rule, request.user, request.params, request.query);
-      return handler({ ...request, access });
+      const run = () => {
+        const access = checkAccess(this.metadata, rule, request.user, request.params, request.query);
+        return handler({ ...request, access });
+      };
+      return request.method === 'GET' ? this.readYourWrites(key, run) : run();
     };
+  }
+
+  /**
+   * A GET answered 404 is asked again once this node caught up with the metadata leader's commit
+   * index (`Broker.catchUpBeforeNotFound`): a vhost, queue, exchange or binding created through
+   * another node a moment ago is found here too. A GET has no effect to repeat.
+   */
+  private async readYourWrites(
+    key: string,
+    run: () => Promise<ApiResponse> | ApiResponse,
+  ): Promise<ApiResponse> {
+    try {
+      return await run();
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 404) throw error;
+      const waiting = this.broker.catchUpBeforeNotFound(() => `${key} (${error.message})`);
+      if (waiting === undefined) throw error;
+      await waiting;
+      return run();
+    }
   }
 
   private get metadata(): MetadataMachine {

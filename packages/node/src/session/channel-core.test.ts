@@ -58,6 +58,8 @@ function setup() {
   } as unknown as QueueHandle;
   const broker = {
     queueForUse: () => queue,
+    // The queue is known here: nothing to catch up with.
+    catchUpForQueue: () => undefined,
     generateName: (prefix: string) => `${prefix}1`,
     deliveryProperties: (_q: QueueHandle, m: StoredMessage) => m.properties,
     consumerCancelled: () => {},

@@ -13,6 +13,7 @@
 import type { BasicProperties, FieldTable } from '@styx/client/wire';
 import type { Broker, Session } from '../broker/broker.ts';
 import type { ChannelFacts, ClientChannel } from '../broker/client-connection.ts';
+import type { SenderRouting } from '../broker/sender-routing.ts';
 import { extractSenderRouting } from '../broker/sender-routing.ts';
 import {
   accessRefused,
@@ -24,6 +25,7 @@ import {
 } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { argumentsJson } from '../management/views.ts';
+import type { ExchangeRecord } from '../metadata/types.ts';
 import type { OwnerSink } from '../queue/queue-actor.ts';
 import type { QueueHandle } from '../queue/queue-handle.ts';
 import type { StoredMessage } from '../queue/types.ts';
@@ -322,8 +324,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       this.flushOutcomes();
     switch (m.method) {
       case 'basic.publish':
-        this.publish(m);
-        return undefined;
+        return this.publish(m);
       case 'basic.ack':
         this.ack(m.deliveryTag, m.multiple);
         return undefined;
@@ -425,15 +426,38 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
 
   // ------------------------------------------------------------------------------------ publish
 
-  private publish(p: PublishMethod): void {
+  /**
+   * A publish to an exchange this node does not know yet waits (holding back the methods after it,
+   * as a synchronous method does) until the node's metadata replica caught up with what was
+   * committed before it: an exchange declared on another node is not a 404 here. So does a publish
+   * that routes nowhere when it is mandatory (a binding made on another node is not a NO_ROUTE
+   * here) or goes to the default exchange (its routing key names a queue this node may not know
+   * yet). Routed publishes to known exchanges never wait.
+   */
+  private publish(p: PublishMethod): Promise<void> | undefined {
     // First, as RabbitMQ's channel does: the body's size, against the node's max_message_size.
     checkMessageSize(p.bodySize ?? p.body.byteLength, this.broker.maxMessageSize);
-    const session = this.session;
-    const seq = this.confirms !== undefined ? this.confirms.next() : 0;
-    const counters = this.broker.counters;
-    counters.countReceived(p.body.byteLength, seq !== 0);
+    this.broker.counters.countReceived(p.body.byteLength, this.confirms !== undefined);
     this.hasPublished = true;
-    const exchange = this.broker.exchange(session.vhost, p.exchange);
+    const vhost = this.session.vhost;
+    const exchange = this.broker.exchange(vhost, p.exchange);
+    const waiting = exchange === undefined ? this.broker.catchUpForExchange(vhost, p.exchange) : undefined;
+    if (waiting === undefined) return this.publishTo(exchange, p, false);
+    return waiting.then(() => this.publishAgain(p));
+  }
+
+  /** `p` once this node caught up with the metadata: as if it arrived now (the channel still open). */
+  private publishAgain(p: PublishMethod): Promise<void> | undefined {
+    if (this.state !== 'open') return undefined;
+    return this.publishTo(this.broker.exchange(this.session.vhost, p.exchange), p, true);
+  }
+
+  private publishTo(
+    exchange: ExchangeRecord | undefined,
+    p: PublishMethod,
+    caughtUp: boolean,
+  ): Promise<void> | undefined {
+    const session = this.session;
     if (exchange === undefined) throw notFound(`no exchange '${p.exchange}' in vhost '${session.vhost}'`);
     if (exchange.internal)
       throw accessRefused(`cannot publish to internal exchange '${p.exchange}' in vhost '${session.vhost}'`);
@@ -460,7 +484,26 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       keys,
       props.headers ?? undefined,
     );
+    // Routed nowhere: a mandatory publish would be returned, and one to the default exchange names
+    // a queue — unknown here, perhaps declared elsewhere a moment ago. Both catch up first.
+    if (targets.length === 0 && !unserved && !caughtUp && (p.mandatory || p.exchange === '')) {
+      const waiting = this.broker.catchUpForRoute(session.vhost, p.exchange);
+      if (waiting !== undefined) return waiting.then(() => this.publishAgain(p));
+    }
+    this.deliverPublished(p, sender, ttl, targets, unserved);
+    return undefined;
+  }
 
+  /** A routed publish: to its queues (or returned, or dropped), confirmed once they have it. */
+  private deliverPublished(
+    p: PublishMethod,
+    sender: SenderRouting,
+    ttl: number | undefined,
+    targets: readonly QueueHandle[],
+    unserved: boolean,
+  ): void {
+    const seq = this.confirms !== undefined ? this.confirms.next() : 0;
+    const counters = this.broker.counters;
     if (targets.length === 0 && unserved) {
       if (seq !== 0) this.settleConfirm(seq, 'nack');
       return;
@@ -563,6 +606,7 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     exclusive: boolean,
     args: FieldTable | undefined,
   ): Promise<void> {
+    await this.broker.catchUpForQueue(this.session.vhost, queueName);
     const queue = this.broker.queueForUse(this.session, queueName, 'read');
     if (this.globalPrefetch > 0) {
       // RabbitMQ's answer for a quorum queue, word for word (clients such as Celery know it).
@@ -718,6 +762,8 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
   // ------------------------------------------------------------------------------------ get
 
   private async get(queueName: string, noAck: boolean): Promise<void> {
+    const waiting = this.broker.catchUpForQueue(this.session.vhost, queueName);
+    if (waiting !== undefined) await waiting;
     const queue = this.broker.queueForUse(this.session, queueName, 'read');
     this.queuesUsed.add(queue);
     const got = await queue.get(this.owner, noAck);

@@ -142,7 +142,10 @@ interface PendingConfChange {
   readonly reject: (error: unknown) => void;
 }
 
-/** A read barrier: the commit index a leader confirmed (-1 until then), served once applied. */
+/**
+ * A read barrier: the commit index a leader confirmed, served once applied; -1 while asked, -2 to
+ * ask (again) once a leader is known.
+ */
 interface PendingBarrier {
   index: number;
   readonly resolve: () => void;
@@ -787,6 +790,10 @@ export class GroupReplica<C, R> implements HostedReplica {
   }
 
   #onSoftState(soft: SoftState): void {
+    // Leadership moved (or is being contested): a read-index request the old leader had not
+    // answered is lost with its term (a deposed leader drops its pending reads). Ask again, of the
+    // new leader once one is known (`#serveBarriers`), instead of waiting out the timeout.
+    for (const barrier of this.#barriers.values()) if (barrier.index === -1) barrier.index = -2;
     if (soft.role === RaftRole.Leader) {
       // The term's no-op is the last entry now: everything before it is ours to serve once applied.
       this.#termStartIndex = this.core.lastIndex;
