@@ -21,6 +21,8 @@ export type RaftReplicaView = Pick<
   | 'snapshotIndex'
   | 'commitLatencyMs'
   | 'elections'
+  | 'preVotes'
+  | 'electionsWon'
   | 'role'
   | 'membership'
   | 'progress'

@@ -188,6 +188,8 @@ export class RaftCore {
 
   #electionElapsed = 0;
   #elections = 0;
+  #preVotes = 0;
+  #electionsWon = 0;
   #heartbeatElapsed = 0;
   #randomizedElectionTimeout = 0;
   /** The election timer runs a short delay set by `forgetLeader`: a normal draw replaces it next. */
@@ -259,6 +261,17 @@ export class RaftCore {
   /** Elections this replica started (became candidate, past any pre-vote) since it was created. */
   get elections(): number {
     return this.#elections;
+  }
+  /** Pre-vote rounds this replica started since it was created (each may end in an election or not). */
+  get preVotes(): number {
+    return this.#preVotes;
+  }
+  /**
+   * Elections this replica won since it was created. `elections - electionsWon` counts the
+   * elections it lost or abandoned: split votes, a rival's win, a term that timed out.
+   */
+  get electionsWon(): number {
+    return this.#electionsWon;
   }
   /** Who this replica voted for in the current term. */
   get vote(): NodeId | undefined {
@@ -747,6 +760,7 @@ export class RaftCore {
     this.#grantedResponses = 0;
     this.#lead = undefined;
     this.#role = RaftRole.PreCandidate;
+    this.#preVotes++;
   }
 
   #becomeCandidate(): void {
@@ -762,6 +776,7 @@ export class RaftCore {
     this.#reset(this.#term);
     this.#lead = this.id;
     this.#role = RaftRole.Leader;
+    this.#electionsWon++;
     const self = this.#progress.get(this.id);
     if (self !== undefined) {
       // Our own match comes from our durable self-acknowledgements only (see advance()).
