@@ -15,6 +15,7 @@
  *    on all three nodes, the slowest publish of those rounds, CPU and event-loop delay.
  * The nodes are stopped and their data removed at the end.
  */
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -186,6 +187,9 @@ async function main(): Promise<void> {
     fail(`--queues must be a positive integer, got '${values.queues}'`);
 
   const root = await mkdtemp(join(tmpdir(), 'styx-failover-storm-'));
+  // Interrupted: exit, so styx-node.ts's exit listener SIGKILLs the nodes, and remove their data.
+  process.on('exit', () => rmSync(root, { recursive: true, force: true }));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   // Metrics rendered per scrape (not served from the 5 s cache): each phase reads its own figures.
   const nodes: StyxClusterNode[] = await startStyxCluster(
     NODES,
@@ -253,7 +257,12 @@ async function main(): Promise<void> {
       p99Ms: Math.round(percentile(times, 99)),
       ...killPhase,
     };
-    log(`every queue writable ${kill.allWritableMs} ms after the kill`);
+    log(`every queue writable ${kill.allWritableMs} ms after the kill; idle reading with node 1 down`);
+    // The queues idle again with node 1 down: do the groups it belongs to quiesce without it?
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    const downCpu0 = cpuOf(survivors);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS));
+    const idleDownCpuPercent = ((cpuOf(survivors) - downCpu0) / IDLE_WINDOW_MS) * 100;
 
     // ---------------------------------------------------------------- 2. node 1 returns
     // The return phase's baseline (and lag windows) on the survivors; node 1 starts from zero.
@@ -322,6 +331,7 @@ async function main(): Promise<void> {
       declareSeconds: Number(declareSeconds.toFixed(1)),
       declareCpuMsPerQueue: Number((declareCpuMs / queues).toFixed(2)),
       idleCpuPercent: Number(idleCpuPercent.toFixed(1)),
+      idleNode1DownCpuPercent: Number(idleDownCpuPercent.toFixed(1)),
       kill,
       return: ret,
       loadAverage1m: Number(loadavg()[0]?.toFixed(1)),
@@ -337,7 +347,8 @@ async function main(): Promise<void> {
           `${kill.allWritableMs} ms (p50 ${kill.p50Ms}, p99 ${kill.p99Ms}); survivors: ${kill.preVotes} pre-votes, ` +
           `${kill.elections} elections, ${kill.electionsWon} won, ${lost(kill)} lost or split, ` +
           `${kill.termsPerQueue} terms per queue that lost its leader; CPU ${Math.round(kill.cpuMs)} ms; event loop delay max ` +
-          `${Math.round(kill.lagMaxMs)} ms, p99 ${Math.round(kill.lagP99Ms)} ms\n` +
+          `${Math.round(kill.lagMaxMs)} ms, p99 ${Math.round(kill.lagP99Ms)} ms; then idle at ` +
+          `${figures.idleNode1DownCpuPercent} % CPU with node 1 down\n` +
           `return of node 1: listening after ${ret.listeningMs} ms, leads ${ret.ledAfter[0]} queues after ` +
           `${ret.balancedMs} ms (leaders ${ret.ledAfter.join(' / ')}); ${ret.preVotes} pre-votes, ` +
           `${ret.elections} elections, ${ret.electionsWon} won, ${lost(ret)} lost or split, ` +
