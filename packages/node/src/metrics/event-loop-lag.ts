@@ -9,7 +9,7 @@
  * seen since the one before it and starts a new window (as prom-client does), so the max is the
  * worst stall between two scrapes.
  */
-import type { IntervalHistogram } from 'node:perf_hooks';
+import type { ELDHistogram } from 'node:perf_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { ExpositionWriter } from './exposition-writer.ts';
 
@@ -17,7 +17,7 @@ import type { ExpositionWriter } from './exposition-writer.ts';
 const RESOLUTION_MS = 20;
 const NS_PER_S = 1e9;
 
-let monitor: IntervalHistogram | undefined;
+let monitor: ELDHistogram | undefined;
 
 /** Writes the delays seen since the previous call, then starts a new window. */
 export function writeEventLoopLag(w: ExpositionWriter): void {

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { LogClosedError } from '../errors.ts';
 import type { Message, NodeId, RaftConfig, RaftRandom } from '../raft/types.ts';
-import { MessageType } from '../raft/types.ts';
+import { MessageType, RAFT_DEFAULTS, RaftRole } from '../raft/types.ts';
 import type { CommandCodec, ReplicatedLog, ReplicatedLogFactory } from '../replicated-log.ts';
 import type { LogStore } from '../storage/log-store.ts';
 import { GroupAlreadyOpenError } from './errors.ts';
@@ -40,12 +40,25 @@ export interface RaftHostOptions {
    * drain (its store or peers stalled) no longer holds every command sent to it meanwhile.
    */
   readonly maxWaitingProposals?: number;
+  /**
+   * How many groups per tick may start campaigning after a peer that led them goes down (default
+   * `DEFAULT_CAMPAIGNS_PER_TICK`): losing the leader of 9,000 groups at once, a node spreads their
+   * campaigns over enough ticks that its event loop keeps up, instead of all within half an
+   * election timeout (an election storm: late heartbeats, split votes, terms burnt by thousands).
+   */
+  readonly campaignsPerTick?: number;
   /** Election jitter (default: Math.random). */
   readonly random?: RaftRandom;
   /** Default clock for the leader's entry timestamps (default: the wall clock). */
   readonly clock?: Clock;
 }
 
+/**
+ * Default bound on the groups per tick that campaign after their leader's node goes down: 200 (2,000
+ * a second per node at the default tick; a campaign costs a few hundred µs of CPU across the
+ * group's nodes, so this keeps a failover's elections well under a core).
+ */
+export const DEFAULT_CAMPAIGNS_PER_TICK = 200;
 /** Default Raft tick: 100 ms, so the default 10-tick election timeout is 1–2 s. */
 export const DEFAULT_TICK_MS = 100;
 /** Default per-node bound on bytes in flight: 64 MiB. */
@@ -109,6 +122,12 @@ export class RaftHost {
   readonly #maxWaitingProposals: number;
   readonly #random: RaftRandom;
   readonly #clock: Clock;
+  readonly #campaignsPerTick: number;
+  /**
+   * Peers the transport reported down and not heard from since: their groups' leaders here quiesce
+   * without them, and are woken when a batch from them arrives again.
+   */
+  readonly #down = new Set<NodeId>();
 
   readonly #groups = new Map<string, { replica: HostedReplica; close: () => Promise<void> }>();
   readonly #active = new Set<HostedReplica>();
@@ -147,6 +166,8 @@ export class RaftHost {
     this.#tuning = { maxUncommittedEntriesBytes: 2 * this.#maxBytesInFlight, ...(options.raft ?? {}) };
     this.#random = options.random ?? mathRandom;
     this.#clock = options.clock ?? systemClock;
+    this.#campaignsPerTick = options.campaignsPerTick ?? DEFAULT_CAMPAIGNS_PER_TICK;
+    if (!(this.#campaignsPerTick >= 1)) throw new RangeError('campaignsPerTick must be at least 1');
     if (!(this.#tickMs > 0)) throw new RangeError(`tickMs must be positive, got ${this.#tickMs}`);
     if (!(this.#maxBytesInFlight > 0)) throw new RangeError('maxBytesInFlight must be positive');
     if (!(this.#maxWaitingProposals >= 1)) throw new RangeError('maxWaitingProposals must be at least 1');
@@ -390,13 +411,17 @@ export class RaftHost {
 
   #receive(batch: PeerBatch): void {
     if (this.#closed) return;
+    if (this.#down.size > 0 && this.#down.delete(batch.from)) this.#peerUp(batch.from);
     for (const { groupId, message } of batch.messages) {
       const replica = this.#groups.get(groupId)?.replica;
       if (replica === undefined) continue; // not (or no longer) open here; Raft retries
       this.#guard(replica, () => {
         replica.core.step(message);
         // A caught-up leader's heartbeat responses do not wake it: that would ping-pong forever.
-        if (replica.quiesced && (message.type !== MessageType.HeartbeatResp || !replica.canQuiesce())) {
+        if (
+          replica.quiesced &&
+          (message.type !== MessageType.HeartbeatResp || !replica.canQuiesce(this.#isDown))
+        ) {
           this.#wake(replica);
         }
         this.#markDirty(replica);
@@ -422,20 +447,65 @@ export class RaftHost {
   /**
    * `peer` is unreachable: every group it leads here forgets it and campaigns soon (see
    * `RaftCore.forgetLeader`), quiesced ones woken first, so its groups get new leaders within a
-   * few ticks instead of an election timeout.
+   * few ticks instead of an election timeout. With many groups this is where an election storm
+   * starts, so:
+   * - one surviving voter of each group goes first (`#goesFirst`, the same choice on every node):
+   *   its campaigns spread over `max(electionTicks / 2, groups / campaignsPerTick)` ticks; the
+   *   others wait that long and a whole election timeout more before campaigning themselves, so
+   *   two replicas of a group rarely split the vote, and the new leaders spread over the survivors;
+   * - until it is heard from again, `peer` no longer keeps the leaders here from quiescing.
    */
   #peerDown(peer: NodeId): void {
     if (this.#closed) return;
+    this.#down.add(peer);
+    const first: HostedReplica[] = [];
+    const later: HostedReplica[] = [];
     for (const { replica } of this.#groups.values()) {
       if (replica.core.lead !== peer) continue;
+      (this.#goesFirst(replica) ? first : later).push(replica);
+    }
+    const electionTicks = this.#tuning.electionTicks ?? RAFT_DEFAULTS.electionTicks;
+    const spread = Math.max(electionTicks >> 1, Math.ceil(first.length / this.#campaignsPerTick));
+    const forget = (replica: HostedReplica, delayTicks: number): void => {
       this.#guard(replica, () => {
         this.#wake(replica);
-        replica.core.forgetLeader(peer);
+        replica.core.forgetLeader(peer, delayTicks);
         this.#markDirty(replica);
       });
-    }
+    };
+    for (const replica of first) forget(replica, 1 + this.#random.nextInt(spread));
+    for (const replica of later)
+      forget(replica, spread + electionTicks + this.#random.nextInt(electionTicks));
     this.#pumpSoon();
   }
+
+  /**
+   * Whether this node's replica is the one of its group to campaign first when its leader is down:
+   * the group's voters not known down, sorted, one picked by a hash of the group id (alone, or none
+   * known: this one).
+   */
+  #goesFirst(replica: HostedReplica): boolean {
+    const voters = replica.core
+      .confState()
+      .voters.filter((v) => !this.#down.has(v))
+      .sort();
+    if (voters.length <= 1 || !voters.includes(this.nodeId)) return true;
+    return voters[fnv1a(replica.groupId) % voters.length] === this.nodeId;
+  }
+
+  /**
+   * A batch came from `peer` after it was reported down: the leaders here that quiesced without it
+   * wake, so they catch it up (a heartbeat on their next tick, then the entries it missed).
+   */
+  #peerUp(peer: NodeId): void {
+    for (const { replica } of this.#groups.values()) {
+      if (!replica.quiesced || replica.core.role !== RaftRole.Leader) continue;
+      if (!replica.peers().includes(peer)) continue;
+      this.#wake(replica);
+    }
+  }
+
+  readonly #isDown = (node: NodeId): boolean => this.#down.has(node);
 
   // ------------------------------------------------------------------------------ ticks and quiescence
 
@@ -468,7 +538,7 @@ export class RaftHost {
     }
     this.#pumpDirty();
     for (const replica of this.#active) {
-      if (!replica.canQuiesce()) continue;
+      if (!replica.canQuiesce(this.#isDown)) continue;
       this.#quiesce(replica);
       const notice: QuiesceNotice = {
         groupId: replica.groupId,
@@ -522,3 +592,13 @@ export class RaftHost {
 }
 
 function noop(): void {}
+
+/** FNV-1a over a string's UTF-16 code units: a cheap hash that every node computes alike. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}

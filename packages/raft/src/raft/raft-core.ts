@@ -382,12 +382,18 @@ export class RaftCore {
    * word was wrong, the replicas that still hear the leader refuse the pre-vote from inside their
    * lease, and the leader's next message makes this replica its follower again. Anything but a
    * follower of `leader` ignores it. Returns whether this replica forgot its leader.
+   *
+   * `delayTicks` replaces the random delay: a host that loses the leader of thousands of groups at
+   * once spreads their campaigns over more ticks, and lets one replica of each group go first.
    */
-  forgetLeader(leader: NodeId): boolean {
+  forgetLeader(leader: NodeId, delayTicks?: number): boolean {
     if (this.#role !== RaftRole.Follower || this.#lead !== leader || leader === this.id) return false;
     this.#lead = undefined;
     this.#electionElapsed = 0;
-    this.#randomizedElectionTimeout = 1 + this.#random.nextInt(Math.max(1, this.#cfg.electionTicks >> 1));
+    this.#randomizedElectionTimeout =
+      delayTicks === undefined
+        ? 1 + this.#random.nextInt(Math.max(1, this.#cfg.electionTicks >> 1))
+        : Math.max(1, Math.floor(delayTicks));
     this.#quickElection = true;
     return true;
   }
