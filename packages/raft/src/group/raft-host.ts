@@ -128,6 +128,13 @@ export class RaftHost {
    * without them, and are woken when a batch from them arrives again.
    */
   readonly #down = new Set<NodeId>();
+  /**
+   * Quiesced replicas whose leader went down, waiting for their turn to tick again (`#release`):
+   * those that campaign first, then the others. Until its turn a replica stays quiesced, costing
+   * nothing a tick, but it has forgotten its leader, so it grants the campaigns of its peers.
+   */
+  #turns: { readonly replica: HostedReplica; readonly first: boolean }[] = [];
+  #turnsHead = 0;
 
   readonly #groups = new Map<string, { replica: HostedReplica; close: () => Promise<void> }>();
   readonly #active = new Set<HostedReplica>();
@@ -445,38 +452,74 @@ export class RaftHost {
   }
 
   /**
-   * `peer` is unreachable: every group it leads here forgets it and campaigns soon (see
-   * `RaftCore.forgetLeader`), quiesced ones woken first, so its groups get new leaders within a
-   * few ticks instead of an election timeout. With many groups this is where an election storm
-   * starts, so:
-   * - one surviving voter of each group goes first (`#goesFirst`, the same choice on every node):
-   *   its campaigns spread over `max(electionTicks / 2, groups / campaignsPerTick)` ticks; the
-   *   others wait that long and a whole election timeout more before campaigning themselves, so
-   *   two replicas of a group rarely split the vote, and the new leaders spread over the survivors;
+   * `peer` is unreachable: every group it leads here forgets it (see `RaftCore.forgetLeader`: no
+   * longer bound by its lease, it grants its peers' campaigns) and gets a new leader within a few
+   * ticks instead of an election timeout. With thousands of groups this is where an election storm
+   * starts (every group ticking and campaigning at once, the event loop seconds late, heartbeats and
+   * check-quorum timing out, split votes), so:
+   * - one surviving voter of each group campaigns first (`#goesFirst`, the same choice on every
+   *   node, spreading the new leaders over the survivors); the others start a whole election
+   *   timeout later, as a backup, and rarely split the vote;
+   * - quiesced groups (the idle ones: most of them) stay quiesced until their turn, at most
+   *   campaignsPerTick a tick, first campaigners first (`#release`): a token bucket over groups;
    * - until it is heard from again, `peer` no longer keeps the leaders here from quiescing.
    */
   #peerDown(peer: NodeId): void {
     if (this.#closed) return;
     this.#down.add(peer);
+    const electionTicks = this.#tuning.electionTicks ?? RAFT_DEFAULTS.electionTicks;
     const first: HostedReplica[] = [];
     const later: HostedReplica[] = [];
     for (const { replica } of this.#groups.values()) {
       if (replica.core.lead !== peer) continue;
-      (this.#goesFirst(replica) ? first : later).push(replica);
+      const goesFirst = this.#goesFirst(replica);
+      this.#guard(replica, () => {
+        if (!replica.quiesced) {
+          // Busy: it ticks already. The first campaigns within half an election timeout, the other
+          // a whole one later.
+          const delay = goesFirst
+            ? 1 + this.#random.nextInt(Math.max(1, electionTicks >> 1))
+            : electionTicks + (electionTicks >> 1) + this.#random.nextInt(electionTicks);
+          replica.core.forgetLeader(peer, delay);
+          this.#markDirty(replica);
+          return;
+        }
+        // Its election timer runs from its turn on: a whole timeout for the others, so the first
+        // campaigner of the group is normally heard before they would campaign.
+        replica.core.forgetLeader(peer, electionTicks + this.#random.nextInt(electionTicks));
+        (goesFirst ? first : later).push(replica);
+      });
     }
-    const electionTicks = this.#tuning.electionTicks ?? RAFT_DEFAULTS.electionTicks;
-    const spread = Math.max(electionTicks >> 1, Math.ceil(first.length / this.#campaignsPerTick));
-    const forget = (replica: HostedReplica, delayTicks: number): void => {
+    for (const replica of first) this.#turns.push({ replica, first: true });
+    for (const replica of later) this.#turns.push({ replica, first: false });
+    if (this.#turnsHead < this.#turns.length) this.#startTimer();
+    this.#pumpSoon();
+  }
+
+  /**
+   * A tick's share of the replicas waiting for their turn (`#turns`): at most campaignsPerTick of
+   * those still without a leader wake; a first campaigner campaigns at once. One that heard from a
+   * new leader meanwhile (a message wakes a quiesced replica) needs no turn.
+   */
+  #release(): void {
+    let budget = this.#campaignsPerTick;
+    const turns = this.#turns;
+    while (budget > 0 && this.#turnsHead < turns.length) {
+      const { replica, first } = turns[this.#turnsHead++] as (typeof turns)[number];
+      if (this.#groups.get(replica.groupId)?.replica !== replica) continue; // closed meanwhile
+      const core = replica.core;
+      if (core.lead !== undefined || core.role !== RaftRole.Follower) continue;
+      budget--;
       this.#guard(replica, () => {
         this.#wake(replica);
-        replica.core.forgetLeader(peer, delayTicks);
-        this.#markDirty(replica);
+        if (first) core.campaign();
+        this.#dirty.add(replica);
       });
-    };
-    for (const replica of first) forget(replica, 1 + this.#random.nextInt(spread));
-    for (const replica of later)
-      forget(replica, spread + electionTicks + this.#random.nextInt(electionTicks));
-    this.#pumpSoon();
+    }
+    if (this.#turnsHead === turns.length) {
+      this.#turns = [];
+      this.#turnsHead = 0;
+    }
   }
 
   /**
@@ -516,20 +559,24 @@ export class RaftHost {
     }
     if (this.#closed) return;
     this.#active.add(replica);
-    if (this.#timer === undefined) {
-      this.#timer = setInterval(this.#tick, this.#tickMs);
-      this.#timer.unref();
-    }
+    this.#startTimer();
+  }
+
+  #startTimer(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setInterval(this.#tick, this.#tickMs);
+    this.#timer.unref();
   }
 
   #quiesce(replica: HostedReplica): void {
     replica.quiesced = true;
     this.#active.delete(replica);
-    if (this.#active.size === 0) this.#stopTimer();
+    if (this.#active.size === 0 && this.#turnsHead === this.#turns.length) this.#stopTimer();
   }
 
   readonly #tick = (): void => {
     this.#ticks++;
+    if (this.#turnsHead < this.#turns.length) this.#release();
     for (const replica of this.#active) {
       this.#guard(replica, () => {
         replica.core.tick();
@@ -545,7 +592,12 @@ export class RaftHost {
         term: replica.core.term,
         commit: replica.core.commitIndex,
       };
-      for (const peer of replica.peers()) this.#outbox(peer).quiesce.push(notice);
+      // Not to a member reported down: it may lag (it is why the leader could quiesce without it),
+      // and a notice commits up to `commit` on its receiver, which holds only for a member whose log
+      // matches the leader's that far. Heard from again, it wakes the leader (`#peerUp`).
+      for (const peer of replica.peers()) {
+        if (!this.#down.has(peer)) this.#outbox(peer).quiesce.push(notice);
+      }
     }
     this.#flush();
   };
