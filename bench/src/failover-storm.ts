@@ -161,7 +161,7 @@ async function waitFor(what: string, done: () => boolean | Promise<boolean>, pol
 }
 
 /** Declare attempts through node 1 before giving up. */
-const DECLARE_ATTEMPTS = 3;
+const DECLARE_ATTEMPTS = 10;
 
 /**
  * Declares `names` through `node`; resolves with the connection used. A connection the node closes

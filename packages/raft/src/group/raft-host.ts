@@ -538,13 +538,15 @@ export class RaftHost {
 
   /**
    * A batch came from `peer` after it was reported down: the leaders here that quiesced without it
-   * wake, so they catch it up (a heartbeat on their next tick, then the entries it missed).
+   * caught up wake, so they catch it up (a heartbeat on their next tick, then the entries it missed).
    */
   #peerUp(peer: NodeId): void {
     for (const { replica } of this.#groups.values()) {
-      if (!replica.quiesced || replica.core.role !== RaftRole.Leader) continue;
-      if (!replica.peers().includes(peer)) continue;
-      this.#wake(replica);
+      if (!replica.quiesced) continue;
+      // Only the leaders it lags: a word that was wrong (a slow peer reported down, then heard
+      // from) must not wake every group of the node.
+      const match = replica.core.matchOf(peer);
+      if (match !== undefined && match < replica.core.lastIndex) this.#wake(replica);
     }
   }
 

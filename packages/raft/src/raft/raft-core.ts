@@ -319,6 +319,11 @@ export class RaftCore {
     return this.#log.slice(lo, hi, Number.POSITIVE_INFINITY);
   }
 
+  /** How far the leader knows `id`'s log matches its own; undefined on a follower or for a non-member. */
+  matchOf(id: NodeId): number | undefined {
+    return this.#role === RaftRole.Leader ? this.#progress.get(id)?.match : undefined;
+  }
+
   confState(): ConfState {
     return toConfState(this.#config);
   }
