@@ -183,32 +183,35 @@ async function declareThrough(node: StyxClusterNode, names: readonly string[]): 
   }
 }
 
-async function main(): Promise<void> {
-  let values: ReturnType<typeof parse>['values'];
-  function parse() {
-    return parseArgs({
-      args: process.argv.slice(2).filter((a) => a !== '--'),
-      strict: true,
-      options: {
-        queues: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  }
-  try {
-    values = parse().values;
-  } catch (err) {
-    fail((err as Error).message);
-  }
-  if (values.help === true) {
+/** The command line: how many queues, and whether to print JSON; prints the usage and exits on --help. */
+function readArgs(): { readonly queues: number; readonly json: boolean } {
+  const parsed = (() => {
+    try {
+      return parseArgs({
+        args: process.argv.slice(2).filter((a) => a !== '--'),
+        options: {
+          help: { type: 'boolean', short: 'h' },
+          json: { type: 'boolean' },
+          queues: { type: 'string' },
+        },
+        strict: true,
+      }).values;
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+  })();
+  if (parsed.help === true) {
     process.stdout.write(`${USAGE}\n`);
-    return;
+    process.exit(0);
   }
-  const queues = values.queues === undefined ? 10_000 : Number(values.queues);
+  const queues = parsed.queues === undefined ? 10_000 : Number(parsed.queues);
   if (!Number.isSafeInteger(queues) || queues < 1)
-    fail(`--queues must be a positive integer, got '${values.queues}'`);
+    fail(`--queues must be a positive integer, got '${parsed.queues}'`);
+  return { queues, json: parsed.json === true };
+}
 
+async function main(): Promise<void> {
+  const { queues, json } = readArgs();
   const root = await mkdtemp(join(tmpdir(), 'styx-failover-storm-'));
   // Interrupted: exit, so styx-node.ts's exit listener SIGKILLs the nodes, and remove their data.
   process.on('exit', () => rmSync(root, { recursive: true, force: true }));
@@ -358,7 +361,7 @@ async function main(): Promise<void> {
       return: ret,
       loadAverage1m: Number(loadavg()[0]?.toFixed(1)),
     };
-    if (values.json === true) {
+    if (json) {
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     } else {
       const lost = (f: PhaseFigures): number => f.elections - f.electionsWon;

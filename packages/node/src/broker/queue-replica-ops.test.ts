@@ -1,41 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
 import { silentLogger } from '../logging/logger.ts';
-import { bootstrapCommands, MetadataMachine } from '../metadata/metadata-machine.ts';
-import type { MetadataCommand, QueueRecord } from '../metadata/types.ts';
+import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import type { QueueRecord } from '../metadata/types.ts';
+import { Fixture } from '../router/test-support.ts';
 import type { QueueReplicaOpsHost } from './queue-replica-ops.ts';
 import { QueueReplicaOperations, REBALANCE_BATCH, REBALANCE_PAUSE_MS } from './queue-replica-ops.ts';
 
-const META = { index: 1, term: 1, ts: 0 };
 const NODES = ['id-1', 'id-2', 'id-3'];
-
-function apply(m: MetadataMachine, command: MetadataCommand): void {
-  const reply = m.apply(command, META);
-  if (reply.type !== 'ok') throw new Error(`${command.type}: ${reply.code} ${reply.text}`);
-}
 
 /** Three members and `count` queues with a replica on each, all led by id-2 (id-1 just came back). */
 function metadataWithQueues(count: number): MetadataMachine {
-  const m = new MetadataMachine();
-  for (const c of bootstrapCommands({ passwordHash: 'hash' })) apply(m, c);
+  const f = new Fixture();
   for (const [i, id] of NODES.entries()) {
-    apply(m, { type: 'addClusterNode', id, peerId: id, name: `styx-${i + 1}`, address: `10.0.0.${i}:25680` });
+    f.run({ type: 'addClusterNode', id, peerId: id, name: `styx-${i + 1}`, address: `10.0.0.${i}:25680` });
   }
   for (let i = 0; i < count; i++) {
     const name = `q${i}`;
-    apply(m, {
-      type: 'declareQueue',
-      vhost: '/',
-      name,
-      durable: true,
-      exclusiveOwner: undefined,
-      autoDelete: false,
-      arguments: { entries: [] },
-      groupId: `g-${name}`,
-    });
-    apply(m, { type: 'setQueueMembers', vhost: '/', name, groupId: `g-${name}`, members: NODES });
+    f.queue(name).run({ type: 'setQueueMembers', vhost: '/', name, groupId: name, members: NODES });
   }
-  return m;
+  return f.m;
 }
 
 /** When each transfer was asked, and how many were asked but not yet answered at most. */
