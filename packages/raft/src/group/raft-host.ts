@@ -424,13 +424,7 @@ export class RaftHost {
       if (replica === undefined) continue; // not (or no longer) open here; Raft retries
       this.#guard(replica, () => {
         replica.core.step(message);
-        // A caught-up leader's heartbeat responses do not wake it: that would ping-pong forever.
-        if (
-          replica.quiesced &&
-          (message.type !== MessageType.HeartbeatResp || !replica.canQuiesce(this.#isDown))
-        ) {
-          this.#wake(replica);
-        }
+        if (replica.quiesced && this.#wakes(replica, message)) this.#wake(replica);
         this.#markDirty(replica);
       });
     }
@@ -442,6 +436,22 @@ export class RaftHost {
       });
     }
     this.#pumpSoon();
+  }
+
+  /**
+   * Whether `m` (just stepped) wakes quiesced `replica`. A caught-up leader's heartbeat responses do
+   * not: that would ping-pong forever. Nor does a follower that still follows its leader wake for
+   * another replica's messages (a restarted node's pre-votes, which its lease refuses): woken while
+   * its leader sleeps on, it would hear no heartbeat, time out and campaign with the newcomer — the
+   * storm a node's return set off, thousands of groups at once. The leader, woken by the same
+   * pre-votes, heartbeats the newcomer into following it. (A leader really gone is reported down by
+   * the transport, which wakes its followers: see `Transport.onPeerDown`.)
+   */
+  #wakes(replica: HostedReplica, m: Message): boolean {
+    const core = replica.core;
+    if (core.role === RaftRole.Leader)
+      return m.type !== MessageType.HeartbeatResp || !replica.canQuiesce(this.#isDown);
+    return core.role !== RaftRole.Follower || core.lead === undefined || core.lead === m.from;
   }
 
   #pumpSoon(): void {
