@@ -282,6 +282,7 @@ async function main(): Promise<void> {
       p99Ms: Math.round(percentile(times, 99)),
       ...killPhase,
     };
+    log(`kill phase: ${JSON.stringify(kill)}`);
     log(`every queue writable ${kill.allWritableMs} ms after the kill; idle reading with node 1 down`);
     // The queues idle again with node 1 down: do the groups it belongs to quiesce without it?
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));

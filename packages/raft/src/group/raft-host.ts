@@ -133,7 +133,7 @@ export class RaftHost {
    * those that campaign first, then the others. Until its turn a replica stays quiesced, costing
    * nothing a tick, but it has forgotten its leader, so it grants the campaigns of its peers.
    */
-  #turns: { readonly replica: HostedReplica; readonly first: boolean }[] = [];
+  #turns: { readonly replica: HostedReplica; readonly turn: Turn }[] = [];
   #turnsHead = 0;
 
   readonly #groups = new Map<string, { replica: HostedReplica; close: () => Promise<void> }>();
@@ -268,7 +268,15 @@ export class RaftHost {
     if (this.#closed) throw new LogClosedError(replica.groupId);
     if (this.#groups.has(replica.groupId)) throw new GroupAlreadyOpenError(replica.groupId);
     this.#groups.set(replica.groupId, { replica, close });
-    this.#wake(replica);
+    if (replica.peers().length === 0) {
+      this.#wake(replica);
+    } else {
+      // Ticking from its turn on, campaignsPerTick a tick: a node restarting with 10,000 replicas
+      // would otherwise start 10,000 election timers at once, and their pre-votes would wake every
+      // leader of the cluster in the same second.
+      this.#turns.push({ replica, turn: 'wake' });
+      this.#startTimer();
+    }
     this.#markDirty(replica);
   }
 
@@ -500,8 +508,8 @@ export class RaftHost {
         (goesFirst ? first : later).push(replica);
       });
     }
-    for (const replica of first) this.#turns.push({ replica, first: true });
-    for (const replica of later) this.#turns.push({ replica, first: false });
+    for (const replica of first) this.#turns.push({ replica, turn: 'campaign' });
+    for (const replica of later) this.#turns.push({ replica, turn: 'wait' });
     if (this.#turnsHead < this.#turns.length) this.#startTimer();
     this.#pumpSoon();
   }
@@ -515,14 +523,18 @@ export class RaftHost {
     let budget = this.#campaignsPerTick;
     const turns = this.#turns;
     while (budget > 0 && this.#turnsHead < turns.length) {
-      const { replica, first } = turns[this.#turnsHead++] as (typeof turns)[number];
+      const { replica, turn } = turns[this.#turnsHead++] as (typeof turns)[number];
       if (this.#groups.get(replica.groupId)?.replica !== replica) continue; // closed meanwhile
       const core = replica.core;
-      if (core.lead !== undefined || core.role !== RaftRole.Follower) continue;
+      if (turn === 'wake') {
+        if (this.#active.has(replica)) continue;
+      } else if (core.lead !== undefined || core.role !== RaftRole.Follower) {
+        continue;
+      }
       budget--;
       this.#guard(replica, () => {
         this.#wake(replica);
-        if (first) core.campaign();
+        if (turn === 'campaign') core.campaign();
         this.#dirty.add(replica);
       });
     }
@@ -548,7 +560,8 @@ export class RaftHost {
 
   /**
    * A batch came from `peer` after it was reported down: the leaders here that quiesced without it
-   * caught up wake, so they catch it up (a heartbeat on their next tick, then the entries it missed).
+   * caught up wake, so they catch it up (a heartbeat on their next tick, then the entries it missed):
+   * campaignsPerTick a tick, as turns (a node back from a crash lags every group it is in).
    */
   #peerUp(peer: NodeId): void {
     for (const { replica } of this.#groups.values()) {
@@ -556,8 +569,9 @@ export class RaftHost {
       // Only the leaders it lags: a word that was wrong (a slow peer reported down, then heard
       // from) must not wake every group of the node.
       const match = replica.core.matchOf(peer);
-      if (match !== undefined && match < replica.core.lastIndex) this.#wake(replica);
+      if (match !== undefined && match < replica.core.lastIndex) this.#turns.push({ replica, turn: 'wake' });
     }
+    if (this.#turnsHead < this.#turns.length) this.#startTimer();
   }
 
   readonly #isDown = (node: NodeId): boolean => this.#down.has(node);
@@ -654,6 +668,9 @@ export class RaftHost {
     }
   }
 }
+
+/** Why a replica waits in `#turns`: to campaign at once, to start its election timer, or to tick again. */
+type Turn = 'campaign' | 'wait' | 'wake';
 
 function noop(): void {}
 
