@@ -603,6 +603,10 @@ export class RaftHost {
   readonly #tick = (): void => {
     this.#ticks++;
     if (this.#turnsHead < this.#turns.length) this.#release();
+    if (this.#active.size === 0 && this.#turnsHead === this.#turns.length) {
+      this.#stopTimer(); // the last turns went to replicas that had quiesced again meanwhile
+      return;
+    }
     for (const replica of this.#active) {
       this.#guard(replica, () => {
         replica.core.tick();
