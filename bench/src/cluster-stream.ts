@@ -8,18 +8,8 @@
  * `process.cpuUsage()`), which is what the cipher work shows up in. Each figure is the median of
  * `ROUNDS` runs after a warm-up.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { silentLogger } from '@styx/node';
-import {
-  ClusterGater,
-  createClusterNode,
-  listenAddress,
-  loadNodeIdentity,
-  peerMultiaddr,
-  swarmKeyFromSecret,
-} from '@styx/node/internal/cluster';
+import { listenAddress, peerMultiaddr } from '@styx/node/internal/cluster';
+import { startClusterHostPair } from './cluster-host-pair.ts';
 
 const PROTOCOL = '/styx-bench/stream/1';
 const SECRET = 'the cluster stream bench secret';
@@ -43,22 +33,8 @@ async function main(): Promise<void> {
   }
   const messages = Number(args[0] ?? 100_000);
   const size = Number(args[1] ?? 256);
-  const logger = silentLogger();
-  const dir = await mkdtemp(join(tmpdir(), 'styx-cluster-stream-'));
-  const keys = await Promise.all(
-    ['a', 'b'].map(async (name) => {
-      await mkdir(join(dir, name));
-      return (await loadNodeIdentity(join(dir, name))).privateKey;
-    }),
-  );
-  const gater = new ClusterGater(logger, [], { openToJoins: true });
-  const swarmKey = swarmKeyFromSecret(SECRET);
-  const [a, b] = await Promise.all(
-    keys.map((privateKey) =>
-      createClusterNode({ privateKey, listen: '127.0.0.1:0', swarmKey, gater, logger }),
-    ),
-  );
-  if (a === undefined || b === undefined) throw new Error('no nodes');
+  const hosts = await startClusterHostPair('cluster-stream', SECRET);
+  const { a, b } = hosts;
   let received = 0;
   let onBytes = (): void => {};
   await b.handle(PROTOCOL, (stream) => {
@@ -113,8 +89,7 @@ async function main(): Promise<void> {
     }
     await stream.close();
   } finally {
-    await Promise.all([a.stop(), b.stop()]);
-    await rm(dir, { recursive: true, force: true });
+    await hosts.stop();
   }
 }
 

@@ -27,6 +27,7 @@ import type { StyxClusterNode } from './brokers/styx-cluster.ts';
 import { startStyxCluster } from './brokers/styx-cluster.ts';
 import { startStyxNode } from './brokers/styx-node.ts';
 import { declareDurableQueues } from './declare-on-node.ts';
+import { positiveIntOption } from './int-option.ts';
 import { RETRY_MS, RetryingChannel } from './scenarios/support/retrying-channel.ts';
 
 const USAGE = `Usage: node bench/src/failover-storm.ts [options]
@@ -204,9 +205,7 @@ function readArgs(): { readonly queues: number; readonly json: boolean } {
     process.stdout.write(`${USAGE}\n`);
     process.exit(0);
   }
-  const queues = parsed.queues === undefined ? 10_000 : Number(parsed.queues);
-  if (!Number.isSafeInteger(queues) || queues < 1)
-    fail(`--queues must be a positive integer, got '${parsed.queues}'`);
+  const queues = positiveIntOption(parsed.queues, 10_000, 'queues', fail);
   return { queues, json: parsed.json === true };
 }
 
@@ -217,7 +216,7 @@ async function main(): Promise<void> {
   process.on('exit', () => rmSync(root, { recursive: true, force: true }));
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   // Metrics rendered per scrape (not served from the 5 s cache): each phase reads its own figures.
-  const nodes: StyxClusterNode[] = await startStyxCluster(
+  const { nodes } = await startStyxCluster(
     NODES,
     root,
     [0, 0, 0],

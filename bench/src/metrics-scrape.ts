@@ -17,6 +17,7 @@ import * as styx from '@styx/client';
 import { freeLoopbackPort } from './brokers/free-port.ts';
 import { startStyxNode } from './brokers/styx-node.ts';
 import { declareDurableQueues } from './declare-on-node.ts';
+import { positiveIntOption } from './int-option.ts';
 
 const USAGE = `Usage: node bench/src/metrics-scrape.ts [options]
 
@@ -36,10 +37,7 @@ function fail(message: string): never {
 }
 
 function positiveInt(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) fail(`--${name} must be a positive integer, got '${value}'`);
-  return n;
+  return positiveIntOption(value, fallback, name, fail);
 }
 
 function queueName(i: number): string {

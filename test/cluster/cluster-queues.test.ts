@@ -127,6 +127,12 @@ describe('a three-node cluster: queues replicated on every node', () => {
   it('declared on node 1, published with confirms on node 2, consumed on node 3, in order', async () => {
     const c1 = await connect('n1');
     await (await c1.createChannel()).assertQueue('orders', { durable: true });
+    // Declare-ok means the metadata group committed the queue (a majority has it); node 2 applies it
+    // once it hears the new commit index, a round trip later at most: until then it answers 404.
+    await eventually(
+      'node 2 to know the queue',
+      async () => (await cluster.queue('n2', 'orders').catch(() => undefined)) !== undefined,
+    );
     const json = await cluster.queue('n2', 'orders');
     expect(json.members?.sort()).toEqual(['n1', 'n2', 'n3']);
     // The declare does not wait for the group's first election (its members start together):

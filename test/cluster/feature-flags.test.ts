@@ -1,10 +1,12 @@
 // A rolling upgrade across real processes (issue 20, item 4): three `styx server` nodes, n1 started
-// with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 2 and lacks the
-// two newest feature flags, binary_queue_answers and queue_founders: it serves no queue-link op 8, and
-// queues declared meanwhile are created the older way). n1 forms the cluster, so the flags start
-// disabled; n2 and n3 (current) join. The mixed cluster works (a replicated queue takes confirmed
-// publishes and gives them back on every node, commands forwarded with JSON answers; once the flags
-// are enabled, with binary ones); `styx ctl list_feature_flags`
+// with the test-only STYX_TEST_PRETEND_OLDER=1 (it announces cluster protocol version 3 and lacks the
+// newest feature flags, wide_dedupe_window and batched_remote_sends: it decodes no queue log
+// entry of tag 20, setDedupeWindow, and serves no queue-link op 9, as that build would not). n1
+// forms the cluster, so the flags start disabled; n2 and n3 (current) join. The mixed cluster
+// works (a replicated queue takes confirmed publishes and gives them back on every node, by get and
+// by consumers on every node, in order, none redelivered; at-least-once dead-lettering with n1 a
+// replica of both queues hands every message over exactly once, and no replica meets an entry it
+// cannot apply; once enabled, deliveries to other nodes are batched per turn); `styx ctl list_feature_flags`
 // shows the flag unavailable, supported by n2 and n3, lacking on n1, and enable_feature_flag refuses
 // it naming n1's version. Once n1 restarts as the current build the flag is disabled (every node
 // supports it) and `styx ctl enable_feature_flag all` enables it cluster-wide, for good; a new node
@@ -20,9 +22,12 @@ import { killSpawned, spawnNode } from '../support/spawned.ts';
 
 type Connection = Awaited<ReturnType<typeof amqp.connect>>;
 
-const FLAG = 'queue_founders';
-/** Every flag since version 3, which the pretend-older node lacks, as ctl lists them. */
-const NEWEST_FLAGS = 'binary_queue_answers, queue_founders';
+const FLAG = 'batched_remote_sends';
+/** Every flag since version 4, which the pretend-older node lacks, as ctl lists them. */
+const NEWEST_FLAGS = 'wide_dedupe_window, batched_remote_sends';
+/** This build's cluster protocol version, and the pretend-older node's. */
+const VERSION = 4;
+const OLDER = VERSION - 1;
 
 interface FlagJson {
   readonly name: string;
@@ -88,6 +93,134 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     return got;
   }
 
+  /**
+   * `count` messages published to `queue` through `via` and rejected there by a consumer, dead-lettered
+   * at-least-once into `queue`.dlq (both replicated on every node), then read back through `from`.
+   */
+  async function deadLetterRoundTrip(
+    queue: string,
+    via: string,
+    from: string,
+    count: number,
+  ): Promise<string[]> {
+    const publisher = await amqp.connect(cluster.url(via));
+    const consumer = await amqp.connect(cluster.url(from));
+    open.push(publisher, consumer);
+    try {
+      const channel = await publisher.createConfirmChannel();
+      await channel.assertQueue(`${queue}.dlq`, { durable: true });
+      await channel.assertQueue(queue, {
+        durable: true,
+        arguments: {
+          'x-dead-letter-exchange': '',
+          'x-dead-letter-routing-key': `${queue}.dlq`,
+          'x-dead-letter-strategy': 'at-least-once',
+          'x-overflow': 'reject-publish',
+        },
+      });
+      for (let i = 0; i < count; i++)
+        channel.sendToQueue(queue, Buffer.from(`${queue}-${i}`), { persistent: true });
+      await channel.waitForConfirms();
+      const rejecter = await publisher.createChannel();
+      let rejected = 0;
+      await rejecter.consume(queue, (m) => {
+        if (m === null) return;
+        rejecter.reject(m, false);
+        rejected++;
+      });
+      await eventually(`${count} rejected from ${queue}`, async () => rejected >= count);
+      const reader = await consumer.createChannel();
+      const got: string[] = [];
+      await eventually(`${count} dead letters in ${queue}.dlq via ${from}`, async () => {
+        for (;;) {
+          const message = await reader.get(`${queue}.dlq`, { noAck: true });
+          if (message === false) break;
+          got.push(message.content.toString());
+        }
+        return got.length >= count;
+      });
+      // Nothing more comes (a copy twice would show here).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const extra = await reader.get(`${queue}.dlq`, { noAck: true });
+      if (extra !== false) got.push(extra.content.toString());
+      return got.sort();
+    } finally {
+      await publisher.close().catch(() => undefined);
+      await consumer.close().catch(() => undefined);
+    }
+  }
+
+  const expected = (queue: string, count: number): string[] =>
+    Array.from({ length: count }, (_, i) => `${queue}-${i}`).sort();
+
+  /**
+   * The consistency check of `queue` passes (its replicas, once at one applied index, agree on their
+   * messages and their dedupe window), and every replica reports `window`. A replica that skipped
+   * an entry it could not decode (as an older build does) would disagree on the window.
+   */
+  async function replicasAgree(queue: string, window: number): Promise<void> {
+    interface Check {
+      readonly status: string;
+      readonly problems: string[];
+      readonly replicas: { readonly node: string; readonly dedupe_window: number | null }[];
+    }
+    let last: Check | string | undefined;
+    await eventually(`${queue}'s replicas to be compared`, async () => {
+      last = await cluster
+        .api<Check>('n3', `/api/checks/queues/%2F/${encodeURIComponent(queue)}`)
+        .catch((error: unknown) => (error as Error).message);
+      return typeof last !== 'string' || !/not_compared/.test(last);
+    });
+    expect(last).toMatchObject({ status: 'ok', problems: [] });
+    expect((last as Check).replicas.map((r) => r.dedupe_window)).toEqual([window, window, window]);
+  }
+
+  /**
+   * For each node: publish `count` confirmed messages through `via` to a queue of its own (declared
+   * there: `via`'s replica campaigns first and leads it), then drain it with one consumer on that
+   * node (prefetch 200, acking each): every message arrives once, in publish order, not redelivered.
+   */
+  async function consumeOnEveryNode(queue: string, via: string, count: number): Promise<void> {
+    const publisher = await amqp.connect(cluster.url(via));
+    open.push(publisher);
+    try {
+      await drainOnEveryNode(queue, await publisher.createConfirmChannel(), count);
+    } finally {
+      // Closed now: a node restarted later would close it under the test.
+      await publisher.close().catch(() => undefined);
+    }
+  }
+
+  async function drainOnEveryNode(
+    queue: string,
+    confirms: Awaited<ReturnType<Connection['createConfirmChannel']>>,
+    count: number,
+  ): Promise<void> {
+    for (const from of ['n1', 'n2', 'n3']) {
+      const name = `${queue}.${from}`;
+      await confirms.assertQueue(name, { durable: true });
+      for (let i = 0; i < count; i++)
+        confirms.sendToQueue(name, Buffer.from(String(i)), { persistent: true });
+      await confirms.waitForConfirms();
+      const consumer = await amqp.connect(cluster.url(from));
+      open.push(consumer);
+      const channel = await consumer.createChannel();
+      await channel.prefetch(200);
+      const got: number[] = [];
+      let redelivered = 0;
+      await channel.consume(name, (m) => {
+        if (m === null) return;
+        if (m.fields.redelivered) redelivered++;
+        got.push(Number(m.content.toString()));
+        channel.ack(m);
+      });
+      await eventually(`${count} messages of ${name} on ${from}`, async () => got.length >= count);
+      await consumer.close();
+      expect(redelivered, `redelivered on ${from}`).toBe(0);
+      expect(got, `order on ${from}`).toEqual(Array.from({ length: count }, (_, i) => i));
+    }
+  }
+
   beforeAll(async () => {
     cluster = await TestCluster.start(3, { nodeEnv: { n1: { STYX_TEST_PRETEND_OLDER: '1' } } });
   }, 180_000);
@@ -111,9 +244,9 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect(mixed.supported_by).toEqual(['n2', 'n3']);
     expect(mixed.lacking).toEqual(['n1']);
     expect(mixed.nodes).toEqual([
-      { node: 'n1', version: 2, supported: false },
-      { node: 'n2', version: 3, supported: true },
-      { node: 'n3', version: 3, supported: true },
+      { node: 'n1', version: OLDER, supported: false },
+      { node: 'n2', version: VERSION, supported: true },
+      { node: 'n3', version: VERSION, supported: true },
     ]);
     expect(cluster.logsOf('n2').some((l) => l.includes('a peer runs another cluster protocol version'))).toBe(
       true,
@@ -124,6 +257,14 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
       Array.from({ length: 200 }, (_, i) => `ff.mixed-${i}`).sort(),
     );
     expect(await roundTrip('ff.mixed.old', 'n1', 'n3', 50)).toHaveLength(50);
+    // At-least-once dead-lettering, n1 a replica of source and target: the target's log must get no
+    // entry n1 cannot decode (the wider dedupe window waits for the flag).
+    // (Declared through n2, which then leads both: n1 follows, decoding every entry of their logs.)
+    expect(await deadLetterRoundTrip('ff.dl.mixed', 'n2', 'n1', 300)).toEqual(expected('ff.dl.mixed', 300));
+    await replicasAgree('ff.dl.mixed.dlq', 1024);
+    // Consumers on every node, the queue led by one of them: deliveries to the others cross nodes,
+    // one call each (the flag is off), in order, none redelivered (n1 was sent no batch it refuses).
+    await consumeOnEveryNode('ff.mixed.consume', 'n2', 300);
 
     const listed = await ctl('n3', 'list_feature_flags', '-q');
     expect(listed.code).toBe(0);
@@ -132,7 +273,9 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
 
     const refused = await ctl('n2', 'enable_feature_flag', FLAG);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/n1 \(cluster protocol version 2\) does not support it/);
+    expect(refused.stderr).toMatch(
+      new RegExp(`n1 \\(cluster protocol version ${OLDER}\\) does not support it`),
+    );
     // 'all' leaves out what it cannot enable.
     const all = await ctl('n2', 'enable_feature_flag', 'all');
     expect(all.code).toBe(0);
@@ -184,7 +327,7 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     expect((joiner as Error).message).toMatch(/exited with 1 before listening/);
     expect((joiner as Error).message).toMatch(
       new RegExp(
-        `node 'n4' cannot join: it runs cluster protocol version 2 and lacks the feature flag\\(s\\) ${NEWEST_FLAGS}`,
+        `node 'n4' cannot join: it runs cluster protocol version ${OLDER} and lacks the feature flag\\(s\\) ${NEWEST_FLAGS}`,
       ),
     );
     expect(await cluster.api<unknown[]>('n3', '/api/nodes')).toHaveLength(3);
@@ -193,6 +336,13 @@ describe('a rolling upgrade: one node a version behind, then upgraded', () => {
     await cluster.waitFormed();
     expect((await flag('n2')).state).toBe('enabled');
     expect(await roundTrip('ff.upgraded', 'n3', 'n2', 50)).toHaveLength(50);
+    // With the flag enabled the target records the wider window first; every node applies it.
+    expect(await deadLetterRoundTrip('ff.dl.upgraded', 'n3', 'n1', 300)).toEqual(
+      expected('ff.dl.upgraded', 300),
+    );
+    await replicasAgree('ff.dl.upgraded.dlq', 4096);
+    // Enabled: a turn's deliveries to another node go as one call; the same guarantees.
+    await consumeOnEveryNode('ff.upgraded.consume', 'n1', 1_000);
   }, 240_000);
 });
 

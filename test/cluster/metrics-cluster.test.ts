@@ -76,6 +76,26 @@ describe('GET /metrics on a cluster', () => {
     expect(published).toBe(5);
   });
 
+  it("counts what each node's Raft host sent its peers, entries as often as followers need them", async () => {
+    const leader = await cluster.leaderOf(QUEUE);
+    const before = await scrape(leader);
+    const sent = (f: ParsedFamily[], what: string): number => sampleValue(f, `styx_raft_${what}_total`) ?? -1;
+    await publish(30);
+    const after = await scrape(leader);
+    const delta = (what: string): number => sent(after, what) - sent(before, what);
+    // 30 entries to each of 2 followers, none sent twice (no rejection on a healthy cluster); the
+    // node's other groups (metadata) may add a few of their own.
+    expect(delta('entries_sent')).toBeGreaterThanOrEqual(60);
+    expect(delta('entries_sent')).toBeLessThan(120);
+    expect(delta('append_rejections_received')).toBe(0);
+    expect(delta('appends_sent')).toBeGreaterThanOrEqual(2);
+    expect(delta('messages_sent')).toBeGreaterThanOrEqual(delta('appends_sent'));
+    expect(delta('peer_batches_sent')).toBeGreaterThanOrEqual(2);
+    // Every batch is one frame, and a write carries one frame or more: never more writes than frames.
+    expect(delta('peer_writes')).toBeGreaterThanOrEqual(1);
+    expect(delta('peer_writes')).toBeLessThanOrEqual(delta('peer_batches_sent'));
+  });
+
   it("reports on the leader each replica's commit lag, which grows for a paused follower", async () => {
     const leader = await cluster.leaderOf(QUEUE);
     const lagOf = (f: ParsedFamily[], replica: string): number | undefined =>

@@ -3,8 +3,8 @@ import * as amqp from '@styx/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrokerProcess } from '../support/broker-process.ts';
 import { startBroker } from '../support/broker-process.ts';
-import type { ParsedFamily } from '../support/prometheus-text.ts';
-import { family, parseExposition, sampleValue } from '../support/prometheus-text.ts';
+import type { LabelledHistogram, ParsedFamily } from '../support/prometheus-text.ts';
+import { family, labelledHistograms, parseExposition, sampleValue } from '../support/prometheus-text.ts';
 import { getOne, WAIT_MS, waitFor, withTimeout } from './messaging-helpers.ts';
 
 // `GET /metrics/per-object` (and `/metrics`, aggregated) of a real `styx server` after a known
@@ -146,7 +146,10 @@ describe('GET /metrics/per-object and /metrics', () => {
   });
 
   it('counts dead-lettering per queue, reason and strategy, and drops per cause', async () => {
-    const f = await metrics();
+    const response = await scrape();
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const f = parseExposition(text);
     const dead = 'styx_queue_messages_dead_lettered_total';
     expect(sampleValue(f, dead, q(WORK, { reason: 'rejected', dead_letter_strategy: 'at_most_once' }))).toBe(
       2,
@@ -187,6 +190,31 @@ describe('GET /metrics/per-object and /metrics', () => {
     expect(sampleValue(f, 'rabbitmq_global_messages_dead_lettered_maxlen_total', amo)).toBe(0);
     expect(sampleValue(f, 'rabbitmq_global_messages_dead_lettered_confirmed_total', alo)).toBe(3);
     expect(sampleValue(f, 'rabbitmq_global_messages_acknowledged_total')).toBe(5);
+
+    // Dead-lettering's stages: the 3 expired messages' expiry, then every copy's commit at the
+    // DLQ (the 2 rejected at-most-once, the 3 expired at-least-once). MAX dropped without a DLX:
+    // no copy; BLOCKED's hand-off never confirmed: not timed.
+    const stages = labelledHistograms(text, 'styx_dead_letter_stage_seconds');
+    expect(family(f, 'styx_dead_letter_stage_seconds').type).toBe('HISTOGRAM');
+    const stage = (labels: Record<string, string>): LabelledHistogram => {
+      const found = stages.find((h) =>
+        Object.entries(labels).every(([key, value]) => h.labels[key] === value),
+      );
+      if (found === undefined) throw new Error(`no stage ${JSON.stringify(labels)}`);
+      expect(found.buckets.get('+Inf')).toBe(found.count);
+      return found;
+    };
+    for (const timed of [
+      stage({ stage: 'expiry_proposed' }),
+      stage({ stage: 'expiry_committed' }),
+      stage({ stage: 'copy_committed', dead_letter_strategy: 'at_least_once' }),
+    ]) {
+      expect(timed.count).toBe(3);
+      // Seconds, not ms: each well under the test's own bound on the wait.
+      expect(timed.sum).toBeGreaterThanOrEqual(0);
+      expect(timed.sum / timed.count).toBeLessThan(WAIT_MS / 1000);
+    }
+    expect(stage({ stage: 'copy_committed', dead_letter_strategy: 'at_most_once' }).count).toBe(2);
   });
 
   it('escapes a hostile queue name so that the parser reads it back exactly', async () => {

@@ -68,3 +68,50 @@ export function sampleValue(
   );
   return sample?.value === undefined ? undefined : Number(sample.value);
 }
+
+/** One histogram of a family, by its labels (`le` aside). */
+export interface LabelledHistogram {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly count: number;
+  readonly sum: number;
+  /** Upper bound ('+Inf' included) → cumulative count, in the order written. */
+  readonly buckets: ReadonlyMap<string, number>;
+}
+
+const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$/;
+const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/**
+ * The histograms of family `name` in `text`, one per label set. The parser `parseExposition` uses
+ * keeps one histogram per family and drops its labels (it merges every `_bucket` line into one), so
+ * a family of several labelled histograms is read here, from the sample lines themselves.
+ */
+export function labelledHistograms(text: string, name: string): LabelledHistogram[] {
+  const byLabels = new Map<
+    string,
+    { labels: Record<string, string>; count: number; sum: number; buckets: Map<string, number> }
+  >();
+  for (const line of text.split('\n')) {
+    const match = SAMPLE_LINE.exec(line);
+    if (match === null) continue;
+    const [, sampleName = '', labelText = '', valueText = ''] = match;
+    const suffix = sampleName.startsWith(`${name}_`) ? sampleName.slice(name.length + 1) : undefined;
+    if (suffix !== 'bucket' && suffix !== 'sum' && suffix !== 'count') continue;
+    const labels: Record<string, string> = {};
+    for (const [, key = '', value = ''] of labelText.matchAll(LABEL_PAIR)) labels[key] = value;
+    const le = labels.le;
+    delete labels.le;
+    const key = JSON.stringify(Object.entries(labels).sort());
+    let h = byLabels.get(key);
+    if (h === undefined) {
+      h = { labels, count: Number.NaN, sum: Number.NaN, buckets: new Map() };
+      byLabels.set(key, h);
+    }
+    const value = Number(valueText);
+    if (suffix === 'bucket') {
+      if (le === undefined) throw new Error(`${sampleName} without le: ${line}`);
+      h.buckets.set(le, value);
+    } else h[suffix] = value;
+  }
+  return [...byLabels.values()];
+}

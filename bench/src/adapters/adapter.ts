@@ -32,6 +32,10 @@ export function commonQueueArguments(spec: QueueSpec): Record<string, unknown> {
   if (spec.messageTtlMs !== undefined) args['x-message-ttl'] = spec.messageTtlMs;
   if (spec.deadLetterExchange !== undefined) args['x-dead-letter-exchange'] = spec.deadLetterExchange;
   if (spec.deadLetterRoutingKey !== undefined) args['x-dead-letter-routing-key'] = spec.deadLetterRoutingKey;
+  // RabbitMQ's default, said out loud: a quorum queue is led by the node its declaring client is on
+  // (a case that needs a client on another node counts on it). Styx accepts the argument; its
+  // declaring node campaigns first and leads too, and the bench asks it where the leader is.
+  args['x-queue-leader-locator'] = 'client-local';
   if (spec.deadLetterExchange !== undefined) {
     const strategy = spec.deadLetterStrategy ?? 'at-most-once';
     args['x-dead-letter-strategy'] = strategy;

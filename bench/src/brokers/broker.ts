@@ -31,6 +31,11 @@ export interface BrokerUnderTest {
   readonly pids: readonly number[];
   /** Where clients connect to each node, node 1 first. */
   readonly urls: readonly string[];
+  /**
+   * The index (0 = node 1) of the node that leads `queue` (vhost '/'), for cases that need a client
+   * on a node that does not; undefined when the broker cannot tell.
+   */
+  queueLeader(queue: string): Promise<number | undefined>;
   /** SIGKILLs node `index` (0 = node 1): a crash, for the failover scenario (o). */
   killNode(index: number): void;
   readonly version: string;

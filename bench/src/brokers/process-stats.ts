@@ -121,6 +121,22 @@ export function processTreeCpuMs(roots: readonly number[]): number | undefined {
   return treeCpuMs(allProcStats(), roots, clockTicks());
 }
 
+/**
+ * CPU time so far of each root's process tree (one figure per cluster node, in the order of
+ * `roots`), ms, from one reading of /proc; undefined when a root cannot be read.
+ */
+export function perRootCpuMs(roots: readonly number[]): number[] | undefined {
+  const stats = allProcStats();
+  const ticks = clockTicks();
+  const each: number[] = [];
+  for (const root of roots) {
+    const ms = treeCpuMs(stats, [root], ticks);
+    if (ms === undefined) return undefined;
+    each.push(ms);
+  }
+  return each;
+}
+
 /** Resident memory of a process, bytes: anonymous (heap), file-backed (mapped files) and total. */
 export interface ResidentMemory {
   readonly rss: number;

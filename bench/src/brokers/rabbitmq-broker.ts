@@ -66,6 +66,9 @@ export async function startRabbitMq(nodes = 1): Promise<BrokerUnderTest> {
     get urls() {
       return started.urls;
     },
+    // Quorum queues are declared with the leader locator client-local (commonQueueArguments), and
+    // the bench declares through node 1: that node leads them.
+    queueLeader: async () => 0,
     killNode(index) {
       const pid = started.pids[index];
       if (pid === undefined)

@@ -36,11 +36,14 @@ export async function startStyx(nodes = 1, target: StyxTarget = 'styx'): Promise
   const onExit = (): void => rmSync(root, { recursive: true, force: true });
   process.on('exit', onExit);
   let started: readonly StyxNode[];
+  let queueLeader = async (_queue: string): Promise<number | undefined> => 0;
   try {
     if (nodes === 1) {
       started = [await startSingle(root, amqpPorts[0] ?? 0)];
     } else {
-      started = await startStyxCluster(nodes, root, amqpPorts);
+      const cluster = await startStyxCluster(nodes, root, amqpPorts);
+      started = cluster.nodes;
+      queueLeader = cluster.queueLeader;
     }
   } catch (err) {
     // The launchers stop the nodes they started before throwing.
@@ -69,6 +72,7 @@ export async function startStyx(nodes = 1, target: StyxTarget = 'styx'): Promise
     get urls() {
       return all.map(clientUrl);
     },
+    queueLeader: (queue) => queueLeader(queue),
     killNode(index) {
       const node = all[index];
       if (node === undefined) throw new RangeError(`no node ${index + 1} in a cluster of ${all.length}`);

@@ -52,6 +52,13 @@ export interface StyxClusterNode extends StyxNode {
   readonly serverArgs: readonly string[];
 }
 
+/** A formed cluster: its nodes, node 1 first, and where its queues are led. */
+export interface StyxCluster {
+  readonly nodes: StyxClusterNode[];
+  /** The index of the node leading `queue` (vhost '/') as node 1 knows it; undefined while none. */
+  queueLeader(queue: string): Promise<number | undefined>;
+}
+
 /**
  * Starts `count` nodes with data dirs and the secret under `root` (which the caller made and
  * removes) and waits until they form one cluster; resolves to the nodes, node 1 first. Node i's
@@ -63,7 +70,7 @@ export async function startStyxCluster(
   root: string,
   amqpPorts: readonly number[],
   extraArgs: readonly string[] = [],
-): Promise<StyxClusterNode[]> {
+): Promise<StyxCluster> {
   const secretFile = join(root, 'cluster-secret');
   await writeClusterSecret(secretFile);
   const names = Array.from({ length: count }, (_, i) => `styx-bench-${i + 1}`);
@@ -109,7 +116,12 @@ export async function startStyxCluster(
     if (failed !== undefined) throw failed.reason;
     const nodes = [...started].sort((a, b) => names.indexOf(a.name) - names.indexOf(b.name));
     await waitForFormation(nodes, managementPorts, names);
-    return nodes;
+    const queueLeader = async (queue: string): Promise<number | undefined> => {
+      const leader = await queueLeaderName(managementPorts[0] as number, queue);
+      const index = leader === null ? -1 : names.indexOf(leader);
+      return index < 0 ? undefined : index;
+    };
+    return { nodes, queueLeader };
   } catch (err) {
     await Promise.all(started.map((n) => n.stop()));
     throw err;
@@ -177,15 +189,28 @@ async function waitForFormation(
   );
 }
 
+/** The leader's node name of `queue` in vhost '/' (null while none), as the node on `managementPort` knows it. */
+async function queueLeaderName(managementPort: number, queue: string): Promise<string | null> {
+  const answer = (await managementGet(managementPort, `/api/queues/%2F/${encodeURIComponent(queue)}`)) as {
+    readonly leader?: string | null;
+  };
+  return answer.leader ?? null;
+}
+
 /** One node's `GET /api/cluster`, as the default user (an administrator, allowed from loopback). */
 async function clusterStatus(managementPort: number): Promise<ClusterJson> {
-  const url = `http://127.0.0.1:${managementPort}/api/cluster`;
+  return (await managementGet(managementPort, '/api/cluster')) as ClusterJson;
+}
+
+/** A management API read, as the default user (an administrator, allowed from loopback). */
+async function managementGet(managementPort: number, path: string): Promise<unknown> {
+  const url = `http://127.0.0.1:${managementPort}${path}`;
   const response = await fetch(url, {
     headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
   if (!response.ok) throw new Error(`${url} answered ${response.status}: ${await response.text()}`);
-  return (await response.json()) as ClusterJson;
+  return await response.json();
 }
 
 /**

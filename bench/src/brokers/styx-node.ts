@@ -32,6 +32,8 @@ export interface StyxNode {
   readonly url: string;
   /** The cluster layer's address (`HOST:PORT`, the real port when listening on port 0), if clustered. */
   readonly clusterAddress: string | undefined;
+  /** The management API's port (`--management-port`), undefined when it is off. */
+  readonly managementPort: number | undefined;
   readonly pid: number;
   alive(): boolean;
   /** The last lines it logged, oldest first. */
@@ -151,11 +153,19 @@ export async function startStyxNode(
     name,
     url,
     clusterAddress,
+    managementPort: managementPortOf(serverArgs),
     pid,
     alive: isAlive,
     recentLogs: () => [...logs],
     stop,
   };
+}
+
+/** The port `--management-port` gives in `serverArgs`; undefined when absent or 0 (the API off). */
+export function managementPortOf(serverArgs: readonly string[]): number | undefined {
+  const i = serverArgs.lastIndexOf('--management-port');
+  const port = i === -1 ? 0 : Number(serverArgs[i + 1]);
+  return Number.isSafeInteger(port) && port > 0 ? port : undefined;
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatCount, formatCpu, formatMs, formatRatio, textTable } from './format.ts';
+import {
+  formatBytes,
+  formatCount,
+  formatCpu,
+  formatMs,
+  formatNodeCpu,
+  formatRatio,
+  textTable,
+} from './format.ts';
 
 describe('format', () => {
   it('formats ratios with enough digits to tell tiny ones apart', () => {
@@ -23,6 +31,15 @@ describe('format', () => {
     expect(formatCount(0.04213)).toBe('0.0421');
     expect(formatCpu(4200, 5000)).toBe('4.2 s (84 %)');
     expect(formatCpu(null, 5000)).toBe('?');
+  });
+
+  it("splits a cluster's CPU per message by each node's share, or gives each node's seconds", () => {
+    expect(formatNodeCpu([2000, 1000, 1000], 60)).toBe('30.0 / 15.0 / 15.0 µs/msg');
+    expect(formatNodeCpu([2000, 1500], undefined)).toBe('2.0 / 1.5 s');
+    // A single node, no reading, or no CPU at all: nothing to split (never a division by zero).
+    expect(formatNodeCpu([2000], 60)).toBe('');
+    expect(formatNodeCpu(undefined, 60)).toBe('');
+    expect(formatNodeCpu([0, 0], 60)).toBe('0.0 / 0.0 s');
   });
 
   it('pads table columns to their widest cell', () => {

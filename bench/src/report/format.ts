@@ -56,6 +56,23 @@ export function formatCpu(cpuMs: number | null, wallMs: number): string {
   return `${(cpuMs / 1000).toFixed(1)} s (${pct} %)`;
 }
 
+/**
+ * Each node's share of the broker CPU, node 1 first: as µs/msg when the case has a CPU-per-message
+ * figure (`perMessageUs`, split by each node's share of the case's broker CPU, which also covers
+ * set-up: an estimate), else as seconds. Empty for a single node.
+ */
+export function formatNodeCpu(
+  nodesMs: readonly number[] | undefined,
+  perMessageUs: number | undefined,
+): string {
+  if (nodesMs === undefined || nodesMs.length < 2) return '';
+  const total = nodesMs.reduce((a, b) => a + b, 0);
+  if (perMessageUs !== undefined && total > 0) {
+    return `${nodesMs.map((ms) => ((perMessageUs * ms) / total).toFixed(1)).join(' / ')} µs/msg`;
+  }
+  return `${nodesMs.map((ms) => (ms / 1000).toFixed(1)).join(' / ')} s`;
+}
+
 /** Left-aligned text table with a header row and a dashed rule under it. */
 export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

@@ -5,7 +5,8 @@ import { SCENARIOS } from '../scenarios/registry.ts';
 import type { Metric } from '../scenarios/scenario.ts';
 import { comparisonCells, comparisonHeader, ratioColumns, STYX_CLIENT } from './columns.ts';
 import { headlineTables } from './cpu-table.ts';
-import { formatCpu, formatRatio, formatValue } from './format.ts';
+import { formatCpu, formatNodeCpu, formatRatio, formatValue } from './format.ts';
+import { headlineOf } from './headline.ts';
 import { leadTable } from './leads.ts';
 import { scalingPanels, soakPanels } from './scaling-chart.ts';
 
@@ -66,6 +67,13 @@ function caseTable(report: BenchReport, caseId: string): string {
   rows.push(
     cpuRow('broker CPU (share of wall)', (r) => formatCpu(r.cpu?.brokerMs ?? null, r.cpu?.wallMs ?? 0)),
   );
+  if (runs.some((r) => (r.cpu?.brokerNodesMs?.length ?? 0) > 1)) {
+    rows.push(
+      cpuRow('broker CPU per node (node 1 / 2 / …)', (r) =>
+        formatNodeCpu(r.cpu?.brokerNodesMs, headlineOf(r).cpuPerMessage?.value),
+      ),
+    );
+  }
   rows.push(
     cpuRow('generator CPU (share of wall)', (r) => formatCpu(r.cpu?.generatorMs ?? null, r.cpu?.wallMs ?? 0)),
   );

@@ -2,7 +2,15 @@
 import { TARGET_LABELS } from '../brokers/broker.ts';
 import type { CaseResult, Ratio } from '../runner/results.ts';
 import { STYX_CLIENT } from './columns.ts';
-import { formatCount, formatCpu, formatMs, formatRatio, formatValue, textTable } from './format.ts';
+import {
+  formatCount,
+  formatCpu,
+  formatMs,
+  formatNodeCpu,
+  formatRatio,
+  formatValue,
+  textTable,
+} from './format.ts';
 import { headlineOf } from './headline.ts';
 
 /** One row per case and broker: rate, main latency, other metrics, CPU of both sides. */
@@ -19,6 +27,7 @@ export function resultsTable(results: readonly CaseResult[]): string {
     'max',
     'other',
     'broker CPU',
+    'per node',
     'gen CPU',
     'wall',
   ];
@@ -37,6 +46,7 @@ export function resultsTable(results: readonly CaseResult[]): string {
       h.latency === undefined ? '' : formatMs(h.latency.max),
       h.others.map((m) => `${m.label} ${formatValue(m.value, m.unit)}`).join('; '),
       r.cpu === null ? '' : formatCpu(r.cpu.brokerMs, wall),
+      formatNodeCpu(r.cpu?.brokerNodesMs, h.cpuPerMessage?.value),
       r.cpu === null ? '' : formatCpu(r.cpu.generatorMs, wall),
       r.cpu === null ? '' : `${(wall / 1000).toFixed(1)} s`,
     ];

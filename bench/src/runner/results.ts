@@ -34,6 +34,11 @@ export interface HistogramReport {
 /** CPU time over the whole case (setup included), ms, and the case's wall-clock time. */
 export interface CpuReport {
   readonly brokerMs: number | null;
+  /**
+   * The same per node process tree, in node order (node 1 first), when the broker has more than
+   * one node: on a cluster it shows what the queue's leader and its followers each cost.
+   */
+  readonly brokerNodesMs?: readonly number[];
   readonly generatorMs: number;
   readonly wallMs: number;
 }

@@ -8,14 +8,14 @@ import { ADAPTERS } from '../adapters/registry.ts';
 import type { BrokerUnderTest, Target } from '../brokers/broker.ts';
 import { ClusterUnsupportedError, TARGET_LABELS } from '../brokers/broker.ts';
 import { LAUNCHERS } from '../brokers/launchers.ts';
-import { generatorCpuMs, processTreeCpuMs } from '../brokers/process-stats.ts';
+import { generatorCpuMs, perRootCpuMs } from '../brokers/process-stats.ts';
 import type { BenchCase } from '../scenarios/scenario.ts';
 import { nowMs } from '../scenarios/support/clock.ts';
 import { TrackedCaseContext } from './case-context.ts';
 import { histogramMetrics, histogramReport } from './histogram-report.ts';
 import { ProbeCache, unmetRequirement } from './probes.ts';
 import type { ProgressLine } from './progress-line.ts';
-import type { BrokerInfo, CaseResult } from './results.ts';
+import type { BrokerInfo, CaseResult, CpuReport } from './results.ts';
 import { warmUp } from './warm-up.ts';
 
 export interface RunOptions {
@@ -100,14 +100,19 @@ async function runOne(
 
   const ctx = new TrackedCaseContext(broker, adapter, c.id, o.stallTimeoutMs, (t) => o.progress.update(t));
   const pids0 = broker.pids.join(',');
-  const brokerCpu0 = processTreeCpuMs(broker.pids);
+  const brokerCpu0 = perRootCpuMs(broker.pids);
   const genCpu0 = generatorCpuMs();
   const wall0 = nowMs();
-  const cpu = () => {
+  const cpu = (): CpuReport => {
     // A case that restarted the broker (l) has other processes now: their times do not subtract.
-    const brokerCpu1 = broker.pids.join(',') === pids0 ? processTreeCpuMs(broker.pids) : undefined;
+    const brokerCpu1 = broker.pids.join(',') === pids0 ? perRootCpuMs(broker.pids) : undefined;
+    const nodes =
+      brokerCpu0 !== undefined && brokerCpu1 !== undefined
+        ? brokerCpu1.map((ms, i) => ms - (brokerCpu0[i] as number))
+        : undefined;
     return {
-      brokerMs: brokerCpu0 !== undefined && brokerCpu1 !== undefined ? brokerCpu1 - brokerCpu0 : null,
+      brokerMs: nodes === undefined ? null : nodes.reduce((a, b) => a + b, 0),
+      ...(nodes !== undefined && nodes.length > 1 ? { brokerNodesMs: nodes } : {}),
       generatorMs: generatorCpuMs() - genCpu0,
       wallMs: nowMs() - wall0,
     };

@@ -165,7 +165,21 @@ export function deadLetterCopy(input: DeadLetterInput): DeadLetteredCopy {
     if (value != null) out[name] = value;
   }
 
-  if (useDlk) {
+  return addressedCopy(message, dlx, dlk, publishedKeys, properties);
+}
+
+/**
+ * The copy of `message` carrying `properties`, addressed to `dlx`: on `dlk` alone, or on the keys
+ * it was published with (`publishedKeys`: its routing key and CC keys) and its BCC keys.
+ */
+export function addressedCopy(
+  message: DeadLetterMessage,
+  dlx: string,
+  dlk: string | undefined,
+  publishedKeys: readonly string[],
+  properties: BasicProperties,
+): DeadLetteredCopy {
+  if (dlk !== undefined) {
     return {
       exchange: dlx,
       routingKey: dlk,

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { DedupeWatermarks } from './dedupe-watermarks.ts';
+import {
+  DEFAULT_DEDUPE_LIMITS,
+  DedupeWatermarks,
+  MAX_DEDUPE_WINDOW,
+  WIDE_DEDUPE_WINDOW,
+} from './dedupe-watermarks.ts';
+import { DlxConfigError } from './errors.ts';
 
 /** A deterministic pseudo-random sequence (mulberry32), so the property tests replay exactly. */
 function rng(seed: number): () => number {
@@ -55,6 +61,56 @@ describe('DedupeWatermarks', () => {
     expect(d.watermark('s')).toBe(-1); // eviction never raises the watermark
     expect(d.accept('s', 1)).toBe('new'); // forgotten: accepted again
     expect(d.accept('s', 4)).toBe('duplicate');
+  });
+
+  for (const window of [DEFAULT_DEDUPE_LIMITS.maxIdsPerSource, WIDE_DEDUPE_WINDOW]) {
+    it(`at the edge of a ${window}-id window: the last ${window} ids are duplicates, the one before is not`, () => {
+      const d = new DedupeWatermarks({ maxIdsPerSource: window, maxSources: 4 });
+      // Ids 1..window+1 with no horizon: one more than the window, so id 1 is forgotten.
+      for (let id = 1; id <= window + 1; id++) expect(d.accept('s', id)).toBe('new');
+      expect(d.idsAbove('s')).toBe(window);
+      expect(d.hasSeen('s', 1)).toBe(false);
+      for (let id = 2; id <= window + 1; id++) expect(d.accept('s', id)).toBe('duplicate');
+      // The forgotten one comes back as new (a duplicate delivery at worst, never a loss).
+      expect(d.accept('s', 1)).toBe('new');
+      expect(d.idsAbove('s')).toBe(window);
+    });
+  }
+
+  it('setMaxIdsPerSource: widening keeps every id and remembers more from then on', () => {
+    const d = new DedupeWatermarks();
+    for (let id = 1; id <= 1024; id++) d.accept('s', id);
+    d.setMaxIdsPerSource(WIDE_DEDUPE_WINDOW);
+    expect(d.maxIdsPerSource).toBe(WIDE_DEDUPE_WINDOW);
+    for (let id = 1025; id <= 4096; id++) expect(d.accept('s', id)).toBe('new');
+    for (let id = 1; id <= 4096; id++) expect(d.accept('s', id)).toBe('duplicate');
+    expect(d.accept('s', 4097)).toBe('new');
+    expect(d.accept('s', 1)).toBe('new');
+  });
+
+  it('setMaxIdsPerSource: narrowing forgets the smallest ids past the new window, in every source', () => {
+    const d = new DedupeWatermarks({ maxIdsPerSource: 10, maxSources: 4 });
+    for (let id = 1; id <= 10; id++) {
+      d.accept('a', id);
+      d.accept('b', id * 2);
+    }
+    d.setMaxIdsPerSource(3);
+    expect(d.idsAbove('a')).toBe(3);
+    expect(d.idsAbove('b')).toBe(3);
+    expect([8, 9, 10].map((id) => d.hasSeen('a', id))).toEqual([true, true, true]);
+    expect(d.hasSeen('a', 7)).toBe(false);
+    expect(d.hasSeen('b', 14)).toBe(false);
+    expect(d.hasSeen('b', 16)).toBe(true);
+  });
+
+  it('setMaxIdsPerSource refuses a window outside [1, MAX_DEDUPE_WINDOW] and keeps the old one', () => {
+    const d = new DedupeWatermarks();
+    for (const bad of [0, -1, 1.5, Number.NaN, MAX_DEDUPE_WINDOW + 1, Number.POSITIVE_INFINITY]) {
+      expect(() => d.setMaxIdsPerSource(bad)).toThrow(DlxConfigError);
+    }
+    expect(d.maxIdsPerSource).toBe(DEFAULT_DEDUPE_LIMITS.maxIdsPerSource);
+    d.setMaxIdsPerSource(MAX_DEDUPE_WINDOW);
+    expect(d.maxIdsPerSource).toBe(MAX_DEDUPE_WINDOW);
   });
 
   it('bounded in sources: the least recently used source is forgotten', () => {

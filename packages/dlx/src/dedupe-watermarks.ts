@@ -33,9 +33,15 @@
  * the source sends it again after that one: a publisher's messages land in the order it sent them,
  * whatever retries and leader changes happened in between.
  *
- * Memory: at most maxSources × maxIdsPerSource ids (~50 B each in a Set plus a heap slot): with the
- * defaults 256 × 1024 ≈ 13 MB per queue in the worst case (every source stuck with a full window);
- * typically one id per transfer in flight.
+ * The window (`maxIdsPerSource`) decides verdicts, so every replica of a queue must use the same
+ * one at the same log index: it starts at `DEFAULT_DEDUPE_LIMITS` (1,024, what every build before
+ * the wider window used) and changes only through `setMaxIdsPerSource`, which the queue machine
+ * calls when it applies a replicated command (the node's `setDedupeWindow` entry), never from a
+ * node's own setting.
+ *
+ * Memory: at most maxSources × maxIdsPerSource ids (~50 B each in a Set plus a heap slot): 256 ×
+ * 1,024 ≈ 13 MB per queue in the worst case (every source stuck with a full window), 52 MB with
+ * the wide window (`WIDE_DEDUPE_WINDOW`); typically the ids of one source's transfers in flight.
  */
 import { DeadLetterInputError, DlxConfigError, DlxSnapshotError } from './errors.ts';
 import { NumberMinHeap } from './number-min-heap.ts';
@@ -62,6 +68,18 @@ export interface DedupeLimits {
 
 export const DEFAULT_DEDUPE_LIMITS: DedupeLimits = Object.freeze({ maxIdsPerSource: 1024, maxSources: 256 });
 
+/**
+ * The window a queue takes once its log says so (the node's `setDedupeWindow`, proposed once every
+ * member supports it): a source keeps half a target's window in progress, and a hand-off holds its
+ * place for two commits (the target's enqueue, then the source's settle), so half the window over
+ * that round trip caps a source's dead-letter rate. With 1,024 a 5k/s TTL stream on a loaded
+ * machine (commits of 50–300 ms) kept 512 in progress at all times while its backlog grew.
+ */
+export const WIDE_DEDUPE_WINDOW = 4096;
+
+/** The largest window a replicated command may set (bounds a target's memory: 256 × this ids). */
+export const MAX_DEDUPE_WINDOW = 65_536;
+
 /** `accept`'s answer: deliver (`new`) or drop (`duplicate`). */
 export type DedupeVerdict = 'new' | 'duplicate';
 
@@ -76,6 +94,11 @@ export interface DedupeSourceSnapshot {
 export interface DedupeSnapshot {
   readonly version: 1;
   readonly sources: readonly DedupeSourceSnapshot[];
+}
+
+/** Whether `n` is a window `setMaxIdsPerSource` takes. */
+export function isDedupeWindow(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 1 && n <= MAX_DEDUPE_WINDOW;
 }
 
 /** Throws DlxConfigError when `limits` break a documented bound. */
@@ -102,13 +125,35 @@ interface SourceState {
 export class DedupeWatermarks {
   /** Insertion order = recency: the first key is the least recently used source. */
   private readonly sources = new Map<string, SourceState>();
-  private readonly limits: DedupeLimits;
+  private limits: DedupeLimits;
   /** The most recently used source, to skip the recency update on a burst from one source. */
   private lastSource: string | undefined = undefined;
 
   constructor(limits: DedupeLimits = DEFAULT_DEDUPE_LIMITS) {
     validateDedupeLimits(limits);
     this.limits = limits;
+  }
+
+  /** The window: ids remembered above each source's watermark. */
+  get maxIdsPerSource(): number {
+    return this.limits.maxIdsPerSource;
+  }
+
+  /**
+   * A new window, from now on. A smaller one forgets each source's smallest ids past it at once (a
+   * possible duplicate delivery later, never a lost message). Deterministic: replicas that call it
+   * at the same point of the same sequence of `accept`s keep the same state. Throws DlxConfigError
+   * outside [1, MAX_DEDUPE_WINDOW].
+   */
+  setMaxIdsPerSource(maxIdsPerSource: number): void {
+    if (!isDedupeWindow(maxIdsPerSource)) {
+      throw new DlxConfigError(
+        `dedupe window must be an integer in [1, ${MAX_DEDUPE_WINDOW}], got ${maxIdsPerSource}`,
+      );
+    }
+    this.limits = Object.freeze({ ...this.limits, maxIdsPerSource });
+    for (const state of this.sources.values())
+      while (state.above.size > maxIdsPerSource) forgetSmallest(state);
   }
 
   /** Sources remembered. */

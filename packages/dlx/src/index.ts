@@ -25,7 +25,14 @@ export type {
   DedupeVerdict,
   HandOffId,
 } from './dedupe-watermarks.ts';
-export { DEFAULT_DEDUPE_LIMITS, DedupeWatermarks, validateDedupeLimits } from './dedupe-watermarks.ts';
+export {
+  DEFAULT_DEDUPE_LIMITS,
+  DedupeWatermarks,
+  isDedupeWindow,
+  MAX_DEDUPE_WINDOW,
+  validateDedupeLimits,
+  WIDE_DEDUPE_WINDOW,
+} from './dedupe-watermarks.ts';
 export { DeadLetterInputError, DlxConfigError, DlxSnapshotError, HandOffStateError } from './errors.ts';
 export type {
   AttemptPlan,
@@ -50,6 +57,7 @@ export {
   validatePendingLimits,
 } from './pending-dead-letters.ts';
 export { BCC_HEADER, CC_HEADER, routingKeysOfHeader } from './routing-headers.ts';
+export { SharedCopyProperties } from './shared-copy-properties.ts';
 export type { DeathEvent, XDeathEntry } from './x-death.ts';
 export {
   nextXDeath,

@@ -60,6 +60,13 @@ export interface CommandCodec<C> {
    * (and an allocation) of every command — a message body, for a queue.
    */
   encodeWithHeadroom?(command: C, headroom: number): Uint8Array;
+  /**
+   * Optional: `decode` for a command read from the log to be applied (by a follower, or replayed),
+   * which may leave for later what the machine's `apply` does not read (for a queue: the message
+   * it only stores). What it defers must decode, when read, to what `decode` gives, so that every
+   * replica's state stays the same. Without it, `decode` is used.
+   */
+  decodeEntry?(bytes: Uint8Array): C;
 }
 
 export type Role = 'leader' | 'follower' | 'candidate' | 'removed';

@@ -33,6 +33,7 @@ import { VerifiedLogins } from '../metadata/verified-logins.ts';
 import { BrokerCounters } from '../metrics/broker-counters.ts';
 import type { NodeMetricsSource } from '../metrics/metrics-source.ts';
 import type { DeadLetterRoute } from '../queue/dead-letter-route.ts';
+import { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import { withDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { OwnerSink, QueueActor } from '../queue/queue-actor.ts';
 import { QueueFlowCounters } from '../queue/queue-flow-counters.ts';
@@ -165,6 +166,8 @@ export class Broker {
   permissionEpoch = 0;
   /** What this node's queue leaders applied since it started (metrics' node totals). */
   readonly flowTotals = new QueueFlowCounters();
+  /** How long this node's queue leaders took over each stage of dead-lettering (metrics). */
+  readonly deadLetterTimings = new DeadLetterTimings();
   /** What this node's clients published, were delivered and acked; connection churn (metrics). */
   readonly counters = new BrokerCounters();
   private readonly clock: Clock;
@@ -302,6 +305,7 @@ export class Broker {
       },
       effectiveConfig: (record) => this.effectiveConfig(record),
       nodeFlow: this.flowTotals,
+      deadLetterTimings: this.deadLetterTimings,
     });
     // The one place that knows whether this node is alone: every queue operation goes through this.
     this.queues =
@@ -1002,6 +1006,8 @@ export class Broker {
       publisherCount: () => this.gate.connections.sum((c) => c.publisherCount),
       clientConsumerCount: () => this.gate.connections.sum((c) => c.consumerCount),
       nodeFlow: this.flowTotals,
+      deadLetterTimings: this.deadLetterTimings,
+      raftTraffic: () => (this.storage === undefined ? undefined : raftHostOf(this.storage).stats),
       logSync: this.storage?.logStore.syncLatency,
       counters: this.counters,
       version: STYX_VERSION,

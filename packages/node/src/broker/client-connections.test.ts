@@ -47,6 +47,31 @@ describe('ClientConnections', () => {
     expect(connections.channel('gone:run.3/1')).toBeUndefined();
   });
 
+  it('finds a channel again by the same owner id only while its connection lives and the channel is open', () => {
+    const connections = new ClientConnections();
+    const a = connection('n:r.1', [1, 2]);
+    connections.add(a);
+    const owner = 'n:r.1/2';
+    const first = a.channels.get(2);
+    expect(connections.channel(owner)).toBe(first);
+    expect(connections.channel(owner)).toBe(first);
+    // The channel closes, then a new one opens with the same number: the new one is found.
+    a.channels.delete(2);
+    expect(connections.channel(owner)).toBeUndefined();
+    const reopened = connection('n:r.1', [2]).channels.get(2) as ClientChannel;
+    a.channels.set(2, reopened);
+    expect(connections.channel(owner)).toBe(reopened);
+    // The connection goes: its channels are not found any more, even though it still holds them.
+    expect(connections.delete(a)).toBe(true);
+    expect(connections.channel(owner)).toBeUndefined();
+    expect(connections.channel('n:r.1/1')).toBeUndefined();
+    // A connection that was unknown when an owner id was first asked for is found once added.
+    expect(connections.channel('n:r.2/3')).toBeUndefined();
+    const b = connection('n:r.2', [3]);
+    connections.add(b);
+    expect(connections.channel('n:r.2/3')).toBe(b.channels.get(3));
+  });
+
   it('sums figures and lists channels over every connection; forgets a deleted one', () => {
     const connections = new ClientConnections();
     const a = connection('n:r.1', [1, 2]);

@@ -5,13 +5,13 @@
 import { describe, expect, it } from 'vitest';
 import { QueueLinkLostError } from '../cluster/queue-link.ts';
 import { encodeBinaryAnswer, encodeCommandAnswer, QueueOp } from '../cluster/queue-rpc-codec.ts';
-import { silentLogger } from '../logging/logger.ts';
 import type { QueueRecord } from '../metadata/metadata-machine.ts';
 import { MachineHarness, storedMessage } from '../queue/queue-test-harness.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import { queueRecord } from '../test-support/queue-record.ts';
-import type { ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
+import type { QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues } from './cluster-queues.ts';
+import { quietQueuesHost } from './cluster-queues-test-support.ts';
 
 describe('ClusterQueues: publish dedupe across handles of one queue', () => {
   /** A node with no replica of g1; its link reaches a leader whose queue machine the test holds. */
@@ -20,21 +20,14 @@ describe('ClusterQueues: publish dedupe across handles of one queue', () => {
     const sent: { seq: number; source: string }[] = [];
     /** Publish attempts still to be lost before they reach the leader. */
     const cut = { attempts: 0 };
-    const host = {
+    const host = quietQueuesHost({
       metadata: { clusterNode: () => undefined, queues: () => [], queue: () => undefined },
-      logger: silentLogger(),
-      replica: () => undefined,
-      replicas: () => [],
-      localChannel: () => undefined,
-      reassertConsumers: () => {},
-      startReplica: async () => {},
-      dropReplica: async () => {},
-    } as unknown as ClusterQueuesHost;
+    });
     const port: QueueClusterPort = {
       nodeId: 'id-n1',
       queueLink: {
         call: async (peer, op, _group, body) => {
-          const command = queueCommandCodec.decode(body);
+          const command = queueCommandCodec.decode(body as Uint8Array);
           if (command.type === 'enqueue' && command.publishId !== undefined) {
             const { messageId, source } = command.publishId;
             sent.push({ seq: messageId, source });
@@ -84,16 +77,9 @@ describe('ClusterQueues: handles of deleted queues are released', () => {
   /** A node that holds no replica; `live` is its metadata's queues. */
   function setUp() {
     const live: QueueRecord[] = [];
-    const host = {
+    const host = quietQueuesHost({
       metadata: { clusterNode: () => undefined, queues: () => live, queue: () => undefined },
-      logger: silentLogger(),
-      replica: () => undefined,
-      replicas: () => [],
-      localChannel: () => undefined,
-      reassertConsumers: () => {},
-      startReplica: async () => {},
-      dropReplica: async () => {},
-    } as unknown as ClusterQueuesHost;
+    });
     const port: QueueClusterPort = {
       nodeId: 'id-n1',
       queueLink: { call: async () => new Uint8Array(0), handle: () => {} },

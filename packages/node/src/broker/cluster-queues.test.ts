@@ -9,6 +9,7 @@ import { queueConfig } from '../queue/queue-test-harness.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import type { ClusterQueuesHost, QueueClusterPort } from './cluster-queues.ts';
 import { ClusterQueues, LEADERLESS_HOLD_MS, ownerNodeName } from './cluster-queues.ts';
+import { quietQueuesHost } from './cluster-queues-test-support.ts';
 import type { PeerStatus } from './owner-suspicion.ts';
 
 describe('ownerNodeName', () => {
@@ -81,22 +82,17 @@ describe('ClusterQueues: suspicion before verdict for the owners of other nodes'
       timeoutArg === undefined
         ? []
         : [{ key: 'x-consumer-disconnected-timeout', value: { i32: timeoutArg } }];
-    const host = {
+    const host = quietQueuesHost({
       metadata: {
         clusterNode: (key: string) => nodes.find((n) => n.id === key || n.name === key),
         queue: () => ({ vhost: '/', name: 'q1', arguments: { entries: args } }),
         policyFor: () => undefined,
       },
-      logger: silentLogger(),
-      replica: () => undefined,
       replicas: () => [actor],
-      localChannel: () => undefined,
       reassertConsumers: () => {
         reasserted++;
       },
-      startReplica: async () => {},
-      dropReplica: async () => {},
-    } as unknown as ClusterQueuesHost;
+    });
     const port: QueueClusterPort = {
       nodeId: 'id-n1',
       queueLink: {

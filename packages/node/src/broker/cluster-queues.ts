@@ -22,15 +22,25 @@ import type { RaftGroupLog } from '@styx/raft';
 import { NotLeaderError } from '@styx/raft';
 import type { FeatureFlagGate } from '../cluster/feature-flags.ts';
 import {
+  BATCHED_REMOTE_SENDS_FLAG,
   BINARY_QUEUE_ANSWERS_FLAG,
   CONSUMER_SUSPICION_FLAG,
   ORDERED_PUBLISHES_FLAG,
 } from '../cluster/feature-flags.ts';
 import { nextMembershipChange } from '../cluster/membership-reconciler.ts';
+import type { BatchedOutcome, BatchedSend } from '../cluster/queue-batch-codec.ts';
+import { decodeBatch, encodeBatchAnswer } from '../cluster/queue-batch-codec.ts';
 import type { QueueLinkHandler } from '../cluster/queue-link.ts';
-import { QueueLinkError, QueueLinkFrameError, QueueLinkRemoteError } from '../cluster/queue-link.ts';
+import {
+  answerError,
+  QueueLinkError,
+  QueueLinkFrameError,
+  QueueLinkRemoteError,
+  UNKNOWN_MESSAGE_CODE,
+} from '../cluster/queue-link.ts';
 import type { GroupStatus, ReplicaStatus } from '../cluster/queue-rpc-codec.ts';
 import {
+  DeliveryEncoder,
   decodeCancelled,
   decodeDelivery,
   decodeGroupStatus,
@@ -39,11 +49,11 @@ import {
   encodeCancelled,
   encodeCommandAnswer,
   encodeCounts,
-  encodeDelivery,
   encodeJsonBody,
   QueueLinkCode,
   QueueOp,
 } from '../cluster/queue-rpc-codec.ts';
+import { RemoteSendBatches } from '../cluster/remote-send-batches.ts';
 import type { Logger } from '../logging/logger.ts';
 import { consumerDisconnectedTimeoutMs } from '../metadata/effective-config.ts';
 import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
@@ -62,6 +72,10 @@ import type { ReplicaStart } from './replica-start.ts';
 import { replicaStart } from './replica-start.ts';
 import { isReplicatedQueue, notReplicatedError } from './replicated-queue.ts';
 
+/** A batched send's outcome when it went through (shared: outcomes are read, never changed). */
+const BATCHED_DONE: BatchedOutcome = Object.freeze({ ok: true });
+/** How long a send to another node's channel (alone, or its turn's batch) waits for its answer, ms. */
+const REMOTE_SEND_TIMEOUT_MS = 5_000;
 /** How often leaders check their groups' membership against the records, ms. */
 const MEMBERSHIP_CHECK_MS = 1_000;
 /**
@@ -97,7 +111,14 @@ export type ChannelSink = OwnerSink<QueueHandle>;
 export interface QueueClusterPort {
   readonly nodeId: string;
   readonly queueLink: {
-    call(peer: string, op: number, group: string, body: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+    /** `body` in parts: one body, the parts in a row (a batch's). */
+    call(
+      peer: string,
+      op: number,
+      group: string,
+      body: Uint8Array | readonly Uint8Array[],
+      timeoutMs: number,
+    ): Promise<Uint8Array>;
     handle(handler: QueueLinkHandler): void;
   };
   isDown(nodeId: string): boolean;
@@ -159,6 +180,8 @@ export class ClusterQueues {
   readonly #channelSinks = new WeakMap<ChannelSink, OwnerSink>();
   /** Remote owners' sinks, by owner id: what the replicas call, and the link sender behind it. */
   readonly #remoteSinks = new Map<string, { readonly sink: OwnerSink; readonly link: RemoteOwnerSink }>();
+  /** The remote sinks' sends of a turn per node, in one call (feature flag `batched_remote_sends`). */
+  readonly #sendBatches: RemoteSendBatches;
   /** Groups with a membership change in flight. */
   readonly #changing = new Set<string>();
   /**
@@ -203,6 +226,9 @@ export class ClusterQueues {
       orderedPublishes: () => cluster.featureFlags?.isEnabled(ORDERED_PUBLISHES_FLAG) ?? true,
       binaryAnswers: () => cluster.featureFlags?.isEnabled(BINARY_QUEUE_ANSWERS_FLAG) ?? true,
     };
+    this.#sendBatches = new RemoteSendBatches((node, op, group, body) =>
+      cluster.queueLink.call(node, op, group, body, REMOTE_SEND_TIMEOUT_MS),
+    );
     cluster.queueLink.handle(this.#onRequest);
     this.#unsubscribe = cluster.onNodeDown((nodeId) => this.#nodeDown(nodeId));
     this.#unsubscribeUp = cluster.onNodeUp((nodeId) => this.#nodeUp(nodeId));
@@ -309,7 +335,10 @@ export class ClusterQueues {
 
   #remoteSink(owner: string, nodeId: string): { sink: OwnerSink; link: RemoteOwnerSink } {
     const link = new RemoteOwnerSink({
-      send: (op, group, body) => this.#cluster.queueLink.call(nodeId, op, group, body, 5_000),
+      send: (op, group, body) =>
+        this.#batchedSends()
+          ? this.#sendBatches.send(nodeId, op, group, body)
+          : this.#cluster.queueLink.call(nodeId, op, group, body, REMOTE_SEND_TIMEOUT_MS),
       classify: (error) => {
         if (!(error instanceof QueueLinkRemoteError)) return 'lost';
         if (error.code === QueueLinkCode.ownerGone) return 'owner-gone';
@@ -325,16 +354,18 @@ export class ClusterQueues {
       },
       warn: (fields, message) => this.#log.warn({ ...fields, owner, node: nodeId }, message),
     });
+    const deliveries = new DeliveryEncoder(owner);
     const sink: OwnerSink = {
       deliver: (actor, tag, id, redelivered, deliveryCount, message) =>
-        link.send(
-          actor,
-          QueueOp.deliver,
-          encodeDelivery(owner, tag, id, redelivered, deliveryCount, message),
-        ),
+        link.send(actor, QueueOp.deliver, deliveries.encode(tag, id, redelivered, deliveryCount, message)),
       consumerCancelled: (actor, tag) => link.send(actor, QueueOp.cancelled, encodeCancelled(owner, tag)),
     };
     return { sink, link };
+  }
+
+  /** Whether every member answers `QueueOp.batch` (feature flag `batched_remote_sends`). */
+  #batchedSends(): boolean {
+    return this.#cluster.featureFlags?.isEnabled(BATCHED_REMOTE_SENDS_FLAG) ?? true;
   }
 
   /**
@@ -495,6 +526,30 @@ export class ClusterQueues {
         if (leading instanceof Promise) return leading.then((actor) => encodeCounts(actor.counts()));
         return encodeCounts(leading.counts());
       }
+      case QueueOp.deliver:
+      case QueueOp.cancelled:
+      case QueueOp.reassert:
+        this.#runSend(op, group, body);
+        return EMPTY;
+      case QueueOp.batch:
+        // Each send as if it came alone, in order; a body that does not decode closes the stream.
+        return encodeBatchAnswer(decodeBatch(body).map((send) => this.#runBatchedSend(send)));
+      case QueueOp.status:
+        return encodeJsonBody(this.#localStatus(this.#leading(group).groupId));
+      case QueueOp.transfer: {
+        const to = decodeText(body, 'transfer target');
+        this.#leading(group);
+        this.#groups.get(group)?.transferLeadership(to);
+        return EMPTY;
+      }
+      default:
+        throw new QueueLinkFrameError(`unknown queue op ${op}`);
+    }
+  };
+
+  /** A leader's send to a channel here (synchronous: its answer is empty); throws its refusal. */
+  #runSend(op: number, group: string, body: Uint8Array): void {
+    switch (op) {
       case QueueOp.deliver: {
         const delivery = decodeDelivery(body);
         const channel = this.#host.localChannel(delivery.owner);
@@ -508,29 +563,33 @@ export class ClusterQueues {
           delivery.deliveryCount,
           delivery.message,
         );
-        return EMPTY;
+        return;
       }
       case QueueOp.cancelled: {
         const { owner, tag } = decodeCancelled(body);
         const channel = this.#host.localChannel(owner);
         if (channel !== undefined) channel.consumerCancelled(this.#handleOfGroup(group), tag);
-        return EMPTY;
+        return;
       }
       case QueueOp.reassert:
         this.#host.reassertConsumers();
-        return EMPTY;
-      case QueueOp.status:
-        return encodeJsonBody(this.#localStatus(this.#leading(group).groupId));
-      case QueueOp.transfer: {
-        const to = decodeText(body, 'transfer target');
-        this.#leading(group);
-        this.#groups.get(group)?.transferLeadership(to);
-        return EMPTY;
-      }
+        return;
       default:
-        throw new QueueLinkFrameError(`unknown queue op ${op}`);
+        // A later version's send in a batch: refused alone, as its call of its own would be.
+        throw new QueueLinkError(UNKNOWN_MESSAGE_CODE, `op ${op} is not a send this node takes in a batch`);
     }
-  };
+  }
+
+  /** One send of a batch: done, or refused as its call of its own would have been answered. */
+  #runBatchedSend(send: BatchedSend): BatchedOutcome {
+    try {
+      this.#runSend(send.op, send.group, send.body);
+      return BATCHED_DONE;
+    } catch (error) {
+      if (error instanceof QueueLinkFrameError) throw error;
+      return { ok: false, ...answerError(error, this.#log) };
+    }
+  }
 
   // ------------------------------------------------------------------------------ operator reads and verbs
 

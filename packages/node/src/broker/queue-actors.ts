@@ -5,14 +5,17 @@
  * otherwise — stop, take up the policies' config, and come and go as this node is added to or
  * removed from a queue's members.
  */
+import { DEFAULT_DEDUPE_LIMITS, WIDE_DEDUPE_WINDOW } from '@styx/dlx';
 import type { Clock, RaftGroupLog, ReplicatedLog } from '@styx/raft';
 import { InMemoryLog } from '@styx/raft';
+import { WIDE_DEDUPE_WINDOW_FLAG } from '../cluster/feature-flags.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { EffectiveQueueConfig } from '../metadata/effective-config.ts';
 import { sameQueueConfig } from '../metadata/effective-config.ts';
 import type { MetadataMachine, QueueRecord } from '../metadata/metadata-machine.ts';
 import type { BodyStore } from '../queue/body-store.ts';
 import { InMemoryBodyStore } from '../queue/body-store.ts';
+import type { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import { showsDeliveryCount } from '../queue/delivery-count-header.ts';
 import type { QueueActorSinks } from '../queue/queue-actor.ts';
 import { QueueActor } from '../queue/queue-actor.ts';
@@ -43,6 +46,8 @@ export interface QueueActorsHost {
   effectiveConfig(record: QueueRecord): EffectiveQueueConfig;
   /** The node's flow totals, which each replica adds to while it leads (metrics). */
   readonly nodeFlow?: QueueFlowCounters;
+  /** The node's dead-letter stage timings, which each replica adds to while it leads (metrics). */
+  readonly deadLetterTimings?: DeadLetterTimings;
 }
 
 export class QueueActors {
@@ -65,6 +70,17 @@ export class QueueActors {
    */
   readonly #proposedConfigs = new WeakMap<QueueActor, QueueConfig>();
   readonly #sinks: QueueActorSinks;
+  /**
+   * The dedupe window every queue may take now (see `QueueActorOptions.dedupeWindow`): the wide one
+   * on a node alone, and in a cluster once every member supports it (feature flag
+   * `wide_dedupe_window` enabled: an older replica could not apply the log entry that records it).
+   */
+  readonly #dedupeWindow = (): number => {
+    const flags = this.#host.cluster?.featureFlags;
+    return flags === undefined || flags.isEnabled(WIDE_DEDUPE_WINDOW_FLAG)
+      ? WIDE_DEDUPE_WINDOW
+      : DEFAULT_DEDUPE_LIMITS.maxIdsPerSource;
+  };
 
   constructor(host: QueueActorsHost) {
     this.#host = host;
@@ -179,6 +195,8 @@ export class QueueActors {
       sinks: this.#sinks,
       deliveryCountHeader: showsDeliveryCount(record.arguments),
       nodeFlow: this.#host.nodeFlow,
+      deadLetterTimings: this.#host.deadLetterTimings,
+      dedupeWindow: this.#dedupeWindow,
       ...(durable && this.#bodySource !== undefined ? { bodySource: this.#bodySource } : {}),
     });
     let byName = this.#actors.get(record.vhost);

@@ -84,6 +84,7 @@ function cluster() {
             isLeader: replica.role === 'leader',
             counts: () => counts(replica.ids.length),
             liveIds: () => replica.ids,
+            dedupeWindow: () => 1024,
           } as unknown as QueueActor;
         },
         group: (groupId) => {
@@ -148,6 +149,7 @@ describe('QueueChecks', () => {
         digest: liveIdsDigest([3, 4, 5]),
         missingBodies: 0,
         missingBodyIds: [],
+        dedupeWindow: 1024,
       })),
     );
   });

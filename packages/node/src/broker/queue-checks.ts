@@ -233,6 +233,7 @@ export class QueueChecks {
         counts: actor.counts(),
         liveIds: () => actor.liveIds(),
         hasBody: (id) => bodyStore.has(groupId, id),
+        dedupeWindow: actor.dedupeWindow(),
       });
     }
     return answer;
@@ -314,6 +315,7 @@ function isReportOrError(value: unknown): boolean {
     typeof v.digest === 'string' &&
     count(v.missingBodies) &&
     Array.isArray(v.missingBodyIds) &&
-    v.missingBodyIds.every(count)
+    v.missingBodyIds.every(count) &&
+    (v.dedupeWindow === undefined || count(v.dedupeWindow))
   );
 }

@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { decodeDelivery, encodeCancelled, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
+import {
+  decodeDelivery,
+  encodeCancelled,
+  encodeDelivery,
+  joinSendBody,
+  QueueOp,
+} from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import type { RemoteOwnerSinkLimits } from './remote-owner-sink.ts';
@@ -30,7 +36,7 @@ function fakePort(limits?: RemoteOwnerSinkLimits) {
       send: (op, group, body) => {
         let name: string;
         if (op === QueueOp.deliver) {
-          const delivery = decodeDelivery(body);
+          const delivery = decodeDelivery(joinSendBody(body));
           name = `${group}:${new TextDecoder().decode(delivery.message.body)}`;
           flags.push(delivery.redelivered);
         } else {

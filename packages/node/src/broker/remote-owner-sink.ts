@@ -28,7 +28,14 @@
  * when its channel closes — no-ack is at-most-once). The owner's node is then told to register its
  * consumers again (`QueueOp.reassert`), retried while the node is up.
  */
-import { decodeDelivery, encodeDelivery, QueueOp } from '../cluster/queue-rpc-codec.ts';
+import type { SendBody } from '../cluster/queue-rpc-codec.ts';
+import {
+  decodeDelivery,
+  encodeDelivery,
+  joinSendBody,
+  QueueOp,
+  sendBodyBytes,
+} from '../cluster/queue-rpc-codec.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 
 /** Pause before sending lost sends again, ms. */
@@ -53,7 +60,7 @@ export const DEFAULT_REMOTE_OWNER_SINK_LIMITS: RemoteOwnerSinkLimits = Object.fr
 
 export interface RemoteOwnerPort {
   /** Send one op for `group` to the owner's node; rejects when it did not arrive (or its answer). */
-  send(op: number, group: string, body: Uint8Array): Promise<unknown>;
+  send(op: number, group: string, body: SendBody): Promise<unknown>;
   /**
    * What an error of `send` means: the owner is gone for good (its channel closed), the node
    * refused the send for another reason (logged; not sent again), or it was lost on the way.
@@ -73,7 +80,7 @@ interface Outgoing {
   readonly seq: number;
   readonly actor: QueueActor;
   readonly op: number;
-  body: Uint8Array;
+  body: SendBody;
   /** Sent at least once (a delivery that goes again is marked redelivered). */
   sent: boolean;
 }
@@ -104,7 +111,7 @@ export class RemoteOwnerSink {
     this.#limits = limits;
   }
 
-  send(actor: QueueActor, op: number, body: Uint8Array): void {
+  send(actor: QueueActor, op: number, body: SendBody): void {
     const outgoing: Outgoing = { seq: ++this.#seq, actor, op, body, sent: false };
     if (this.#recovering) this.#hold(this.#waiting, outgoing);
     else this.#transmit(outgoing);
@@ -154,7 +161,7 @@ export class RemoteOwnerSink {
     let owner: string;
     let id: number;
     try {
-      ({ owner, id } = decodeDelivery(outgoing.body));
+      ({ owner, id } = decodeDelivery(joinSendBody(outgoing.body)));
     } catch {
       return; // not a delivery this sink encoded: nothing to return
     }
@@ -170,7 +177,7 @@ export class RemoteOwnerSink {
     if (ordered) insertInOrder(list, outgoing);
     else list.push(outgoing);
     this.#heldSends++;
-    this.#heldBytes += outgoing.body.byteLength;
+    this.#heldBytes += sendBodyBytes(outgoing.body);
     if (this.#heldSends > this.#limits.maxHeldSends || this.#heldBytes > this.#limits.maxHeldBytes)
       this.#overflow();
   }
@@ -206,7 +213,7 @@ export class RemoteOwnerSink {
     this.#heldBytes = 0;
     for (const outgoing of this.#lostSends.concat(this.#waiting)) {
       this.#heldSends++;
-      this.#heldBytes += outgoing.body.byteLength;
+      this.#heldBytes += sendBodyBytes(outgoing.body);
     }
   }
 
@@ -267,9 +274,9 @@ export class RemoteOwnerSink {
 }
 
 /** An encoded delivery with its redelivered flag set (the same bytes if they do not decode). */
-function markedRedelivered(body: Uint8Array): Uint8Array {
+function markedRedelivered(body: SendBody): SendBody {
   try {
-    const d = decodeDelivery(body);
+    const d = decodeDelivery(joinSendBody(body));
     if (d.redelivered) return body;
     return encodeDelivery(d.owner, d.tag, d.id, true, d.deliveryCount, d.message);
   } catch {

@@ -27,7 +27,7 @@ import { ClusterError } from './errors.ts';
 import type { DetectorEvent } from './failure-detector.ts';
 import { FailureDetector } from './failure-detector.ts';
 import type { NodeBuild } from './feature-flags.ts';
-import { buildOf } from './feature-flags.ts';
+import { BATCHED_REMOTE_SENDS_FLAG, buildOf } from './feature-flags.ts';
 import type { ClusterLibp2p } from './libp2p-node.ts';
 import { createClusterNode, listenAddress } from './libp2p-node.ts';
 import { Libp2pTransport } from './libp2p-transport.ts';
@@ -129,6 +129,18 @@ export interface ClusterStartOptions {
 
 /** The queue-link ops this version knows: a request of another op is answered as unknown. */
 const KNOWN_QUEUE_OPS: ReadonlySet<number> = new Set(Object.values(QueueOp));
+
+/**
+ * Ops a build answers only with their feature flag: a build without it (a pretend-older node)
+ * answers them as unknown, as the older build would.
+ */
+const QUEUE_OP_FLAGS: ReadonlyMap<number, string> = new Map([[QueueOp.batch, BATCHED_REMOTE_SENDS_FLAG]]);
+
+/** Whether a node of `build` answers queue-link `op`. */
+function knowsQueueOp(build: NodeBuild, op: number): boolean {
+  const flag = QUEUE_OP_FLAGS.get(op);
+  return KNOWN_QUEUE_OPS.has(op) && (flag === undefined || build.flags.has(flag));
+}
 
 /** A join request: who is asking, and where it listens. */
 interface JoinRequest {
@@ -312,7 +324,7 @@ export class Cluster implements BrokerCluster {
         node,
         logger,
         admit: (peer) => gater.isMember(peer),
-        knowsOp: (op) => KNOWN_QUEUE_OPS.has(op),
+        knowsOp: (op) => knowsQueueOp(build, op),
         versions: hello,
       });
       const unknownEvents = new UnknownMessageLog(logger.child({ component: 'cluster-gossip' }));

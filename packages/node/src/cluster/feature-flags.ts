@@ -84,6 +84,23 @@ export const FEATURE_FLAGS: readonly FeatureFlagSpec[] = [
       "'founders'): every replica starts with all of them; while disabled the first member creates the " +
       'group alone and adds the others one by one',
   },
+  {
+    name: 'wide_dedupe_window',
+    since: 4,
+    description:
+      'a queue receiving dead-letter hand-offs first records a wider dedupe window in its log (queue log ' +
+      'entry setDedupeWindow, tag 20: 4,096 hand-off ids per source instead of 1,024), and a ' +
+      'dead-lettering queue keeps 2,048 hand-offs in progress instead of 512; while disabled both stay ' +
+      'as before',
+  },
+  {
+    name: 'batched_remote_sends',
+    since: 4,
+    description:
+      'a queue leader sends the deliveries and cancellations of one turn for the channels of another node ' +
+      'in one queue-link call (op 9, one frame, one deadline, one answer); while disabled each is a call of ' +
+      'its own, as before',
+  },
 ];
 
 /** What a node's build speaks: its cluster protocol version and the flags it supports. */
@@ -256,6 +273,12 @@ export const ORDERED_PUBLISHES_FLAG = 'ordered_publishes';
  */
 export const BINARY_QUEUE_ANSWERS_FLAG = 'binary_queue_answers';
 
+/**
+ * The flag that guards batched sends to other nodes' channels (queue-link op 9,
+ * cluster/remote-send-batches.ts): an older build does not know the op.
+ */
+export const BATCHED_REMOTE_SENDS_FLAG = 'batched_remote_sends';
+
 /** The flag that guards maintenance mode's metadata command (management/maintenance-api.ts). */
 export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';
 
@@ -264,6 +287,13 @@ export const MAINTENANCE_MODE_FLAG = 'maintenance_mode';
  * ignores a record's founders and would start its replica with another membership.
  */
 export const QUEUE_FOUNDERS_FLAG = 'queue_founders';
+
+/**
+ * The flag that guards the wider dedupe window (queue/queue-actor.ts): its queue log entry (tag 20)
+ * is unknown to a replica of an older build, and the window decides which hand-offs are duplicates,
+ * so every replica must take it from the same log index.
+ */
+export const WIDE_DEDUPE_WINDOW_FLAG = 'wide_dedupe_window';
 
 /** The flag that guards redrive's metadata commands and queue entries (management/redrive-api.ts). */
 export const REDRIVE_FLAG = 'redrive';

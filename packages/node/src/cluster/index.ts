@@ -49,3 +49,9 @@ export {
 export type { NodeIdentity } from './node-identity.ts';
 export { loadNodeIdentity, NODE_KEY_FILE } from './node-identity.ts';
 export { nodeMultiaddr, peerMultiaddr } from './peer-address.ts';
+export type { BatchedOutcome, BatchedSend } from './queue-batch-codec.ts';
+export { decodeBatch, encodeBatchAnswer } from './queue-batch-codec.ts';
+export type { QueueLinkHandler, QueueLinkOptions } from './queue-link.ts';
+export { QueueLink } from './queue-link.ts';
+export { DeliveryEncoder, decodeDelivery, encodeDelivery, QueueOp } from './queue-rpc-codec.ts';
+export { RemoteSendBatches } from './remote-send-batches.ts';

@@ -276,6 +276,27 @@ describe('Libp2pTransport admission and robustness', () => {
     await vi.waitFor(() => expect(atB.map((x) => x.messages[0]?.message.commit)).toEqual([2]), WAIT);
   });
 
+  it('writes the frames sent while a write is under way together, in order, in one stream write', async () => {
+    const [idA, idB] = [await local.identity(), await local.identity()];
+    const members = [idA.nodeId, idB.nodeId];
+    const a = await local.start(idA, { members });
+    const b = await local.start(idB, { members });
+    a.transport.addPeer(b.nodeId, b.address);
+    const atB = received(b);
+    // The first send dials; the four made meanwhile wait for it, and leave in the next write.
+    const sends = [1, 2, 3, 4, 5].map((commit) => a.transport.send(b.nodeId, batch(a.nodeId, commit)));
+    await Promise.all(sends);
+    await vi.waitFor(
+      () => expect(atB.map((x) => x.messages[0]?.message.commit)).toEqual([1, 2, 3, 4, 5]),
+      WAIT,
+    );
+    expect(a.transport.writes).toBeLessThanOrEqual(2);
+    // Once idle, a send is a write of its own.
+    await a.transport.send(b.nodeId, batch(a.nodeId, 6));
+    expect(a.transport.writes).toBeLessThanOrEqual(3);
+    await vi.waitFor(() => expect(atB).toHaveLength(6), WAIT);
+  });
+
   it('a peer that stops reading: the send waiting on the drain fails after the drain timeout, the sends behind it fail with it, the next send opens a new stream', async () => {
     const [idA, idB] = [await local.identity(), await local.identity()];
     const members = [idA.nodeId, idB.nodeId];

@@ -4,6 +4,7 @@ import type { PeerBatch, Transport } from '@styx/raft';
 import { decodePeerBatch, encodePeerBatch, PeerUnreachableError } from '@styx/raft';
 import type { Logger } from '../logging/logger.ts';
 import { FrameTooLargeError } from './errors.ts';
+import { FrameBatch } from './frame-batch.ts';
 import { nodeMultiaddr } from './peer-address.ts';
 import type { PeerVersions } from './protocol-version.ts';
 import {
@@ -71,14 +72,26 @@ export interface Libp2pTransportOptions {
   readonly versions?: PeerVersions;
 }
 
+/** How a send learns that its frame was written (and drained), or not. */
+interface Settle {
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
 /** This node's side of the Raft stream to one peer. */
 interface OutboundLink {
   /** The open stream, once a dial succeeded; dropped when it closes (the next send dials again). */
   stream: Stream | undefined;
   /** The dial in progress: every send made meanwhile waits on it, and fails with it. */
   opening: Promise<Stream> | undefined;
-  /** Settles when the last send queued on this link has been written (or failed): keeps order. */
-  tail: Promise<void>;
+  /**
+   * Frames sent while a write (or the dial before it) is under way, in send order, and their
+   * senders: the next write takes them all, as one buffer.
+   */
+  readonly waiting: FrameBatch;
+  settles: Settle[];
+  /** A write, or the dial or drain it waits on, is under way (`#writeWaiting` runs). */
+  writing: boolean;
 }
 
 const ignore = (): void => {};
@@ -90,6 +103,9 @@ const ignore = (): void => {};
  *
  * - Order: sends to one peer are written one after the other on that one stream, so a peer reads
  *   them in send order; a batch lost with a broken stream is never re-sent (at most once).
+ * - One write per peer at a time: frames sent while the previous write waits (for its stream's
+ *   dial or drain) go out together in the next one, a single `Stream.send` — each costs a muxer
+ *   frame, a cipher call and socket writes of its own whatever its size.
  * - `send` resolves once the frame is handed to the stream and the stream's buffer has drained,
  *   and rejects with `PeerUnreachableError` when the peer has no known address, cannot be dialled
  *   within the dial timeout, or the stream broke.
@@ -124,6 +140,7 @@ export class Libp2pTransport implements Transport {
   #receive: ((batch: PeerBatch) => void) | undefined;
   #peerDown: ((peer: string) => void) | undefined;
   #closed = false;
+  #writes = 0;
 
   private constructor(options: Libp2pTransportOptions) {
     this.#node = options.node;
@@ -192,10 +209,48 @@ export class Libp2pTransport implements Transport {
     }
     new DataView(frame.buffer, frame.byteOffset, FRAME_PREFIX_BYTES).setUint32(0, payloadBytes);
     const link = this.#link(peer);
-    const stream = this.#streamFor(peer, link);
-    const written = Promise.all([stream, link.tail]).then(([s]) => this.#write(peer, link, s, frame));
-    link.tail = written.then(ignore, ignore);
+    const written = new Promise<void>((resolve, reject) => {
+      link.waiting.push(frame, undefined);
+      link.settles.push({ resolve, reject });
+    });
+    if (!link.writing) void this.#writeWaiting(peer, link);
     return written;
+  }
+
+  /** Write the link's waiting frames, all of them each time, until none is left. */
+  async #writeWaiting(peer: string, link: OutboundLink): Promise<void> {
+    link.writing = true;
+    try {
+      while (link.waiting.length > 0) {
+        let failure: unknown;
+        let settles: Settle[] = [];
+        try {
+          const stream = await this.#streamFor(peer, link);
+          settles = link.settles;
+          link.settles = [];
+          await this.#write(peer, link, stream, link.waiting.take() as Uint8Array);
+        } catch (error) {
+          failure = error;
+        }
+        if (failure === undefined) {
+          for (const settle of settles) settle.resolve();
+          continue;
+        }
+        // A dial or a write that failed fails every frame waiting meanwhile too (they were queued
+        // on that stream); the next send dials again.
+        settles.push(...link.settles);
+        link.settles = [];
+        link.waiting.clear();
+        for (const settle of settles) settle.reject(failure);
+      }
+    } finally {
+      link.writing = false;
+    }
+  }
+
+  /** Frames written to outbound Raft streams so far, one `Stream.send` each (see `Transport.writes`). */
+  get writes(): number {
+    return this.#writes;
   }
 
   onReceive(handler: (batch: PeerBatch) => void): void {
@@ -240,7 +295,13 @@ export class Libp2pTransport implements Transport {
   #link(peer: string): OutboundLink {
     let link = this.#links.get(peer);
     if (link === undefined) {
-      link = { stream: undefined, opening: undefined, tail: Promise.resolve() };
+      link = {
+        stream: undefined,
+        opening: undefined,
+        waiting: new FrameBatch(),
+        settles: [],
+        writing: false,
+      };
       this.#links.set(peer, link);
     }
     return link;
@@ -296,6 +357,7 @@ export class Libp2pTransport implements Transport {
       if (this.#closed) throw new Error('raft transport closed');
       // `send` queues the frame even when it returns false; waiting for the drain bounds what
       // this node buffers for a slow peer to the sends the host still counts as in flight.
+      this.#writes++;
       if (!stream.send(frame)) await stream.onDrain({ signal: this.#drainSignal() });
     } catch (error) {
       if (link.stream === stream) link.stream = undefined;

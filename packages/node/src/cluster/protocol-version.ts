@@ -22,8 +22,10 @@ import { ClusterError } from './errors.ts';
  * 2: the hello, and the flags of feature-flags.ts marked `since: 2`.
  * 3: queue-link op 8, commands answered in binary (flag `binary_queue_answers`), and
  * `queue_founders`.
+ * 4: the queue log entry setDedupeWindow (flag `wide_dedupe_window`), and queue-link op 9, a
+ * turn's deliveries and cancellations for one node in one call (flag `batched_remote_sends`).
  */
-export const CLUSTER_PROTOCOL_VERSION = 3;
+export const CLUSTER_PROTOCOL_VERSION = 4;
 
 /** The version of a peer that answers no hello (a build from before it). */
 export const LEGACY_PROTOCOL_VERSION = 1;

@@ -276,18 +276,24 @@ export class QueueLink {
     this.#handler = handler;
   }
 
-  /** Send a request and resolve with the answer's body. */
+  /**
+   * Send a request and resolve with the answer's body. `body` may come in parts (a batch's heads
+   * and bodies), sent as one body in a row: each part is copied once, into the frame.
+   */
   call(
     peer: string,
     op: number,
     group: string,
-    body: Uint8Array,
+    body: Uint8Array | readonly Uint8Array[],
     timeoutMs = DEFAULT_QUEUE_LINK_TIMEOUT_MS,
   ): Promise<Uint8Array> {
     if (this.#closed) return Promise.reject(new QueueLinkLostError(peer, 'link closed'));
     const groupBytes = encoder.encode(group);
     if (groupBytes.byteLength > 0xffff) return Promise.reject(new RangeError('group id too long'));
-    const size = 1 + 4 + 1 + 2 + groupBytes.byteLength + body.byteLength;
+    const parts = body instanceof Uint8Array ? [body] : body;
+    let bodyBytes = 0;
+    for (const part of parts) bodyBytes += part.byteLength;
+    const size = 1 + 4 + 1 + 2 + groupBytes.byteLength + bodyBytes;
     if (size > this.#maxFrameBytes) return Promise.reject(new FrameTooLargeError(size, this.#maxFrameBytes));
     const link = this.#link(peer);
     if (link.queued.length > 0 && link.queued.bytes + FRAME_PREFIX_BYTES + size > this.#maxQueuedBytes)
@@ -303,7 +309,11 @@ export class QueueLink {
     frame[at + 5] = op;
     view.setUint16(at + 6, groupBytes.byteLength);
     frame.set(groupBytes, at + 8);
-    frame.set(body, at + 8 + groupBytes.byteLength);
+    let pos = at + 8 + groupBytes.byteLength;
+    for (const part of parts) {
+      frame.set(part, pos);
+      pos += part.byteLength;
+    }
     const deadline = this.#deadline(peer, link, timeoutMs);
     return new Promise<Uint8Array>((resolve, reject) => {
       link.pending.set(id, { op, resolve, reject, deadline });
@@ -660,15 +670,19 @@ function settled(call: PendingCall): void {
   }
 }
 
+/**
+ * What a caller is answered for a handler's `error`: its code and text when it carries a code
+ * (cluster errors, AMQP errors), else `INTERNAL` (and the error is logged here).
+ */
+export function answerError(error: unknown, log: Logger): { readonly code: string; readonly text: string } {
+  if (error instanceof ClusterError || hasCode(error))
+    return { code: String((error as { code: unknown }).code), text: (error as Error).message };
+  log.error({ err: error }, 'queue-link handler failed');
+  return { code: 'INTERNAL', text: 'internal error' };
+}
+
 function errorFrame(id: number, error: unknown, log: Logger): Uint8Array {
-  let code = 'INTERNAL';
-  let text = 'internal error';
-  if (error instanceof ClusterError || hasCode(error)) {
-    code = String((error as { code: unknown }).code);
-    text = (error as Error).message;
-  } else {
-    log.error({ err: error }, 'queue-link handler failed');
-  }
+  const { code, text } = answerError(error, log);
   const codeBytes = encoder.encode(code).subarray(0, 255);
   const textBytes = encoder.encode(text).subarray(0, 1024);
   const frame = allocFrame(5 + 1 + codeBytes.byteLength + 2 + textBytes.byteLength);

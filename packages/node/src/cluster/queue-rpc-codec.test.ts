@@ -10,6 +10,7 @@ import { seededRandom } from '../test-support/seeded-random.ts';
 import { QueueLinkFrameError } from './queue-link.ts';
 import type { GroupStatus } from './queue-rpc-codec.ts';
 import {
+  DeliveryEncoder,
   decodeBinaryAnswer,
   decodeCancelled,
   decodeCommandAnswer,
@@ -23,6 +24,7 @@ import {
   encodeCounts,
   encodeDelivery,
   encodeJsonBody,
+  joinSendBody,
   QueueOp,
 } from './queue-rpc-codec.ts';
 
@@ -146,6 +148,20 @@ describe('queue-rpc codec: round-trips', () => {
     const d = decodeDelivery(encodeDelivery('', '', 0, false, 2 ** 40, message));
     expect(d).toMatchObject({ owner: '', tag: '', id: 0, redelivered: false, deliveryCount: 0xffffffff });
     expectSameMessage(d.message, message);
+  });
+
+  it("one owner's deliveries through a DeliveryEncoder: the same bytes as encodeDelivery, tags changing between them", () => {
+    const owner = 'nœud-ü:p.Zx9.12/3';
+    const deliveries = new DeliveryEncoder(owner);
+    const message = richMessage();
+    for (const [i, tag] of ['c-1', 'c-1', 'ç-2', '', 'c-1'].entries()) {
+      const parts = deliveries.encode(tag, i, i % 2 === 0, i, message);
+      // The message's part is its stored encoding itself, not a copy.
+      expect(parts[1]).toBe(encodeStoredMessage(message));
+      const bytes = joinSendBody(parts);
+      expect([...bytes]).toEqual([...encodeDelivery(owner, tag, i, i % 2 === 0, i, message)]);
+      expect(decodeDelivery(bytes)).toMatchObject({ owner, tag, id: i, redelivered: i % 2 === 0 });
+    }
   });
 
   it('a cancellation with a unicode owner and tag', () => {

@@ -114,6 +114,7 @@ describe('GET /api/checks/queues/{vhost}/{name}', () => {
             digest: liveIdsDigest(ids),
             missing_bodies: 0,
             missing_body_ids: [],
+            dedupe_window: 1024,
           },
         ],
       },

@@ -55,6 +55,7 @@ function replicaJson(replica: NamedReplicaCheck): Json {
     digest: replica.digest,
     missing_bodies: replica.missingBodies,
     missing_body_ids: [...replica.missingBodyIds],
+    dedupe_window: replica.dedupeWindow ?? null,
   };
 }
 

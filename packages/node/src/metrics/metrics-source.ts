@@ -4,8 +4,9 @@
  * out (`Broker.metricsSource`); this interface keeps the metrics code from depending on the
  * broker's class (and the broker from depending on how figures are written).
  */
-import type { LatencyHistogram, RaftGroupLog } from '@styx/raft';
+import type { LatencyHistogram, RaftGroupLog, RaftHostStats } from '@styx/raft';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import type { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import type { QueueActor } from '../queue/queue-actor.ts';
 import type { QueueFlowTotals } from '../queue/queue-flow-counters.ts';
 import type { QueueApplyResult, QueueCommand } from '../queue/types.ts';
@@ -28,6 +29,12 @@ export type RaftReplicaView = Pick<
   | 'progress'
 >;
 
+/** The Raft host's sending counters (`RaftHostStats`). */
+export type RaftTraffic = Pick<
+  RaftHostStats,
+  'batchesSent' | 'messagesSent' | 'appendsSent' | 'entriesSent' | 'appendRejectsReceived' | 'transportWrites'
+>;
+
 export interface NodeMetricsSource {
   readonly nodeName: string;
   /** The metadata store: node ids → names, queue records. */
@@ -46,6 +53,10 @@ export interface NodeMetricsSource {
   clientConsumerCount(): number;
   /** What this node's queue leaders applied since it started (queue-flow-counters.ts). */
   readonly nodeFlow: QueueFlowTotals;
+  /** How long this node's queue leaders took over each stage of dead-lettering (dead-letter-timings.ts). */
+  readonly deadLetterTimings: DeadLetterTimings;
+  /** What this node's Raft host sent its peers; undefined without durable storage. */
+  raftTraffic(): RaftTraffic | undefined;
   /** The log store's batch sync latency; undefined without durable storage. */
   readonly logSync: LatencyHistogram | undefined;
   /** What this node's clients published, were delivered and acked; connection churn. */

@@ -32,6 +32,7 @@
  * alert on `increase()` sees the first dead-letter.
  */
 import type { ClusterMemberStatus } from '../cluster/cluster-view.ts';
+import type { DeadLetterTimings } from '../queue/dead-letter-timings.ts';
 import type { DeadLetterStrategyLabel } from '../queue/queue-flow-counters.ts';
 import type { RemovalReason } from '../queue/types.ts';
 import type { DetailedRequest } from './detailed-families.ts';
@@ -255,6 +256,7 @@ function writeNode(
       meta.role === 'leader' ? 1 : 0,
     );
   }
+  writeRaftTraffic(w, source);
   if (source.logSync !== undefined) {
     w.family(
       'styx_log_sync_duration_seconds',
@@ -262,6 +264,27 @@ function writeNode(
       'Time from handing a batch of log writes to LMDB until it was committed and synced to disk',
     );
     w.histogram('', source.logSync);
+  }
+}
+
+/** What this node's Raft host sent its peers: per-message and per-write costs show apart. */
+function writeRaftTraffic(w: ExpositionWriter, source: NodeMetricsSource): void {
+  const t = source.raftTraffic();
+  if (t === undefined) return;
+  // styx_raft_<key>_total: its help, its value (none: the transport does not count it).
+  const counters: Record<string, readonly [string, number | undefined]> = {
+    peer_batches_sent: ['Batches of Raft messages sent to peers (one frame each)', t.batchesSent],
+    messages_sent: ['Raft messages sent to peers, every type and group', t.messagesSent],
+    appends_sent: ['Raft appends (AppendEntries) sent to peers', t.appendsSent],
+    entries_sent: ['Log entries carried by the appends sent to peers', t.entriesSent],
+    append_rejections_received: [
+      'Append rejections received from peers (the leader walks back and sends entries again)',
+      t.appendRejectsReceived,
+    ],
+    peer_writes: ['Writes to the Raft streams to peers', t.transportWrites],
+  };
+  for (const [key, [help, value]] of Object.entries(counters)) {
+    if (value !== undefined) w.single(`styx_raft_${key}_total`, 'counter', help, value);
   }
 }
 
@@ -355,4 +378,19 @@ function writeGlobalDeadLettering(w: ExpositionWriter, source: NodeMetricsSource
     "Messages dead-lettered at-least-once and confirmed by every target queue, by this node's queue leaders",
   );
   w.sample(`${QUEUE_TYPE},dead_letter_strategy="at_least_once"`, confirmed);
+  writeDeadLetterStages(w, source.deadLetterTimings);
+}
+
+/** Where dead-lettering's time goes on this node's queue leaders (queue/dead-letter-timings.ts). */
+function writeDeadLetterStages(w: ExpositionWriter, t: DeadLetterTimings): void {
+  w.family(
+    'styx_dead_letter_stage_seconds',
+    'histogram',
+    "Dead-lettering by this node's queue leaders, per stage: expiry_proposed (a message's deadline to the entry that expired it), expiry_committed (that entry to its commit), copy_committed (the removal to the copy's commit at its target, per strategy)",
+  );
+  w.histogram('stage="expiry_proposed"', t.expiryProposed);
+  w.histogram('stage="expiry_committed"', t.expiryCommitted);
+  for (const [strategy, histogram] of Object.entries(t.copyCommitted)) {
+    w.histogram(`stage="copy_committed",dead_letter_strategy="${strategy.replaceAll('-', '_')}"`, histogram);
+  }
 }

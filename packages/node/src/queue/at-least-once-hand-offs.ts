@@ -21,7 +21,7 @@
  * No transaction spans two queues' logs: the target commits (and dedupes), then this queue commits
  * the settle; a crash between the two only causes a retry the target recognises.
  *
- * In progress at once: at most `MAX_HAND_OFFS_IN_PROGRESS` messages (tracked by the scheduler: being
+ * In progress at once: at most `maxInProgress()` messages (tracked by the scheduler: being
  * attempted, retried or settled); the rest wait in a FIFO backlog, in the order they died, and are
  * taken up as those settle. Why: a target remembers at most `maxIdsPerSource` hand-off ids per
  * source above that source's horizon (see `@styx/dlx` DedupeWatermarks) and forgets the smallest
@@ -30,20 +30,31 @@
  * yet) a target recognises every repeat — after a lost confirm, and after a leader change, whose new
  * leader sends again everything the old one had not settled. Without the cap, a burst of thousands
  * of expiries put more ids above a target's window than it keeps, and a later leader change resent
- * the forgotten ones as fresh copies (a test saw 551 extra copies in a DLQ of 9,000).
+ * the forgotten ones as fresh copies (a test saw 551 extra copies in a DLQ of 9,000). The cap also
+ * bounds throughput: a message holds its place from its send until its `deadLetterSettled` is
+ * applied (the target's commit, then this queue's), so the rate is at most the cap over that round
+ * trip. The window is a replicated parameter of each target (1,024 until a target's log sets the
+ * wide one, which its leader does before its first hand-off once the cluster's feature flag
+ * `wide_dedupe_window` is enabled): the node tells this queue which window it may count on.
  *
  * Timer: one, of its own (not the expiry timer): armed for the scheduler's next deadline while
  * hand-offs wait or are in flight, so the expiry timer's logic stays simple and an idle queue arms
  * nothing.
  */
 import type { DeadLetteredCopy, HandOffId, HandOffSchedulerOptions } from '@styx/dlx';
-import { DEFAULT_DEDUPE_LIMITS, DEFAULT_HAND_OFF_OPTIONS, deadLetterCopy, HandOffScheduler } from '@styx/dlx';
+import {
+  DEFAULT_DEDUPE_LIMITS,
+  DEFAULT_HAND_OFF_OPTIONS,
+  HandOffScheduler,
+  SharedCopyProperties,
+} from '@styx/dlx';
 import type { Clock } from '@styx/raft';
 import type { AggregatedLog } from './aggregated-log.ts';
 import type { BodyStore } from './body-store.ts';
 import type { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter, RouteStatus } from './dead-letter-route.ts';
 import { routeCopy } from './dead-letter-route.ts';
+import type { DeadLetterTimings } from './dead-letter-timings.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { QueueMachine } from './queue-machine.ts';
 import type { QueueReply, RemovalReason } from './types.ts';
@@ -51,8 +62,8 @@ import type { QueueReply, RemovalReason } from './types.ts';
 /** Hand-offs attempted per pump, at most; the rest stay due for the next pump, a timer tick later. */
 export const MAX_ATTEMPTS_PER_PUMP = 1_024;
 /**
- * Messages in progress at once (see the header): half the targets' dedupe window per source.
- * Throughput is not the limit: with a target answering in ~1 ms, 512 in flight carry ~500k/s.
+ * Messages in progress at once while the targets keep the initial dedupe window (see the header):
+ * half of it. With the wide window (`WIDE_DEDUPE_WINDOW`), 2,048.
  */
 export const MAX_HAND_OFFS_IN_PROGRESS = DEFAULT_DEDUPE_LIMITS.maxIdsPerSource / 2;
 /** Longest delay handed to setTimeout, ms (its limit is 2^31 - 1). */
@@ -89,6 +100,13 @@ export interface HandOffOptions {
   /** Where waiting hand-offs (DLX missing, nothing bound, refused) are summed and logged. */
   readonly waitingLog: AggregatedLog;
   readonly scheduler?: HandOffSchedulerOptions;
+  /** Where the time from removal to every target's confirm goes (metrics); none when absent. */
+  readonly timings?: DeadLetterTimings;
+  /**
+   * Messages in progress at once, at most: half the dedupe window the targets keep (default
+   * `MAX_HAND_OFFS_IN_PROGRESS`). Asked whenever messages are taken up, so it follows the cluster.
+   */
+  readonly maxInProgress?: () => number;
 }
 
 export class AtLeastOnceHandOffs {
@@ -112,6 +130,8 @@ export class AtLeastOnceHandOffs {
   private backlogHead = 0;
   /** The same ids, for membership. */
   private readonly inBacklog = new Set<number>();
+  /** Copies of a burst share their properties, encoded once (see SharedCopyProperties). */
+  private readonly copies = new SharedCopyProperties();
 
   constructor(options: HandOffOptions) {
     this.options = options;
@@ -147,7 +167,8 @@ export class AtLeastOnceHandOffs {
     const now = this.options.clock.now();
     const { machine } = this.options;
     let taken = false;
-    while (this.backlogHead < this.backlog.length && this.scheduler.size < MAX_HAND_OFFS_IN_PROGRESS) {
+    const cap = this.options.maxInProgress?.() ?? MAX_HAND_OFFS_IN_PROGRESS;
+    while (this.backlogHead < this.backlog.length && this.scheduler.size < cap) {
       const id = this.backlog[this.backlogHead++] as number;
       this.inBacklog.delete(id);
       // Settled meanwhile (a settle proposed by an earlier leader, applied since): nothing to do.
@@ -246,7 +267,7 @@ export class AtLeastOnceHandOffs {
       this.settle(id);
       return;
     }
-    const copy = deadLetterCopy({
+    const copy = this.copies.copy({
       message,
       queue,
       reason: pending.reason,
@@ -295,11 +316,21 @@ export class AtLeastOnceHandOffs {
   private replied(id: number, target: string, reply: QueueReply): void {
     if (this.stopped) return;
     if (reply.type === 'ok' || reply.type === 'duplicate') {
-      if (this.scheduler.confirm(id, target) === 'settled') this.settle(id);
+      if (this.scheduler.confirm(id, target) === 'settled') {
+        this.copied(id);
+        this.settle(id);
+      }
       return;
     }
     const why = reply.type === 'rejected' ? reply.reason : reply.type;
     this.failed(id, `'${target}' refused (${why})`);
+  }
+
+  /** Every target confirmed `id`'s copy: time it from the entry that removed the message. */
+  private copied(id: number): void {
+    const { timings, machine, clock } = this.options;
+    const pending = timings === undefined ? undefined : machine.pendingDeadLetter(id);
+    if (pending !== undefined) timings?.copied('at-least-once', pending.deadLetteredAt, clock.now());
   }
 
   private failed(id: number, why: string): void {

@@ -18,10 +18,12 @@
  * memory only, as the in-flight ones were: the strategy's promise is at most once.
  */
 import type { DeadLetteredCopy } from '@styx/dlx';
-import { deadLetterCopy } from '@styx/dlx';
+import { SharedCopyProperties } from '@styx/dlx';
+import type { Clock } from '@styx/raft';
 import type { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
 import { routeCopy } from './dead-letter-route.ts';
+import type { DeadLetterTimings } from './dead-letter-timings.ts';
 import type { QueueLogger } from './queue-logger.ts';
 import type { QueueConfig, QueueReply, RemovalReason, StoredMessage } from './types.ts';
 
@@ -33,6 +35,8 @@ interface Send {
   readonly copy: DeadLetteredCopy;
   readonly reason: RemovalReason;
   readonly dlx: string;
+  /** The ts of the entry that removed the message (ms), for `timings`. */
+  readonly deadLetteredAt: number;
 }
 
 export interface AtMostOnceOptions {
@@ -42,6 +46,9 @@ export interface AtMostOnceOptions {
   readonly route: RouteDeadLetter;
   readonly drops: DeadLetterDrops;
   readonly logger: QueueLogger;
+  readonly clock: Clock;
+  /** Where the time from removal to the copy's commit at its target goes (metrics); none when absent. */
+  readonly timings?: DeadLetterTimings;
 }
 
 export class AtMostOnceDeadLetters {
@@ -51,6 +58,8 @@ export class AtMostOnceDeadLetters {
   private waitingHead = 0;
   private issueScheduled = false;
   private inFlight = 0;
+  /** Copies of a burst share their properties, encoded once (see SharedCopyProperties). */
+  private readonly copies = new SharedCopyProperties();
 
   constructor(options: AtMostOnceOptions) {
     this.options = options;
@@ -71,7 +80,7 @@ export class AtMostOnceDeadLetters {
     const { vhost, queue, route, drops } = this.options;
     const timeSeconds = Math.floor(deadLetteredAt / 1000);
     for (const message of messages) {
-      const copy = deadLetterCopy({
+      const copy = this.copies.copy({
         message,
         queue,
         reason,
@@ -90,7 +99,7 @@ export class AtMostOnceDeadLetters {
         if (routed.cycleDropped.length === 0) drops.lost(reason, 'unroutable', dlx);
         continue;
       }
-      for (const target of routed.deliver) this.queueSend({ target, copy, reason, dlx });
+      for (const target of routed.deliver) this.queueSend({ target, copy, reason, dlx, deadLetteredAt });
     }
   }
 
@@ -138,6 +147,9 @@ export class AtMostOnceDeadLetters {
     this.inFlight--;
     if (reply === undefined || reply.type === 'rejected') {
       this.options.drops.lost(send.reason, 'refused', send.dlx);
+    } else {
+      const { timings, clock } = this.options;
+      timings?.copied('at-most-once', send.deadLetteredAt, clock.now());
     }
     this.scheduleIssue();
   }

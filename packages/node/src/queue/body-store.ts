@@ -7,6 +7,7 @@
  * read (the LMDB store reads synchronously and batches its writes into the log's I/O turn).
  * Every method is idempotent: replays put and delete the same keys again.
  */
+import { plainStoredMessage } from '../storage/stored-message-codec.ts';
 import type { StoredMessage } from './types.ts';
 
 export interface BodyStore {
@@ -50,7 +51,8 @@ export class InMemoryBodyStore implements BodyStore {
       group = new Map();
       this.groups.set(groupId, group);
     }
-    group.set(id, message);
+    // A message deferred by the log's decoder is kept decoded: what `get` returns is a plain object.
+    group.set(id, plainStoredMessage(message));
   }
 
   putLogged(groupId: string, id: number, message: StoredMessage): void {

@@ -286,6 +286,7 @@ export function makeActor(
   deadLettering: DeadLetteringOptions = {},
   sinks = new RecordingSinks(),
   bodySource?: BodySource,
+  dedupeWindow?: () => number,
 ): ActorUnderTest {
   const store = new InMemoryBodyStore();
   const logger = new RecordingLogger();
@@ -300,6 +301,7 @@ export function makeActor(
     sinks,
     deadLettering,
     ...(bodySource === undefined ? {} : { bodySource }),
+    ...(dedupeWindow === undefined ? {} : { dedupeWindow }),
   });
   return { actor, sinks, store, logger };
 }

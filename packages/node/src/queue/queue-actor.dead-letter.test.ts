@@ -1,6 +1,12 @@
 import { tableGet } from '@styx/client/wire';
 import type { HandOffId, HandOffSchedulerOptions } from '@styx/dlx';
-import { DedupeWatermarks, readXDeath, X_DEATH_HEADER } from '@styx/dlx';
+import {
+  DEFAULT_DEDUPE_LIMITS,
+  DedupeWatermarks,
+  readXDeath,
+  WIDE_DEDUPE_WINDOW,
+  X_DEATH_HEADER,
+} from '@styx/dlx';
 import { InMemoryLog } from '@styx/raft';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_HAND_OFFS_IN_PROGRESS } from './at-least-once-hand-offs.ts';
@@ -314,11 +320,18 @@ describe('at-least-once hand-offs across leader changes', () => {
     expect(under.actor.counts().deadLetterPending).toBe(0);
   });
 
-  it('keeps at most MAX_HAND_OFFS_IN_PROGRESS in progress, so a target with a bounded dedupe window recognises every repeat after a leader change', async () => {
-    // The target as a real one dedupes: DedupeWatermarks with its default window (1,024 ids above
-    // the source's horizon). It commits every copy but its confirms are lost (the target's leader
-    // died after committing) until `answering`.
-    const dedupe = new DedupeWatermarks();
+  /**
+   * A source dead-lettering `n` messages to a target that dedupes with a `targetWindow`-id window,
+   * its cluster agreeing on `agreed` (the source keeps half of it in progress). The target commits
+   * every copy but its confirms are lost (its leader died after committing) until a new leadership
+   * of the source sends everything unsettled again. Returns the most in flight and what was kept.
+   */
+  async function lostConfirmsThenResend(
+    n: number,
+    agreed: number | undefined,
+    targetWindow: number,
+  ): Promise<{ mostInFlight: number; kept: number[] }> {
+    const dedupe = new DedupeWatermarks({ maxIdsPerSource: targetWindow, maxSources: 256 });
     const kept: number[] = [];
     let answering = false;
     let inFlight = 0;
@@ -341,18 +354,17 @@ describe('at-least-once hand-offs across leader changes', () => {
     sinks.exchange('dlx', dlq);
     const log = new ScriptedLog('leader');
     const slowTimeout = { ...(FAST.handOff as HandOffSchedulerOptions), confirmTimeoutMs: 60_000 };
-    const under = makeActor(log, ALO, { ...FAST, handOff: slowTimeout }, sinks);
+    const window = agreed === undefined ? undefined : () => agreed;
+    const under = makeActor(log, ALO, { ...FAST, handOff: slowTimeout }, sinks, undefined, window);
     await under.actor.open();
     const owner = sinks.owner(OWNER);
     await under.actor.consume(OWNER, 'c', 0, false, false);
-    const n = 3_000;
     for (let i = 1; i <= n; i++) await under.actor.enqueue(storedMessage(i), undefined);
     await under.actor.discard(
       OWNER,
       owner.deliveries.map((d) => d.id),
     );
     await vi.advanceTimersByTimeAsync(5_000);
-    expect(mostInFlight).toBe(MAX_HAND_OFFS_IN_PROGRESS);
     expect(under.actor.counts().deadLetterPending).toBe(n);
     // A new leadership resends everything unsettled; from now on the target answers.
     log.setRole('follower');
@@ -360,9 +372,40 @@ describe('at-least-once hand-offs across leader changes', () => {
     log.setRole('leader');
     await vi.advanceTimersByTimeAsync(5_000);
     expect(under.actor.counts().deadLetterPending).toBe(0);
+    return { mostInFlight, kept };
+  }
+
+  it('keeps at most MAX_HAND_OFFS_IN_PROGRESS in progress, so a target with a bounded dedupe window recognises every repeat after a leader change', async () => {
+    // No agreed window given: the initial one (1,024), as in a cluster with the flag disabled.
+    const n = 3_000;
+    const { mostInFlight, kept } = await lostConfirmsThenResend(
+      n,
+      undefined,
+      DEFAULT_DEDUPE_LIMITS.maxIdsPerSource,
+    );
+    expect(mostInFlight).toBe(MAX_HAND_OFFS_IN_PROGRESS);
     // Every message exactly once at the target (without the cap: 1,976 forgotten ids sent again).
     expect(kept).toHaveLength(n);
     expect(new Set(kept).size).toBe(n);
+  });
+
+  it('with the wide window agreed, keeps half of it (2,048) in progress and every repeat is still recognised', async () => {
+    const n = WIDE_DEDUPE_WINDOW / 2 + 1_000;
+    const { mostInFlight, kept } = await lostConfirmsThenResend(n, WIDE_DEDUPE_WINDOW, WIDE_DEDUPE_WINDOW);
+    expect(mostInFlight).toBe(WIDE_DEDUPE_WINDOW / 2);
+    expect(kept).toHaveLength(n);
+    expect(new Set(kept).size).toBe(n);
+  });
+
+  it('why the window must be agreed: 2,048 in progress against a target still at 1,024 brings copies back', async () => {
+    const n = WIDE_DEDUPE_WINDOW / 2 + 1_000;
+    const { kept } = await lostConfirmsThenResend(
+      n,
+      WIDE_DEDUPE_WINDOW,
+      DEFAULT_DEDUPE_LIMITS.maxIdsPerSource,
+    );
+    expect(new Set(kept).size).toBe(n);
+    expect(kept.length).toBeGreaterThan(n);
   });
 
   it('stops on losing leadership: late confirms and timers propose nothing', async () => {
@@ -452,5 +495,55 @@ describe('at-most-once dead-lettering', () => {
     expect(self.received).toEqual([]);
     expect(under.actor.deadLetterTotals().droppedCycle).toEqual({ ...ZERO, expired: 1 });
     expect(under.actor.deadLetterTotals().droppedAtMostOnce).toEqual(ZERO);
+  });
+});
+
+describe('the dedupe window a target takes (a replicated parameter)', () => {
+  const handOff = (messageId: number): HandOffId => ({ source: 'src#1', messageId, horizon: 0 });
+  const windowEntries = (log: ScriptedLog) => log.proposed.filter((c) => c.type === 'setDedupeWindow');
+
+  it('while the cluster has not agreed on a wider window, its log gets no entry an older build could not apply', async () => {
+    const log = new ScriptedLog('leader');
+    const under = makeActor(log, {}, FAST, new RecordingSinks(), undefined, () => 1024);
+    await under.actor.open();
+    for (let id = 1; id <= 3; id++) await under.actor.enqueue(storedMessage(id), undefined, handOff(id));
+    expect(windowEntries(log)).toEqual([]);
+    // Without the option (a node that never heard of it) alike.
+    const bare = new ScriptedLog('leader');
+    const plain = makeActor(bare, {}, FAST);
+    await plain.actor.open();
+    await plain.actor.enqueue(storedMessage(1), undefined, handOff(1));
+    expect(windowEntries(bare)).toEqual([]);
+  });
+
+  it('once agreed, records the window in its log right before its first hand-off, once', async () => {
+    let agreed = 1024;
+    const log = new ScriptedLog('leader');
+    const under = makeActor(log, {}, FAST, new RecordingSinks(), undefined, () => agreed);
+    await under.actor.open();
+    await under.actor.enqueue(storedMessage(1), undefined, handOff(1));
+    // A plain publish never asks for it: only hand-offs depend on the window.
+    agreed = WIDE_DEDUPE_WINDOW;
+    await under.actor.enqueue(storedMessage(2), undefined);
+    expect(windowEntries(log)).toEqual([]);
+    const before = log.proposed.length;
+    await Promise.all([2, 3, 4].map((id) => under.actor.enqueue(storedMessage(id), undefined, handOff(id))));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(log.proposed[before]).toEqual({ type: 'setDedupeWindow', maxIdsPerSource: WIDE_DEDUPE_WINDOW });
+    expect(log.proposed[before + 1]).toMatchObject({ type: 'enqueue', handOff: handOff(2) });
+    expect(windowEntries(log)).toHaveLength(1);
+    await under.actor.enqueue(storedMessage(5), undefined, handOff(5));
+    expect(windowEntries(log)).toHaveLength(1);
+  });
+
+  it('a follower proposes nothing; the replica that leads next records the window', async () => {
+    const log = new ScriptedLog('follower');
+    const under = makeActor(log, {}, FAST, new RecordingSinks(), undefined, () => WIDE_DEDUPE_WINDOW);
+    await under.actor.open();
+    await expect(under.actor.enqueue(storedMessage(1), undefined, handOff(1))).rejects.toThrow();
+    expect(windowEntries(log)).toEqual([]);
+    log.setRole('leader');
+    await under.actor.enqueue(storedMessage(1), undefined, handOff(1));
+    expect(windowEntries(log)).toHaveLength(1);
   });
 });

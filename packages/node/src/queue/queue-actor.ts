@@ -23,8 +23,10 @@
  */
 
 import type { DedupeLimits, HandOffId, HandOffSchedulerOptions, PendingLimits } from '@styx/dlx';
+import { DEFAULT_DEDUPE_LIMITS, isDedupeWindow } from '@styx/dlx';
 import type { Clock, EntryMeta, ReplicatedLog, RoleChange, StateMachine } from '@styx/raft';
 import { GroupOverloadedError, NotLeaderError, systemClock } from '@styx/raft';
+import { plainStoredMessage } from '../storage/stored-message-codec.ts';
 import {
   CONFIRM_BEFORE_COMMIT,
   HAND_OFF_BEFORE_COMMIT,
@@ -38,6 +40,7 @@ import { BodyRepair } from './body-repair.ts';
 import type { BodyStore } from './body-store.ts';
 import { DeadLetterDrops } from './dead-letter-drops.ts';
 import type { DeadLetterTarget, RouteDeadLetter } from './dead-letter-route.ts';
+import type { DeadLetterTimings } from './dead-letter-timings.ts';
 import { QueueActorStateError, QueueBodyMissingError } from './errors.ts';
 import type { BrowsePage, BrowseRequest } from './message-browse.ts';
 import { browseMessages } from './message-browse.ts';
@@ -141,6 +144,16 @@ export interface QueueActorOptions {
   readonly deliveryCountHeader?: boolean;
   /** The node's totals: this replica adds what it applies while it leads (metrics/node-metrics.ts). */
   readonly nodeFlow?: QueueFlowCounters | undefined;
+  /** The node's dead-letter stage timings: this replica adds to them while it leads. */
+  readonly deadLetterTimings?: DeadLetterTimings | undefined;
+  /**
+   * The dedupe window (hand-off ids per source) every queue of the cluster may take now: the wide
+   * one once feature flag `wide_dedupe_window` is enabled, else 1,024 (the default when absent).
+   * Asked on the leader only: as a target it records a wider window in its log before the first
+   * hand-off it takes (so every replica applies it from the same index); as a source it keeps half
+   * of it in progress.
+   */
+  readonly dedupeWindow?: () => number;
 }
 
 /** A `got` apply result with the body attached by the actor (read before a noAck get deletes it). */
@@ -185,6 +198,9 @@ export const EXPIRE_PIPELINE_MS = 5;
  * and a leader whose entries do not commit (no quorum) stops adding them there.
  */
 const MAX_EXPIRES_IN_FLIGHT = 64;
+
+/** The window every queue starts with, and keeps while the cluster has not agreed on another. */
+const legacyDedupeWindow = (): number => DEFAULT_DEDUPE_LIMITS.maxIdsPerSource;
 
 const EXPIRE_COMMAND: QueueCommand = Object.freeze({ type: 'expire' });
 const TOUCH_COMMAND: QueueCommand = Object.freeze({ type: 'touch' });
@@ -279,12 +295,17 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** What this replica applied (queue-flow-counters.ts), and the node's share while it leads. */
   private readonly flow = new QueueFlowCounters();
   private readonly nodeFlow: QueueFlowCounters | undefined;
+  private readonly timings: DeadLetterTimings | undefined;
   private readonly waitingLog: AggregatedLog;
   private readonly atMostOnce: AtMostOnceDeadLetters;
   /** The at-least-once hand-offs of the current leadership; undefined while not leading. */
   private handOffs: AtLeastOnceHandOffs | undefined = undefined;
   /** Fetches bodies this replica lacks from the others while it leads (see body-repair.ts). */
   private readonly repair: BodyRepair;
+  /** See `QueueActorOptions.dedupeWindow`. */
+  private readonly agreedDedupeWindow: () => number;
+  /** A `setDedupeWindow` proposal is in flight (one at a time). */
+  private wideningDedupeWindow = false;
 
   constructor(options: QueueActorOptions) {
     this.opened = new Promise<void>((resolve, reject) => {
@@ -297,6 +318,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.log = options.log;
     this.bodyStore = options.bodyStore;
     this.initialConfig = options.config;
+    this.agreedDedupeWindow = options.dedupeWindow ?? legacyDedupeWindow;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger;
     this.sinks = options.sinks;
@@ -313,6 +335,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
     this.drops = new DeadLetterDrops(dropLog);
     this.handOffDrops = new DeadLetterDrops(dropLog);
     this.nodeFlow = options.nodeFlow;
+    this.timings = options.deadLetterTimings;
     this.waitingLog = new AggregatedLog(
       this.logger,
       'warn',
@@ -326,6 +349,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       route: this.sinks.routeDeadLetter,
       drops: this.drops,
       logger: this.logger,
+      clock: this.clock,
+      ...(this.timings === undefined ? {} : { timings: this.timings }),
     });
     this.repair = new BodyRepair({
       groupId: this.groupId,
@@ -511,6 +536,7 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   /** Propose `command`; one made before the log is open waits for it (the broker shows an actor at once). */
   private propose(command: QueueCommand): Promise<QueueApplyResult> {
     this.lastProposedAt = this.clock.now();
+    if (command.type === 'enqueue' && command.handOff !== undefined) this.widenDedupeWindow();
     const proposed =
       this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
     if (
@@ -523,6 +549,32 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       return Promise.resolve(EARLY_OK);
     }
     return proposed;
+  }
+
+  /**
+   * Before a hand-off is proposed: when the cluster agreed on a wider dedupe window than the log
+   * set, propose it first, so the log holds it ahead of the hand-off and every replica dedupes that
+   * hand-off, and all after it, under the wider window. Never narrows (a source may have counted on
+   * the wider one). A proposal refused (not leading) is made again by a later hand-off.
+   */
+  private widenDedupeWindow(): void {
+    if (this.wideningDedupeWindow) return;
+    const wanted = this.agreedDedupeWindow();
+    if (!isDedupeWindow(wanted) || wanted <= this.machine.dedupeWindow()) return;
+    this.wideningDedupeWindow = true;
+    const command: QueueCommand = { type: 'setDedupeWindow', maxIdsPerSource: wanted };
+    const proposed =
+      this.state === 'new' ? this.opened.then(() => this.log.propose(command)) : this.log.propose(command);
+    proposed.then(
+      () => {
+        this.wideningDedupeWindow = false;
+        this.logger.info({ maxIdsPerSource: wanted }, 'dedupe window widened');
+      },
+      (err: unknown) => {
+        this.wideningDedupeWindow = false;
+        this.logger.debug({ err, maxIdsPerSource: wanted }, 'dedupe window not widened');
+      },
+    );
   }
 
   /** Stop the timer and close the log; stored state is kept. */
@@ -649,6 +701,11 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
   }
 
   // ------------------------------------------------------------------------------ reads (local state)
+
+  /** Hand-off ids remembered per source, as this replica's log set it (replica checks). */
+  dedupeWindow(): number {
+    return this.machine.dedupeWindow();
+  }
 
   counts(): QueueCounts {
     return this.machine.counts();
@@ -852,7 +909,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
             break;
           case 'deadLetterRejected':
             this.atMostOnce.publish(
-              [effect.message],
+              // A refused publish of an entry this replica did not propose (an earlier term's,
+              // applied once it leads) comes deferred: decoded here, where it is read.
+              [plainStoredMessage(effect.message)],
               effect.reason,
               effect.deadLetteredAt,
               this.machine.currentConfig(),
@@ -860,6 +919,9 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
             break;
           case 'deadLetterHandOff':
             this.handOffs?.track(effect.ids);
+            break;
+          case 'expired':
+            this.timings?.expired(effect.overdueMs, effect.at, this.clock.now());
             break;
           case 'timer':
             this.setDeadline(effect.at);
@@ -1062,6 +1124,8 @@ export class QueueActor implements DeadLetterTarget, QueueHandle {
       logger: this.logger,
       drops: this.handOffDrops,
       waitingLog: this.waitingLog,
+      ...(this.timings === undefined ? {} : { timings: this.timings }),
+      maxInProgress: () => this.agreedDedupeWindow() / 2,
       ...(this.deadLettering.handOff === undefined ? {} : { scheduler: this.deadLettering.handOff }),
     });
     // Every pending message is due now: the previous leader's attempts are unknown here, and a

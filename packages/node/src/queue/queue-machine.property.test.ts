@@ -212,6 +212,7 @@ describe('QueueMachine random command sequences', () => {
         'deadLetterRejected',
         'deadLetterHandOff',
         'deliver',
+        'expired',
         'queueExpired',
         'reply:duplicate',
         'reply:empty',

@@ -317,6 +317,39 @@ describe('QueueMachine TTL', () => {
     expect(deadLettered(h.apply({ type: 'expire' }), 'expired')).toEqual([1]);
   });
 
+  it('tells how late each expired message was at the entry that expired it, and nothing otherwise', () => {
+    const h = new MachineHarness({ messageTtl: 100 });
+    h.enqueue();
+    h.advance(30);
+    h.enqueue(10, 20); // due at T0 + 50
+    h.enqueue();
+    h.advance(99); // T0 + 129: the first two are due, by 29 and 79 ms; the third at T0 + 130
+    const late = h.apply({ type: 'expire' });
+    expect(late.effects.filter((e) => e.type === 'expired')).toEqual([
+      { type: 'expired', overdueMs: [79, 29], at: T0 + 129 },
+    ]);
+    h.advance(1);
+    const onTime = h.apply({ type: 'expire' });
+    expect(onTime.effects.filter((e) => e.type === 'expired')).toEqual([
+      { type: 'expired', overdueMs: [0], at: T0 + 130 },
+    ]);
+    // Nothing expired (rejected without a DLX, acked, or no message due): no effect.
+    expect(h.enqueue().effects.some((e) => e.type === 'expired')).toBe(false);
+    expect(h.apply({ type: 'expire' }).effects.some((e) => e.type === 'expired')).toBe(false);
+  });
+
+  it('times an overdue message that comes back from its deadline, not from its return', () => {
+    const h = new MachineHarness({ messageTtl: 100 });
+    h.consume(A, 'c1');
+    h.enqueue();
+    h.advance(340);
+    h.apply({ type: 'cancel', owner: A, tag: 'c1' });
+    const back = h.apply({ type: 'return', owner: A, ids: [2] });
+    expect(back.effects.filter((e) => e.type === 'expired')).toEqual([
+      { type: 'expired', overdueMs: [240], at: T0 + 340 },
+    ]);
+  });
+
   it('never delivers a due message even if the timer has not fired yet', () => {
     const h = new MachineHarness({ messageTtl: 100 });
     h.enqueue();

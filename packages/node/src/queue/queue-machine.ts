@@ -19,7 +19,9 @@
  *   PendingDeadLetters): neither ready nor unacked, never delivered, bodies kept in the body store
  *   until `deadLetterSettled`. While it is full, publishes are refused (back-pressure).
  * - `dedupe`: per source queue incarnation, the hand-off ids already enqueued here, so a copy sent
- *   again after a lost confirm is dropped (DedupeWatermarks).
+ *   again after a lost confirm is dropped (DedupeWatermarks). Its window (ids kept per source)
+ *   starts at `dedupeLimits` and changes only by a `setDedupeWindow` entry: a replicated parameter,
+ *   so replicas of different builds (or a log replayed by a newer build) dedupe alike.
  *
  * Dead-lettering a removed message (reject/nack without requeue, TTL, drop-head or
  * reject-publish-dlx overflow, delivery limit) depends on the config in force:
@@ -31,7 +33,8 @@
  *
  * Every apply runs: expire due messages → the command → deliver → expire due messages (a TTL-0
  * message that no waiting consumer took) → drop-head length limits → dead-letter effects (one per
- * reason, then one hand-off effect) → timer effect if the earliest deadline changed.
+ * reason, then one hand-off effect) → how late the expired messages were (`expired`, timing only) →
+ * timer effect if the earliest deadline changed.
  *
  * Costs: enqueue, settle, deliver O(1) plus O(log n) for messages with an expiry; expiring k
  * messages O(k log n). No allocation per apply beyond the result (a shared result when nothing
@@ -43,6 +46,8 @@ import {
   DEFAULT_DEDUPE_LIMITS,
   DEFAULT_PENDING_LIMITS,
   DedupeWatermarks,
+  isDedupeWindow,
+  MAX_DEDUPE_WINDOW,
   PendingDeadLetters,
 } from '@styx/dlx';
 import type { EntryMeta, StateMachine } from '@styx/raft';
@@ -87,7 +92,10 @@ export interface ConsumerInfo {
 export interface QueueMachineOptions {
   /** The pending cap (messages and body bytes) past which publishes are refused. */
   readonly pendingLimits?: PendingLimits;
-  /** How many hand-off ids, per source and in all, this queue remembers to drop duplicates. */
+  /**
+   * How many hand-off ids, per source and in all, this queue remembers to drop duplicates until its
+   * log sets another window (`setDedupeWindow`). Every build starts at `DEFAULT_DEDUPE_LIMITS`.
+   */
   readonly dedupeLimits?: DedupeLimits;
 }
 
@@ -142,11 +150,15 @@ const DEAD_LETTER_STRATEGIES: readonly QueueConfig['deadLetterStrategy'][] = [
  * version 3's tail (its suspended owners, maybe none), the return keys of the returns FIFO (see
  * `MessageEntry.returnIndex`); written only while that FIFO holds messages, for the same reason.
  * Restoring an older version keys the returns FIFO (0, rank), which sorts before every later return.
+ * 5 is version 4's layout (its tails always present) followed by the dedupe window; written only
+ * once a `setDedupeWindow` entry changed it, which the leader proposes only when every member's
+ * build reads it (feature flag `wide_dedupe_window`). Older versions restore the initial window.
  */
 const SNAPSHOT_VERSION = 2;
 const SNAPSHOT_VERSION_1 = 1;
 const SNAPSHOT_VERSION_3 = 3;
 const SNAPSHOT_VERSION_4 = 4;
+const SNAPSHOT_VERSION_5 = 5;
 
 export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult> {
   private config: QueueConfig;
@@ -199,6 +211,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
   };
   /** Ids that became pending in this apply (the hand-off effect). */
   private handOffIds: number[] | undefined = undefined;
+  /** How late each message expired in this apply was, ms (the `expired` effect). */
+  private overdue: number[] | undefined = undefined;
 
   /**
    * `config` is the configuration until the log says otherwise. The actor makes a fresh group's
@@ -269,6 +283,10 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
         break;
       case 'remove':
         reply = this.removeReady(command.ids);
+        break;
+      case 'setDedupeWindow':
+        // Decoded bytes are not trusted: a window out of bounds is ignored, alike everywhere.
+        if (isDedupeWindow(command.maxIdsPerSource)) this.dedupe.setMaxIdsPerSource(command.maxIdsPerSource);
         break;
     }
     this.deliverReady();
@@ -594,8 +612,15 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       entry = this.expiry.peek()
     ) {
       this.takeReady(entry);
+      this.noteOverdue(now - entry.expiresAt);
       this.removeDead(entry, 'expired');
     }
+  }
+
+  /** An expiring message was `ms` past its deadline at this entry's ts (the `expired` effect). */
+  private noteOverdue(ms: number): void {
+    if (this.overdue === undefined) this.overdue = [ms];
+    else this.overdue.push(ms);
   }
 
   /** drop-head overflow: drop from the head until the ready messages are within both limits. */
@@ -626,6 +651,10 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     if (this.handOffIds !== undefined) {
       this.pushEffect({ type: 'deadLetterHandOff', ids: this.handOffIds });
       this.handOffIds = undefined;
+    }
+    if (this.overdue !== undefined) {
+      this.pushEffect({ type: 'expired', overdueMs: this.overdue, at: this.now });
+      this.overdue = undefined;
     }
     const deadline = this.nextDeadline();
     if (deadline !== this.armedDeadline) {
@@ -720,6 +749,7 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       this.removeDead(entry, 'delivery_limit');
     } else if (this.expiryOf(entry) <= this.now) {
       // Only ready messages expire: an overdue one expires the moment it is back.
+      this.noteOverdue(this.now - this.expiryOf(entry));
       this.removeDead(entry, 'expired');
     } else {
       this.makeReady(entry, Place.Returned);
@@ -1004,6 +1034,11 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     return this.entries.get(id)?.owner?.id;
   }
 
+  /** Hand-off ids remembered per source, as the log last set it (see `setDedupeWindow`). */
+  dedupeWindow(): number {
+    return this.dedupe.maxIdsPerSource;
+  }
+
   /** The dedupe state, for tests and diagnostics. */
   dedupeState(): DedupeWatermarks {
     return this.dedupe;
@@ -1132,8 +1167,17 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     const w = new ByteWriter();
     const suspended: OwnerId[] = [];
     for (const owner of this.owners.values()) if (owner.suspended) suspended.push(owner.id);
-    const keyed = this.returned.length > 0;
-    w.u8(keyed ? SNAPSHOT_VERSION_4 : suspended.length > 0 ? SNAPSHOT_VERSION_3 : SNAPSHOT_VERSION);
+    const windowed = this.dedupe.maxIdsPerSource !== this.dedupeLimits.maxIdsPerSource;
+    const keyed = this.returned.length > 0 || windowed;
+    w.u8(
+      windowed
+        ? SNAPSHOT_VERSION_5
+        : keyed
+          ? SNAPSHOT_VERSION_4
+          : suspended.length > 0
+            ? SNAPSHOT_VERSION_3
+            : SNAPSHOT_VERSION,
+    );
     writeConfig(w, this.config);
     w.optF64(this.lastUsed);
     w.optF64(this.armedDeadline);
@@ -1178,6 +1222,7 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
         w.varint(entry.returnOrdinal);
       }
     }
+    if (windowed) w.varint(this.dedupe.maxIdsPerSource);
     return w.finish();
   }
 
@@ -1207,7 +1252,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     }
   }
 
-  private readDeadLetterState(r: ByteReader): void {
+  /** `window`: the dedupe window to rebuild the sources under (see `restore`). */
+  private readDeadLetterState(r: ByteReader, window: number): void {
     for (const reason of REMOVAL_REASONS) this.deadLettered[reason] = r.varint();
     for (const reason of REMOVAL_REASONS) this.droppedNoDlx[reason] = r.varint();
     this.duplicatesDropped = r.varint();
@@ -1235,7 +1281,10 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       sources.push({ source, watermark, above });
     }
     try {
-      this.dedupe = DedupeWatermarks.fromSnapshot({ version: 1, sources }, this.dedupeLimits);
+      this.dedupe = DedupeWatermarks.fromSnapshot(
+        { version: 1, sources },
+        { ...this.dedupeLimits, maxIdsPerSource: window },
+      );
     } catch (err) {
       throw new QueueSnapshotError(`dedupe state: ${(err as Error).message}`);
     }
@@ -1248,7 +1297,8 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
       version !== SNAPSHOT_VERSION &&
       version !== SNAPSHOT_VERSION_1 &&
       version !== SNAPSHOT_VERSION_3 &&
-      version !== SNAPSHOT_VERSION_4
+      version !== SNAPSHOT_VERSION_4 &&
+      version !== SNAPSHOT_VERSION_5
     ) {
       throw new QueueSnapshotError(`unknown version ${version}`);
     }
@@ -1300,10 +1350,20 @@ export class QueueMachine implements StateMachine<QueueCommand, QueueApplyResult
     const inIdOrder = [...this.entries.values()].sort(byId);
     this.entries.clear();
     for (const entry of inIdOrder) this.entries.set(entry.id, entry);
-    if (version !== SNAPSHOT_VERSION_1) this.readDeadLetterState(r);
-    if (version === SNAPSHOT_VERSION_3 || version === SNAPSHOT_VERSION_4) this.readSuspendedOwners(r);
-    if (version === SNAPSHOT_VERSION_4) this.readReturnKeys(r);
+    // Version 5's window comes last: its sources are read under the largest window any log may set
+    // (none was written with more ids than its own window), then cut to the one read.
+    const windowed = version === SNAPSHOT_VERSION_5;
+    if (version !== SNAPSHOT_VERSION_1)
+      this.readDeadLetterState(r, windowed ? MAX_DEDUPE_WINDOW : this.dedupeLimits.maxIdsPerSource);
+    if (version === SNAPSHOT_VERSION_3 || version === SNAPSHOT_VERSION_4 || windowed)
+      this.readSuspendedOwners(r);
+    if (version === SNAPSHOT_VERSION_4 || windowed) this.readReturnKeys(r);
     else this.keyRestoredReturns();
+    if (windowed) {
+      const window = r.varint();
+      if (!isDedupeWindow(window)) throw new QueueSnapshotError(`dedupe window ${window}`);
+      this.dedupe.setMaxIdsPerSource(window);
+    }
     r.end();
     this.appliedIndex = meta.index;
   }

@@ -115,6 +115,27 @@ describe('queueVerdict', () => {
     ]);
   });
 
+  it('fails when replicas at the same applied index disagree on their dedupe window (a replicated parameter)', () => {
+    const verdict = queueVerdict(
+      [healthy('id-1', { dedupeWindow: 4096 }), healthy('id-2', { dedupeWindow: 1024 }), healthy('id-3')],
+      names,
+    );
+    expect(verdict.problems).toEqual([
+      'replicas at applied index 20 disagree on their dedupe window: styx-1 4096; styx-2 1024',
+    ]);
+    // A report without it (a node of an older build) is not compared on it; at other indexes, neither.
+    const mixed = [
+      healthy('id-1', { dedupeWindow: 4096 }),
+      healthy('id-2'),
+      healthy('id-3', { dedupeWindow: 4096 }),
+    ];
+    expect(queueVerdict(mixed, names).ok).toBe(true);
+    const behind = healthy('id-2', { dedupeWindow: 1024, appliedIndex: 19 });
+    expect(queueVerdict([healthy('id-1', { dedupeWindow: 4096 }), behind], names).problems).toEqual([]);
+    const reported = replicaReport('id-1', FOLLOWER, { ...view([1], counts(1)), dedupeWindow: 4096 });
+    expect(reported.dedupeWindow).toBe(4096);
+  });
+
   it('fails when a replica did not answer: the check could not verify it', () => {
     const unreachable: ReplicaCheck = { nodeId: 'id-3', online: false, error: 'no answer within 5000 ms' };
     expect(queueVerdict([healthy('id-1'), healthy('id-2'), unreachable], names)).toEqual({

@@ -11,7 +11,10 @@
  * - a replica's count disagrees with its own live ids (the machine's incremental counts drifted);
  * - replicas at the same applied index disagree on the count or the digest: the machine is
  *   deterministic, so the same log prefix must give the same messages (replicas at different
- *   indexes are not compared: one is simply behind);
+ *   indexes are not compared: one is simply behind); or on the dedupe window, a replicated
+ *   parameter (a replica that skipped the entry setting it, as a build that cannot decode it would,
+ *   dedupes differently from then on; a report of an older build, without the window, is not
+ *   compared on it);
  * - a replica could not be checked (its node did not answer, or runs no replica it should): as
  *   RabbitMQ's checks do, a check that cannot verify fails, and the problem says why.
  *
@@ -48,6 +51,8 @@ export interface ReplicaContentView {
   liveIds(): Iterable<number>;
   /** Whether this node's body store holds the body of message `id`. */
   hasBody(id: number): boolean;
+  /** Hand-off ids the machine remembers per source (its log's `setDedupeWindow`, or the initial). */
+  readonly dedupeWindow?: number | undefined;
 }
 
 /** One replica's answer (node ids; the caller names them). */
@@ -64,6 +69,8 @@ export interface ReplicaReport extends ReplicaRaftPosition {
   readonly missingBodies: number;
   /** The first `MISSING_BODY_IDS_SHOWN` of them, in id order. */
   readonly missingBodyIds: readonly number[];
+  /** The machine's dedupe window; absent from a node of an older build. */
+  readonly dedupeWindow?: number;
 }
 
 /** A member that did not answer (down, partitioned, slow, or holding no replica it should hold). */
@@ -143,6 +150,7 @@ export function replicaReport(
     digest: liveIdsDigest(ids),
     missingBodies: missing.length,
     missingBodyIds: missing.slice(0, MISSING_BODY_IDS_SHOWN),
+    ...(content.dedupeWindow === undefined ? {} : { dedupeWindow: content.dedupeWindow }),
   };
 }
 
@@ -187,6 +195,12 @@ export function queueVerdict(
       .map((r) => `${nameOf(r.nodeId)} has ${r.messages} (${r.liveIds} ids, digest ${r.digest})`)
       .join('; ');
     problems.push(`replicas at applied index ${index} disagree on their messages: ${each}`);
+  }
+  for (const [index, same] of [...byIndex].sort(([a], [b]) => a - b)) {
+    const told = same.filter((r) => r.dedupeWindow !== undefined);
+    if (new Set(told.map((r) => r.dedupeWindow)).size <= 1) continue;
+    const each = told.map((r) => `${nameOf(r.nodeId)} ${r.dedupeWindow}`).join('; ');
+    problems.push(`replicas at applied index ${index} disagree on their dedupe window: ${each}`);
   }
   if (problems.length > 0) return { status: 'failed', ok: false, problems };
   const alone = [...byIndex.values()]

@@ -134,7 +134,15 @@ export type QueueCommand =
    * moved their copies elsewhere). Ids that are not ready here (unknown, gone, held unacked by a
    * consumer, pending a hand-off) are left alone: the reply lists those actually removed.
    */
-  | { readonly type: 'remove'; readonly ids: readonly number[] };
+  | { readonly type: 'remove'; readonly ids: readonly number[] }
+  /**
+   * From this entry on, remember this many hand-off ids per source to drop duplicates (see
+   * `@styx/dlx` DedupeWatermarks; every queue starts at 1,024). A replicated parameter, so every
+   * replica dedupes alike at every index. Proposed by the leader only once the feature flag
+   * `wide_dedupe_window` is enabled (a replica of an older build cannot decode it); a value outside
+   * [1, MAX_DEDUPE_WINDOW] is ignored, alike on every replica.
+   */
+  | { readonly type: 'setDedupeWindow'; readonly maxIdsPerSource: number };
 
 /** Why a message left the queue without being acked. */
 export type RemovalReason = 'rejected' | 'expired' | 'maxlen' | 'delivery_limit';
@@ -180,6 +188,12 @@ export type QueueEffect =
    * Their bodies stay in the body store until then.
    */
   | { readonly type: 'deadLetterHandOff'; readonly ids: readonly number[] }
+  /**
+   * Timing only (metrics): messages this entry (stamped `at`, ms) expired, as how far past its
+   * deadline each one was at `at`, ms — the delay between a message coming due and the entry that
+   * removed it being proposed. What happens to the messages is told by the other effects.
+   */
+  | { readonly type: 'expired'; readonly overdueMs: readonly number[]; readonly at: number }
   /** Arm the queue's single timer for `at` (ms since the epoch), replacing any earlier one. */
   | { readonly type: 'timer'; readonly at: number }
   /** Disarm the queue's timer. */

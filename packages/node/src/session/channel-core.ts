@@ -32,6 +32,7 @@ import type { BindMethod, ChannelMethod, ChannelReply, PublishMethod } from './c
 import type { ChannelOutput } from './channel-output.ts';
 import { ConfirmTracker } from './confirm-tracker.ts';
 import { checkMessageSize } from './message-size.ts';
+import { SettledMemory } from './settled-memory.ts';
 
 /** What a channel core is given by the connection that opens it. */
 export interface ChannelCoreOptions<Prepared> {
@@ -53,8 +54,9 @@ export interface ChannelCoreHost {
 }
 
 /**
- * Settled messages a channel remembers per queue, to ignore stale copies of their deliveries
- * (`settledIds`): a few seconds of a busy consumer's acks, about 40 B each (~160 KiB at most).
+ * Settled messages a channel remembers at least per queue, to ignore stale copies of their
+ * deliveries (`settledIds`): a few seconds of a busy consumer's acks, about 40 B each (the memory
+ * keeps up to twice as many: ~320 KiB at most; see settled-memory.ts).
  */
 const SETTLED_REMEMBERED = 4096;
 
@@ -134,14 +136,14 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
    */
   private readonly heldIds = new Map<string, Map<number, number>>();
   /**
-   * The delivery count of each message this channel acked, nacked or recovered lately (at most
-   * `SETTLED_REMEMBERED` per queue incarnation, the oldest forgotten first): a send of it with no
+   * The delivery count of each message this channel acked, nacked or recovered lately (at least the
+   * latest `SETTLED_REMEMBERED` per queue incarnation, the oldest forgotten first): a send of it with no
    * higher count that arrives afterwards is a stale copy — a deposed leader's send slowed on the
    * link, or a link's resend of the very delivery that was settled — and is ignored. Without this
    * the client got the message a second time after acking it, unflagged (chaos seed 101). A higher
    * count is the queue delivering it anew (the settle never applied, or a requeue): it goes through.
    */
-  private readonly settledIds = new Map<string, Map<number, number>>();
+  private readonly settledIds = new Map<string, SettledMemory>();
   /**
    * Acks (or nacks of one kind) of this turn not yet proposed, per queue: one `settle` (`discard`,
    * `return`) command per queue per turn instead of one per message. Proposed at the end of the turn
@@ -763,15 +765,10 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
     this.unacked.delete(deliveryTag);
     let settled = this.settledIds.get(u.queue.groupId);
     if (settled === undefined) {
-      settled = new Map();
+      settled = new SettledMemory(2 * SETTLED_REMEMBERED);
       this.settledIds.set(u.queue.groupId, settled);
     }
-    const known = settled.get(u.id);
-    if (known === undefined || known < u.deliveryCount) {
-      settled.delete(u.id); // re-inserted: the newest last
-      settled.set(u.id, u.deliveryCount);
-      if (settled.size > SETTLED_REMEMBERED) settled.delete(settled.keys().next().value as number);
-    }
+    settled.remember(u.id, u.deliveryCount);
     const ids = this.heldIds.get(u.queue.groupId);
     if (ids === undefined || ids.get(u.id) !== deliveryTag) return;
     ids.delete(u.id);
@@ -799,25 +796,46 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       }
       return byQueue;
     }
-    const u = this.unacked.get(deliveryTag);
-    if (u === undefined) throw preconditionFailed(`unknown delivery tag ${deliveryTag}`);
-    this.unhold(deliveryTag, u);
-    add(u);
+    add(this.takeOne(deliveryTag));
     return byQueue;
   }
 
+  /** The unacked entry of one delivery tag, no longer held (406 for a tag it does not hold). */
+  private takeOne(deliveryTag: number): Unacked {
+    const u = this.unacked.get(deliveryTag);
+    if (u === undefined) throw preconditionFailed(`unknown delivery tag ${deliveryTag}`);
+    this.unhold(deliveryTag, u);
+    return u;
+  }
+
   private ack(deliveryTag: number, multiple: boolean): void {
+    if (!multiple) {
+      // The common case (one ack per message) without a Map, a closure and an array per ack.
+      const u = this.takeOne(deliveryTag);
+      this.broker.counters.acknowledged++;
+      this.addOutcome('settle', u.queue, u.id);
+      return;
+    }
     const byQueue = this.take(deliveryTag, multiple);
     for (const ids of byQueue.values()) this.broker.counters.acknowledged += ids.length;
     this.addOutcomes('settle', byQueue);
   }
 
   private nack(deliveryTag: number, multiple: boolean, requeue: boolean): void {
-    this.addOutcomes(requeue ? 'return' : 'discard', this.take(deliveryTag, multiple));
+    const kind = requeue ? 'return' : 'discard';
+    if (!multiple) {
+      const u = this.takeOne(deliveryTag);
+      this.addOutcome(kind, u.queue, u.id);
+      return;
+    }
+    this.addOutcomes(kind, this.take(deliveryTag, multiple));
   }
 
-  /** Queue this turn's acks/nacks; a different kind first proposes what is queued (order kept). */
-  private addOutcomes(kind: OutcomeKind, byQueue: Map<QueueHandle, number[]>): void {
+  /**
+   * This turn's outcomes of `kind`, to add to; a different kind queued first is proposed now
+   * (order kept).
+   */
+  private outcomesOf(kind: OutcomeKind): Map<QueueHandle, number[]> {
     if (this.outcomes !== undefined && this.outcomeKind !== kind) this.flushOutcomes();
     let outcomes = this.outcomes;
     if (outcomes === undefined) {
@@ -826,6 +844,20 @@ export class ChannelCore<Prepared = unknown> implements OwnerSink<QueueHandle>, 
       this.outcomeKind = kind;
       queueMicrotask(this.flushOutcomes);
     }
+    return outcomes;
+  }
+
+  /** Queue one message's ack/nack for the end of the turn. */
+  private addOutcome(kind: OutcomeKind, queue: QueueHandle, id: number): void {
+    const outcomes = this.outcomesOf(kind);
+    const queued = outcomes.get(queue);
+    if (queued === undefined) outcomes.set(queue, [id]);
+    else queued.push(id);
+  }
+
+  /** Queue this turn's acks/nacks. */
+  private addOutcomes(kind: OutcomeKind, byQueue: Map<QueueHandle, number[]>): void {
+    const outcomes = this.outcomesOf(kind);
     for (const [queue, ids] of byQueue) {
       const queued = outcomes.get(queue);
       if (queued === undefined) outcomes.set(queue, ids);

@@ -126,6 +126,12 @@ export class ByteCursor {
     return size === 0 ? '' : this.#buf.toString('utf8', start, this.#pos);
   }
 
+  /** Step over the next `size` bytes. */
+  skip(size: number): void {
+    if (size > this.remaining) this.#fail('truncated bytes');
+    this.#pos += size;
+  }
+
   /** The next `size` bytes, as a view (no copy). */
   bytes(size: number): Buffer {
     if (size > this.remaining) this.#fail('truncated bytes');

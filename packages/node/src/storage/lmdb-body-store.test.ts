@@ -1,7 +1,7 @@
 import type { HardState, LogStorage, LogWrite, StoredEntry, StoredSnapshot } from '@styx/raft';
 import { LmdbLogStorage, LogStore } from '@styx/raft';
 import { open } from 'lmdb';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { StoredMessage } from '../queue/types.ts';
 import { groupIdBytes } from './body-keys.ts';
 import { StorageClosedError } from './errors.ts';
@@ -9,6 +9,7 @@ import { BODIES_DB, BODY_DELETIONS_DB, DELETE_CHUNK_KEYS, LmdbBodyStore } from '
 import type { NodeStorage } from './node-storage.ts';
 import { openNodeStorage } from './node-storage.ts';
 import { queueCommandCodec } from './queue-command-codec.ts';
+import { DeferredMessage } from './stored-message-codec.ts';
 import {
   expectSameMessage,
   richProperties,
@@ -384,6 +385,54 @@ describe('LmdbBodyStore held-back bodies (putLogged)', () => {
       await store.flushed();
       expect(committed()).toBe(0);
       expect(store.count('g')).toBe(2);
+    });
+  });
+
+  it("keeps a follower's deferred message undecoded, writes its bytes as they are, and hands out a plain decoded copy", async () => {
+    await withStore(1024 * 1024, async (store, committed, reopen) => {
+      const original = sampleMessage(300, { properties: richProperties(), bcc: ['b'] });
+      const bytes = queueCommandCodec.encode({
+        type: 'enqueue',
+        size: 300,
+        ttl: undefined,
+        message: original,
+      });
+      const entry = queueCommandCodec.decodeEntry?.(bytes);
+      if (entry?.type !== 'enqueue') throw new Error('not an enqueue');
+      const decodes = vi.spyOn(DeferredMessage.prototype, 'decoded', 'get');
+      try {
+        store.putLogged('g', 1, entry.message, false);
+        store.putLogged('g', 2, entry.message, false);
+        store.persistSomeLogged('g', 1); // id 1 written (evicted or persisted: the same write)
+        await store.flushed();
+        expect(committed()).toBe(1);
+        expect(decodes).not.toHaveBeenCalled();
+        const read = store.get('g', 2);
+        // A plain object (a spread keeps every field), decoded once from the stored bytes.
+        expect(read).not.toBeInstanceOf(DeferredMessage);
+        expectSameMessage(read ? { ...read } : undefined, original);
+        expect(store.get('g', 2)).toBe(read);
+        expect(decodes).toHaveBeenCalled();
+      } finally {
+        decodes.mockRestore();
+      }
+      const reopened = await reopen();
+      expectSameMessage(reopened.get('g', 1), original);
+    });
+  });
+
+  it('keeps no record of held-back bodies deleted before they were written (a queue drained but one)', async () => {
+    await withStore(64 * 1024 * 1024, async (store, committed) => {
+      const message = sampleMessage(10);
+      for (let id = 1; id <= 5000; id++) store.putLogged('g', id, message, false);
+      // Acked out of order, all but the oldest: the head cannot move past it.
+      for (let id = 5000; id >= 2; id--) store.delete('g', id);
+      expect(store.heldBackCountOf('g')).toBe(1);
+      expect(store.heldBackSlotsOf('g')).toBeLessThanOrEqual(2 + 1024);
+      store.persistLogged('g');
+      await store.flushed();
+      expect(committed()).toBe(1);
+      expect(store.heldBackSlotsOf('g')).toBe(0);
     });
   });
 

@@ -46,7 +46,9 @@
  * `recentBytes` and `RECENT_MAX_ENTRIES`, oldest evicted first) and dropped when deleted, so that a
  * delivery or a dead-letter of a message that is still recent costs no LMDB read and no decode. Each
  * kept message's body is a view of its stored encoding (exactly its bytes, not the network batch it
- * arrived in).
+ * arrived in). A message the log's decoder deferred (`DeferredMessage`: what a follower applies) is
+ * kept undecoded, as its encoding, and decoded by the first `get` that wants it: a follower that
+ * never leads never decodes the messages it stores.
  *
  * Deleting a group removes its range in chunks (`DELETE_CHUNK_KEYS` per transaction, so a large
  * queue does not hold the event loop); a record in `body-deletions` marks the deletion as under way,
@@ -62,9 +64,15 @@ import type { BodyStore } from '../queue/body-store.ts';
 import type { StoredMessage } from '../queue/types.ts';
 import { bodyKey, END_OF_GROUP, GroupPrefixCache, groupIdBytes, readBodyId } from './body-keys.ts';
 import { BodyStoreFailedError, StorageClosedError } from './errors.ts';
+import { HeldBackQueue } from './held-back-queue.ts';
 import type { StorageLogger } from './storage-logger.ts';
 import { silentStorageLogger } from './storage-logger.ts';
-import { decodeStoredMessage, encodeStoredMessage } from './stored-message-codec.ts';
+import {
+  DeferredMessage,
+  decodeStoredMessage,
+  encodeStoredMessage,
+  plainStoredMessage,
+} from './stored-message-codec.ts';
 
 /** Sub-database holding the bodies. */
 export const BODIES_DB = 'bodies';
@@ -180,7 +188,7 @@ export class LmdbBodyStore implements BodyStore {
   #recentCount = 0;
   #recentBytes = 0;
   /** Recent entries whose body is held back (`putLogged`), not written yet, per group. */
-  readonly #heldBack = new Map<string, Set<RecentEntry>>();
+  readonly #heldBack = new Map<string, HeldBackQueue<RecentEntry>>();
   /**
    * Per group, the highest message id that may have a record in LMDB: read from LMDB when the
    * group is first touched in this run (what earlier runs wrote), raised by this run's writes.
@@ -254,12 +262,12 @@ export class LmdbBodyStore implements BodyStore {
     if (held === undefined) return 0;
     this.#checkWritable();
     let written = 0;
-    // Deleting the visited entry while iterating a Set is well-defined: iteration goes on.
-    for (const entry of held) {
-      if (written >= max) break;
+    held.visit((entry) => {
+      if (written >= max) return false;
       this.#writeHeldBack(entry);
       written++;
-    }
+      return true;
+    });
     return held.size;
   }
 
@@ -272,11 +280,12 @@ export class LmdbBodyStore implements BodyStore {
     if (held === undefined) return;
     this.#checkWritable();
     let written = 0;
-    for (const entry of held) {
-      if (entry.id > maxId || written >= max) break;
+    held.visit((entry) => {
+      if (entry.id > maxId || written >= max) return false;
       this.#writeHeldBack(entry);
       written++;
-    }
+      return true;
+    });
   }
 
   /** Bodies held back by `putLogged` and not written yet, all groups (for tests and management). */
@@ -294,7 +303,7 @@ export class LmdbBodyStore implements BodyStore {
   #hold(entry: RecentEntry): void {
     let held = this.#heldBack.get(entry.groupId);
     if (held === undefined) {
-      held = new Set();
+      held = new HeldBackQueue();
       this.#heldBack.set(entry.groupId, held);
     }
     held.add(entry);
@@ -302,9 +311,17 @@ export class LmdbBodyStore implements BodyStore {
 
   /** `entry` is no longer held back: written, deleted or superseded. */
   #release(entry: RecentEntry): void {
+    if (entry.unwritten === undefined) return;
     entry.unwritten = undefined;
     const held = this.#heldBack.get(entry.groupId);
-    if (held?.delete(entry) === true && held.size === 0) this.#heldBack.delete(entry.groupId);
+    if (held === undefined) return;
+    held.released();
+    if (held.size === 0) this.#heldBack.delete(entry.groupId);
+  }
+
+  /** Slots of the group's held-back queue, live or stale (for tests). */
+  heldBackSlotsOf(groupId: string): number {
+    return this.#heldBack.get(groupId)?.slots ?? 0;
   }
 
   /** Write a held-back body now (it joins the log store's batch being gathered). */
@@ -321,11 +338,11 @@ export class LmdbBodyStore implements BodyStore {
     for (let i = generations.length - 1; i >= 0; i--) {
       const generation = generations[i] as Generation;
       const pending = generation.writes.get(groupId)?.get(id);
-      if (pending !== undefined) return pending === DELETED ? undefined : pending;
+      if (pending !== undefined) return pending === DELETED ? undefined : plainStoredMessage(pending);
       if (generation.deletedGroups?.has(groupId)) return undefined;
     }
     const recent = this.#recent.get(groupId)?.get(id);
-    if (recent !== undefined) return recent.message;
+    if (recent !== undefined) return plainStoredMessage(recent.message);
     const value = this.#bodies.get(bodyKey(this.#prefix(groupId), checkId(id)));
     return value === undefined ? undefined : decodeStoredMessage(value, `body ${groupId}/${id}`);
   }
@@ -391,14 +408,19 @@ export class LmdbBodyStore implements BodyStore {
     heldBack: boolean,
     mayBeStored: boolean,
   ): void {
-    const bodyLength = message.body.byteLength;
-    const kept: StoredMessage = {
-      exchange: message.exchange,
-      routingKey: message.routingKey,
-      properties: message.properties,
-      body: encoding.subarray(encoding.byteLength - bodyLength),
-      bcc: message.bcc,
-    };
+    // A message deferred by the log's decoder (a follower's enqueue) is its encoding and nothing
+    // else yet: kept as it is, it is decoded only if a read asks for it (`get`).
+    const deferred = message instanceof DeferredMessage && message.encoding === encoding;
+    const bodyLength = deferred ? message.bodyLength : message.body.byteLength;
+    const kept: StoredMessage = deferred
+      ? message
+      : {
+          exchange: message.exchange,
+          routingKey: message.routingKey,
+          properties: message.properties,
+          body: encoding.subarray(encoding.byteLength - bodyLength),
+          bcc: message.bcc,
+        };
     // Not remembered as `kept`'s encoding (a WeakMap entry per message): nothing re-encodes a copy
     // read from the store on the hot path, and encodeStoredMessage would just encode it again.
     const entry: RecentEntry = {

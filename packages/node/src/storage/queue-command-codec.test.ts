@@ -3,7 +3,7 @@ import type { QueueCommand } from '../queue/types.ts';
 import { DEFAULT_QUEUE_CONFIG } from '../queue/types.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
 import { decodeForwarded, QUEUE_COMMAND_TAGS, queueCommandCodec } from './queue-command-codec.ts';
-import { encodeStoredMessage } from './stored-message-codec.ts';
+import { DeferredMessage, encodeStoredMessage, plainStoredMessage } from './stored-message-codec.ts';
 import { expectSameMessage, richProperties, sampleMessage } from './test-support/storage-fixtures.ts';
 
 type Variant<K extends QueueCommand['type']> = Extract<QueueCommand, { type: K }>;
@@ -75,6 +75,10 @@ const SAMPLES: { readonly [K in QueueCommand['type']]: readonly Variant<K>[] } =
   remove: [
     { type: 'remove', ids: [] },
     { type: 'remove', ids: [7, 2, 2 ** 40] },
+  ],
+  setDedupeWindow: [
+    { type: 'setDedupeWindow', maxIdsPerSource: 4096 },
+    { type: 'setDedupeWindow', maxIdsPerSource: 1 },
   ],
   deadLetterSettled: [
     { type: 'deadLetterSettled', ids: [] },
@@ -228,6 +232,74 @@ describe('queueCommandCodec', () => {
     for (const bytes of corrupt) {
       expect(() => queueCommandCodec.decode(bytes)).toThrow(StoredBytesCorruptedError);
     }
+  });
+});
+
+describe('queueCommandCodec.decodeEntry (what a follower applies)', () => {
+  it("gives every command decode gives; an enqueue's message decoded only when a field is read", () => {
+    for (const command of allSamples) {
+      const bytes = queueCommandCodec.encode(command);
+      const entry = queueCommandCodec.decodeEntry?.(bytes) as QueueCommand;
+      const eager = queueCommandCodec.decode(bytes);
+      if (entry.type !== 'enqueue' || eager.type !== 'enqueue') {
+        expect(entry).toEqual(eager);
+        continue;
+      }
+      const { message, ...rest } = entry;
+      const { message: eagerMessage, ...eagerRest } = eager;
+      expect(rest).toEqual(eagerRest);
+      expect(message).toBeInstanceOf(DeferredMessage);
+      const deferred = message as DeferredMessage;
+      // Its bytes are the entry's, undecoded: the body store stores them as they are.
+      expect(encodeStoredMessage(deferred)).toBe(deferred.encoding);
+      expect(deferred.encoding.buffer).toBe(bytes.buffer);
+      expect(deferred.bodyLength).toBe(eagerMessage.body.byteLength);
+      // Read, it is what decode gives (a plain object, decoded once).
+      expect(plainStoredMessage(deferred)).toBe(deferred.decoded);
+      expectSameMessage(plainStoredMessage(deferred), eagerMessage);
+      expect(deferred.exchange).toBe(eagerMessage.exchange);
+      expect(deferred.routingKey).toBe(eagerMessage.routingKey);
+      expect(deferred.properties).toEqual(eagerMessage.properties);
+      expect(deferred.bcc).toEqual(eagerMessage.bcc);
+      expect(Buffer.from(deferred.body).equals(Buffer.from(eagerMessage.body))).toBe(true);
+    }
+  });
+
+  it('names the same source as decode for consecutive publishes from one source and from others', () => {
+    const sources = ['n1:run-a', 'n1:run-a', 'n2:ëx', 'n1:run-a', ''];
+    for (const [i, source] of sources.entries()) {
+      const bytes = queueCommandCodec.encode({
+        type: 'enqueue',
+        size: 1,
+        ttl: undefined,
+        message: sampleMessage(1),
+        publishId: { source, messageId: i, horizon: 0 },
+      });
+      const entry = queueCommandCodec.decodeEntry?.(bytes);
+      expect(entry?.type === 'enqueue' ? entry.publishId : undefined).toEqual({
+        source,
+        messageId: i,
+        horizon: 0,
+      });
+    }
+  });
+
+  it('rejects a message whose lengths run past its bytes at once, not when it is read', () => {
+    const message = sampleMessage(0, { exchange: 'ex', routingKey: 'rk', bcc: ['a', 'b'] });
+    const bytes = queueCommandCodec.encode({ type: 'enqueue', size: 0, ttl: undefined, message });
+    // Cut inside the bcc keys (the body is empty: every byte after the ttl is layout).
+    for (let cut = 4; cut < bytes.length; cut++) {
+      expect(() => queueCommandCodec.decodeEntry?.(bytes.subarray(0, cut))).toThrow(
+        StoredBytesCorruptedError,
+      );
+    }
+    // An unknown message format, and a bcc count beyond the bytes.
+    expect(() =>
+      queueCommandCodec.decodeEntry?.(new Uint8Array([QUEUE_COMMAND_TAGS.enqueue, 0, 0, 77])),
+    ).toThrow(StoredBytesCorruptedError);
+    expect(() =>
+      queueCommandCodec.decodeEntry?.(new Uint8Array([QUEUE_COMMAND_TAGS.enqueue, 0, 0, 1, 0, 0, 0, 0x7f])),
+    ).toThrow(StoredBytesCorruptedError);
   });
 });
 

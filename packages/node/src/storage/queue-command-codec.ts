@@ -21,9 +21,11 @@
 import type { HandOffId } from '@styx/dlx';
 import type { CommandCodec } from '@styx/raft';
 import type { QueueCommand, QueueConfig } from '../queue/types.ts';
+import { pretendOlder } from '../test-support/pretend-older.ts';
 import { ByteCursor, checkVarint, utf8Size, varintSize, writeString, writeVarint } from './binary.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
 import {
+  DeferredMessage,
   decodeStoredMessage,
   measureStoredMessage,
   rememberEncoding,
@@ -86,6 +88,13 @@ const ENQUEUE_PUBLISH_TAG = 15;
 /** An enqueue with a publish id taken only in order (`ordered`); same fields as tag 15. */
 const ENQUEUE_ORDERED_PUBLISH_TAG = 19;
 
+/**
+ * The newest tag a build of the previous cluster protocol version decodes: a node pretending to be
+ * one (test-support/pretend-older.ts) refuses later tags as that build would, so a rolling-upgrade
+ * test sees an entry proposed before its feature flag was enabled.
+ */
+const PRETEND_OLDER_LAST_TAG = 19;
+
 /** Every variant but enqueue, by type. Tags are persisted: append new rows with new tags. */
 const VARIANTS = {
   consume: {
@@ -143,6 +152,8 @@ const VARIANTS = {
   resumeOwner: { tag: 18, fields: [['owner', 'string']] },
   // 14 and 15 are the enqueue variants with an id.
   remove: { tag: 16, fields: [['ids', 'ids']] },
+  // 19 is the ordered publish's enqueue variant.
+  setDedupeWindow: { tag: 20, fields: [['maxIdsPerSource', 'uint']] },
 } as const satisfies { readonly [K in GenericType]: VariantSpec<Variant<K>> };
 
 /** The fields of a QueueConfig, in the order they are written. Enums are written as strings. */
@@ -263,6 +274,7 @@ function encodeCommand(command: QueueCommand, headroom: number): Uint8Array {
 
 function decodeEnqueue(
   r: ByteCursor,
+  deferred: boolean,
   handOff: HandOffId | undefined,
   publishId?: HandOffId,
   ordered = false,
@@ -274,7 +286,9 @@ function decodeEnqueue(
   else if (ttlKind === TTL_FLOAT) ttl = r.f64();
   else if (ttlKind !== TTL_UNDEFINED)
     throw new StoredBytesCorruptedError('enqueue entry', `bad ttl kind ${ttlKind}`);
-  const message = decodeStoredMessage(r.rest(), 'enqueue entry');
+  const message = deferred
+    ? new DeferredMessage(r.rest(), 'enqueue entry')
+    : decodeStoredMessage(r.rest(), 'enqueue entry');
   if (publishId === undefined) return { type: 'enqueue', size, ttl, message, handOff };
   return ordered
     ? { type: 'enqueue', size, ttl, message, publishId, ordered: true }
@@ -441,22 +455,49 @@ export const queueCommandCodec: CommandCodec<QueueCommand> = {
   },
 
   decode(bytes: Uint8Array): QueueCommand {
-    const r = new ByteCursor(bytes, 'queue command');
-    const tag = r.u8();
-    if (tag === ENQUEUE_TAG) return decodeEnqueue(r, undefined);
-    if (tag === ENQUEUE_HAND_OFF_TAG) {
-      const handOff: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
-      return decodeEnqueue(r, handOff);
-    }
-    if (tag === ENQUEUE_PUBLISH_TAG || tag === ENQUEUE_ORDERED_PUBLISH_TAG) {
-      const publishId: HandOffId = { source: r.string(), messageId: r.varint(), horizon: r.varint() };
-      return decodeEnqueue(r, undefined, publishId, tag === ENQUEUE_ORDERED_PUBLISH_TAG);
-    }
-    const row = ROWS_BY_TAG[tag];
-    if (row === undefined) throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
-    const command: Record<string, unknown> = { type: row.type };
-    readFields(r, command, row.fields);
-    r.end();
-    return command as unknown as QueueCommand;
+    return decodeCommand(bytes, false);
+  },
+
+  // An enqueue's message as a `DeferredMessage`: a follower stores it, and decodes it only if it
+  // leads and delivers it (see stored-message-codec.ts).
+  decodeEntry(bytes: Uint8Array): QueueCommand {
+    return decodeCommand(bytes, true);
   },
 };
+
+function decodeCommand(bytes: Uint8Array, deferred: boolean): QueueCommand {
+  const r = new ByteCursor(bytes, 'queue command');
+  const tag = r.u8();
+  if (tag === ENQUEUE_TAG) return decodeEnqueue(r, deferred, undefined);
+  if (tag === ENQUEUE_HAND_OFF_TAG) {
+    const handOff: HandOffId = { source: sourceOf(r), messageId: r.varint(), horizon: r.varint() };
+    return decodeEnqueue(r, deferred, handOff);
+  }
+  if (tag === ENQUEUE_PUBLISH_TAG || tag === ENQUEUE_ORDERED_PUBLISH_TAG) {
+    const publishId: HandOffId = { source: sourceOf(r), messageId: r.varint(), horizon: r.varint() };
+    return decodeEnqueue(r, deferred, undefined, publishId, tag === ENQUEUE_ORDERED_PUBLISH_TAG);
+  }
+  const row = ROWS_BY_TAG[tag];
+  if (row === undefined || (pretendOlder.on && tag > PRETEND_OLDER_LAST_TAG))
+    throw new StoredBytesCorruptedError('queue command', `unknown tag ${tag}`);
+  const command: Record<string, unknown> = { type: row.type };
+  readFields(r, command, row.fields);
+  r.end();
+  return command as unknown as QueueCommand;
+}
+
+/**
+ * The last source decoded (a hand-off's queue, a publish's node run) and its bytes: consecutive
+ * enqueues nearly always name the same one, so its string is made once, not once per message.
+ */
+let lastSourceBytes: Buffer | undefined;
+let lastSource = '';
+
+/** A hand-off or publish id's source: [varint n][UTF-8], as `ByteCursor.string` reads it. */
+function sourceOf(r: ByteCursor): string {
+  const bytes = r.bytes(r.varint());
+  if (lastSourceBytes?.equals(bytes)) return lastSource;
+  lastSource = bytes.toString('utf8');
+  lastSourceBytes = Buffer.from(bytes); // a copy: the entry's bytes are not kept alive by this
+  return lastSource;
+}

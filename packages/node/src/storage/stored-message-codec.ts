@@ -98,6 +98,7 @@ export function writeStoredMessage(buf: Buffer, pos: number, measured: MeasuredM
  * shared: never modify it.
  */
 export function encodeStoredMessage(message: StoredMessage): Uint8Array {
+  if (message instanceof DeferredMessage) return message.encoding;
   const known = encodingOf.read(message);
   if (known !== undefined) return known;
   const measured = measureStoredMessage(message);
@@ -134,4 +135,84 @@ export function decodeStoredMessage(bytes: Uint8Array, what = 'stored message'):
   const message: StoredMessage = { exchange, routingKey, properties, body: r.rest(), bcc };
   encodingOf.write(message, bytes);
   return message;
+}
+
+/**
+ * A stored message read from a log entry and decoded only when one of its fields is first read.
+ * A queue's follower applies every enqueue but only stores its bytes (the body store keeps the
+ * encoding, see `storedEncoding`): exchange, routing key, properties (a protobuf with AMQP tables)
+ * and bcc are decoded if it leads and delivers or dead-letters the message, or never. The layout
+ * is checked when it is made (every length within the bytes), so malformed bytes still throw
+ * `StoredBytesCorruptedError` at once; only what lies inside the lengths (UTF-8, the properties'
+ * own encoding) is read later. Decoding is pure: the fields read are what `decodeStoredMessage`
+ * returns for the same bytes, on every replica.
+ *
+ * Not a plain object: its fields are getters, which a spread would not copy. The body store hands
+ * out `plainStoredMessage` of it, never the deferred object itself.
+ */
+export class DeferredMessage implements StoredMessage {
+  /** The message's encoding (a view: must not be modified after). */
+  readonly encoding: Uint8Array;
+  /** Where the body starts in `encoding`. */
+  readonly #bodyStart: number;
+  readonly #what: string;
+  #decoded: StoredMessage | undefined;
+
+  constructor(encoding: Uint8Array, what = 'stored message') {
+    this.encoding = encoding;
+    this.#what = what;
+    this.#bodyStart = bodyStartOf(encoding, what);
+  }
+
+  /** Bytes of the body, without decoding anything. */
+  get bodyLength(): number {
+    return this.encoding.byteLength - this.#bodyStart;
+  }
+
+  /** The decoded message (decoded once). */
+  get decoded(): StoredMessage {
+    if (this.#decoded === undefined) this.#decoded = decodeStoredMessage(this.encoding, this.#what);
+    return this.#decoded;
+  }
+
+  get exchange(): string {
+    return this.decoded.exchange;
+  }
+
+  get routingKey(): string {
+    return this.decoded.routingKey;
+  }
+
+  get properties(): StoredMessage['properties'] {
+    return this.decoded.properties;
+  }
+
+  get body(): Uint8Array {
+    return this.decoded.body;
+  }
+
+  get bcc(): readonly string[] | undefined {
+    return this.decoded.bcc;
+  }
+}
+
+/** `message` as a plain object (a deferred message decoded; any other as it is). */
+export function plainStoredMessage(message: StoredMessage): StoredMessage {
+  return message instanceof DeferredMessage ? message.decoded : message;
+}
+
+/** The offset of the body in a stored message's encoding: every length checked, nothing decoded. */
+function bodyStartOf(bytes: Uint8Array, what: string): number {
+  const r = new ByteCursor(bytes, what);
+  const format = r.u8();
+  if (format !== STORED_MESSAGE_FORMAT) throw new StoredBytesCorruptedError(what, `unknown format ${format}`);
+  r.skip(r.varint()); // exchange
+  r.skip(r.varint()); // routing key
+  r.skip(r.varint()); // properties
+  const bccCount = r.varint();
+  if (bccCount > 0) {
+    if (bccCount - 1 > r.remaining) throw new StoredBytesCorruptedError(what, `bcc count ${bccCount - 1}`);
+    for (let i = 0; i < bccCount - 1; i++) r.skip(r.varint());
+  }
+  return r.position;
 }

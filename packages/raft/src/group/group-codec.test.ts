@@ -26,6 +26,18 @@ describe('command entry data', () => {
     }
   });
 
+  it('reads the ts as the big-endian f64 a DataView reads, for any eight bytes at any offset', () => {
+    const backing = new Uint8Array(256).map((_, i) => (i * 151 + 7) & 0xff);
+    for (let offset = 0; offset + COMMAND_HEADER_BYTES <= backing.length; offset += 13) {
+      const view = backing.subarray(offset, offset + COMMAND_HEADER_BYTES);
+      const expected = new DataView(backing.buffer, offset + 1, 8).getFloat64(0);
+      expect(Object.is(commandTs(view), expected)).toBe(true);
+    }
+    for (const ts of [-1.5, Number.MIN_VALUE, Number.MAX_VALUE, -0]) {
+      expect(Object.is(commandTs(encodeCommandEntry(ts, new Uint8Array(0))), ts)).toBe(true);
+    }
+  });
+
   it("fills the header of a view that does not start at its buffer's first byte", () => {
     const backing = new Uint8Array(64).fill(0xaa);
     const view = backing.subarray(17, 17 + COMMAND_HEADER_BYTES + 3);

@@ -675,7 +675,12 @@ export class GroupReplica<C, R> implements HostedReplica {
       this.#lost(proposal);
     }
     try {
-      this.#machine.apply(this.#codec.decode(commandBytes(data)), meta);
+      const codec = this.#codec;
+      const bytes = commandBytes(data);
+      this.#machine.apply(
+        codec.decodeEntry === undefined ? codec.decode(bytes) : codec.decodeEntry(bytes),
+        meta,
+      );
     } catch {
       // Deterministic: the leader's apply threw the same way and rejected its proposal.
     }

@@ -188,10 +188,8 @@ export class LogStoreRaftStorage implements RaftStorage {
         handled(store.truncateAfter(groupId, first.index - 1));
       }
       this.#writtenLastIndex = (rd.entries[rd.entries.length - 1] as Entry).index;
-      for (const entry of rd.entries) {
-        const stored = toStoredEntry(entry);
-        written = handled(store.append(groupId, stored, stored.payload));
-      }
+      // One call for the Ready's entries: one promise to handle, not one per entry.
+      written = handled(store.appendEntries(groupId, rd.entries.map(toStoredEntry)));
     }
     if (rd.hardState !== undefined) written = handled(store.setHardState(groupId, rd.hardState));
     return written;

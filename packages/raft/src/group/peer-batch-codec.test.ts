@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RaftDecodeError } from '../raft/errors.ts';
+import { encodeMessage } from '../raft/message-codec.ts';
 import { EntryType, MessageType, message } from '../raft/types.ts';
+import { WireWriter } from '../raft/wire-buffer.ts';
 import { decodePeerBatch, encodePeerBatch } from './peer-batch-codec.ts';
 import type { PeerBatch } from './transport.ts';
 
@@ -36,6 +38,53 @@ describe('peer batch codec', () => {
     const decoded = decodePeerBatch(bytes);
     bytes.fill(0);
     expect(decoded).toEqual(sample);
+  });
+
+  it('reads both layouts of a message length: padded (written in place) and minimal (a node before it)', () => {
+    // The layout of a node that encoded each message on its own first: minimal varint lengths.
+    const w = new WireWriter();
+    w.u8(1);
+    w.string(sample.from);
+    w.varint(sample.messages.length);
+    for (const m of sample.messages) {
+      w.string(m.groupId);
+      w.bytes(encodeMessage(m.message));
+    }
+    w.varint(sample.quiesce.length);
+    for (const q of sample.quiesce) {
+      w.string(q.groupId);
+      w.varint(q.term);
+      w.varint(q.commit);
+    }
+    const minimal = w.finish();
+    const padded = encodePeerBatch(sample);
+    expect(padded).not.toEqual(minimal);
+    expect(decodePeerBatch(minimal)).toEqual(sample);
+    expect(decodePeerBatch(padded)).toEqual(sample);
+  });
+
+  it('encodes a batch of large appends in one buffer, each entry intact', () => {
+    const entries = Array.from({ length: 120 }, (_, k) => ({
+      term: 7,
+      index: 1_000 + k,
+      type: EntryType.Normal,
+      data: new Uint8Array(1_200 + k).fill(k % 251),
+    }));
+    const big: PeerBatch = {
+      from: 'n1',
+      messages: [
+        {
+          groupId: 'q1',
+          message: message(MessageType.App, 'n1', 'n2', 7, { index: 999, logTerm: 7, entries }),
+        },
+        {
+          groupId: 'q2',
+          message: message(MessageType.App, 'n1', 'n2', 7, { index: 5, logTerm: 7, entries: [] }),
+        },
+      ],
+      quiesce: [],
+    };
+    expect(decodePeerBatch(encodePeerBatch(big))).toEqual(big);
   });
 
   it('encodes after headroom left zero, the same bytes as without', () => {

@@ -1,12 +1,13 @@
 import { RaftDecodeError } from '../raft/errors.ts';
-import { decodeMessage, encodeMessage } from '../raft/message-codec.ts';
+import { decodeMessage, encodedSizeHint, writeMessage } from '../raft/message-codec.ts';
 import { WireReader, WireWriter } from '../raft/wire-buffer.ts';
 import type { GroupMessage, PeerBatch, QuiesceNotice } from './transport.ts';
 
 /**
  * Binary encoding of a `PeerBatch` for a network transport: what one host sends one peer in one
- * turn. Each message is carried as the bytes of `encodeMessage`, so the Raft message format has
- * one definition, shared with the simulator.
+ * turn. Each message is carried as the bytes of `encodeMessage` (written in place, see
+ * `WireWriter.startLength`), so the Raft message format has one definition, shared with the
+ * simulator.
  *
  * Layout (varints unless noted): version u8 | from str | message count
  * | (groupId str | message bytes)* | quiesce count | (groupId str | term | commit)*.
@@ -26,17 +27,20 @@ const MAX_ITEMS_PER_BATCH = 1 << 20;
  * many bytes into the result (left zero, for a frame header written in place: no further copy).
  */
 export function encodePeerBatch(batch: PeerBatch, headroom = 0): Uint8Array {
-  const parts = batch.messages.map((m) => ({ groupId: m.groupId, bytes: encodeMessage(m.message) }));
   let size = headroom + 16 + batch.from.length + batch.quiesce.length * 64;
-  for (const part of parts) size += 16 + part.groupId.length + part.bytes.byteLength;
+  for (const m of batch.messages) size += 16 + m.groupId.length + encodedSizeHint(m.message);
   const w = new WireWriter(size);
   for (let i = 0; i < headroom; i++) w.u8(0);
   w.u8(VERSION);
   w.string(batch.from);
-  w.varint(parts.length);
-  for (const part of parts) {
-    w.string(part.groupId);
-    w.bytes(part.bytes);
+  w.varint(batch.messages.length);
+  for (const { groupId, message } of batch.messages) {
+    w.string(groupId);
+    // Each message in place, its length filled in after: its entries' bytes are copied once, into
+    // the frame, and no buffer per message is made (read back as `w.bytes(encodeMessage(m))` is).
+    const at = w.startLength();
+    writeMessage(w, message);
+    w.endLength(at);
   }
   w.varint(batch.quiesce.length);
   for (const notice of batch.quiesce) {

@@ -525,10 +525,10 @@ describe('RaftGroupLog, three voters', () => {
     const first = open(0, true);
     const others = [open(1, false), open(2, false)];
     await eventually(() => first.state === 'open');
-    // Standing at once, not after an election timeout (the clock has not moved): a candidate, or
-    // already the leader when the votes came back before it opened (storage writes pipelined).
+    // Standing at once, not after an election timeout (the clock has not moved): a candidate (its
+    // pre-vote maybe still under way: no election counted yet), or already the leader when the
+    // votes came back before it opened (storage writes pipelined).
     expect(['candidate', 'leader']).toContain(first.role);
-    expect(first.elections).toBeGreaterThan(0);
     await leads(first);
     expect(first.elections).toBeGreaterThan(0);
     expect(others.map((log) => log.elections)).toEqual([0, 0]);

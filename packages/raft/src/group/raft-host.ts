@@ -7,10 +7,10 @@ import type { CommandCodec, ReplicatedLog, ReplicatedLogFactory } from '../repli
 import type { LogStore } from '../storage/log-store.ts';
 import { GroupAlreadyOpenError } from './errors.ts';
 import type { HostedReplica, ReplicaHost } from './group-replica.ts';
+import { PeerOutbox } from './peer-outbox.ts';
 import type { RaftGroupLogOptions } from './raft-group-log.ts';
 import { RaftGroupLog } from './raft-group-log.ts';
-import type { GroupMessage, PeerBatch, QuiesceNotice, Transport } from './transport.ts';
-import { messageBytes } from './transport.ts';
+import type { PeerBatch, QuiesceNotice, Transport } from './transport.ts';
 
 /** The Raft settings a host applies to every group it runs (ids and applied indexes are its own). */
 export type RaftTuning = Omit<RaftConfig, 'id' | 'applied'>;
@@ -79,16 +79,22 @@ export interface RaftHostStats {
   readonly bytesInFlight: number;
   /** Proposals waiting for the in-flight bound. */
   readonly waitingProposals: number;
-  /** Batches handed to the transport since the host started. */
+  /** Batches handed to the transport since the host started (one per peer per flush). */
   readonly batchesSent: number;
+  /** Raft messages handed to the transport since the host started (every type, every group). */
+  readonly messagesSent: number;
+  /** Of `messagesSent`, appends (AppendEntries, with or without entries). */
+  readonly appendsSent: number;
+  /** Entries carried by those appends. */
+  readonly entriesSent: number;
+  /** Append rejections received from peers (each makes a leader walk back and send entries again). */
+  readonly appendRejectsReceived: number;
+  /** Messages folded into another of the same batch (see `PeerOutbox`), so not counted in `messagesSent`. */
+  readonly messagesFolded: number;
+  /** Writes the transport made to its connections (undefined when it does not count them). */
+  readonly transportWrites: number | undefined;
   /** Ticks of the host's timer since it started (a tick runs only while a group is active). */
   readonly ticks: number;
-}
-
-interface Outbox {
-  messages: GroupMessage[];
-  quiesce: QuiesceNotice[];
-  bytes: number;
 }
 
 const mathRandom: RaftRandom = { nextInt: (bound) => Math.floor(Math.random() * bound) };
@@ -101,7 +107,11 @@ const mathRandom: RaftRandom = { nextInt: (bound) => Math.floor(Math.random() * 
  *   (setImmediate) the host pumps every dirty group's Ready. Their writes join the log store's one
  *   batch (one transaction, one sync for all groups); their messages join one batch per peer, sent
  *   once at the end of the turn. When a store batch is durable, every group waiting on it finishes
- *   its Ready (releasing votes and acks, applying) and pumps its next one at once.
+ *   its Ready (releasing votes and acks, applying) and pumps its next one at once; what that sends
+ *   leaves with the turn's batches, never in a batch of its own.
+ * - One append per group per peer per turn: a group's appends of the several Readys its pipeline
+ *   took in one turn are folded into one carrying every entry, and its heartbeats dropped while
+ *   appends flow (`PeerOutbox`).
  * - One timer per host, ticking only ACTIVE groups. A leader whose members have all caught up
  *   quiesces: it stops ticking and tells its followers (a `QuiesceNotice` carrying the commit), who
  *   stop ticking too. A proposal or any message wakes a group (except a heartbeat response that
@@ -142,7 +152,7 @@ export class RaftHost {
   #turnScheduled = false;
   /** A drain of the admission queue is scheduled (see `#account`). */
   #drainScheduled = false;
-  readonly #outboxes = new Map<NodeId, Outbox>();
+  readonly #outboxes = new Map<NodeId, PeerOutbox>();
   /** The store batch the latest Ready joined, and the replicas waiting on it. */
   #waitingOn: Promise<void> | undefined;
   #waiters: HostedReplica[] = [];
@@ -156,6 +166,11 @@ export class RaftHost {
   #admissionHead = 0;
   #closed = false;
   #batchesSent = 0;
+  #messagesSent = 0;
+  #appendsSent = 0;
+  #entriesSent = 0;
+  #appendRejectsReceived = 0;
+  #messagesFolded = 0;
   #ticks = 0;
 
   /** The host's face to its replicas (kept off the public API). */
@@ -227,6 +242,12 @@ export class RaftHost {
       bytesInFlight: this.#bytesInFlight,
       waitingProposals: this.#admission.length - this.#admissionHead,
       batchesSent: this.#batchesSent,
+      messagesSent: this.#messagesSent,
+      appendsSent: this.#appendsSent,
+      entriesSent: this.#entriesSent,
+      appendRejectsReceived: this.#appendRejectsReceived,
+      messagesFolded: this.#messagesFolded,
+      transportWrites: this.#transport?.writes,
       ticks: this.#ticks,
     };
   }
@@ -317,10 +338,7 @@ export class RaftHost {
 
   #markDirty(replica: HostedReplica): void {
     this.#dirty.add(replica);
-    if (!this.#turnScheduled) {
-      this.#turnScheduled = true;
-      setImmediate(this.#turn);
-    }
+    this.#turnSoon();
   }
 
   readonly #turn = (): void => {
@@ -361,7 +379,7 @@ export class RaftHost {
       });
     }
     this.#pumpDirty();
-    this.#flush();
+    this.#turnSoon();
   }
 
   #guard(replica: HostedReplica, action: () => void): void {
@@ -376,10 +394,10 @@ export class RaftHost {
 
   // ------------------------------------------------------------------------------ messages
 
-  #outbox(peer: NodeId): Outbox {
+  #outbox(peer: NodeId): PeerOutbox {
     let outbox = this.#outboxes.get(peer);
     if (outbox === undefined) {
-      outbox = { messages: [], quiesce: [], bytes: 0 };
+      outbox = new PeerOutbox(this.#tuning.maxSizePerMsg);
       this.#outboxes.set(peer, outbox);
     }
     return outbox;
@@ -387,21 +405,33 @@ export class RaftHost {
 
   #send(groupId: string, m: Message): void {
     if (this.#transport === undefined) return; // no peers to reach: a one-voter node
-    const outbox = this.#outbox(m.to);
-    outbox.messages.push({ groupId, message: m });
-    outbox.bytes += messageBytes(m);
+    this.#outbox(m.to).push(groupId, m);
+  }
+
+  /**
+   * Run `#turn` at the end of this event-loop turn: pump the dirty groups, then send the batches.
+   * Batches leave only there, never straight from a store batch completing or a tick: whatever else
+   * this turn produces for the same peers — other groups' store batches completing,
+   * acknowledgements read from the sockets, proposals — joins the same batch, one frame per peer.
+   */
+  #turnSoon(): void {
+    if (!this.#turnScheduled) {
+      this.#turnScheduled = true;
+      setImmediate(this.#turn);
+    }
   }
 
   #flush(): void {
     const transport = this.#transport;
     if (transport === undefined || this.#outboxes.size === 0) return;
     for (const [peer, outbox] of this.#outboxes) {
-      if (outbox.messages.length === 0 && outbox.quiesce.length === 0) continue;
+      if (outbox.empty) continue;
       const batch: PeerBatch = { from: this.nodeId, messages: outbox.messages, quiesce: outbox.quiesce };
       const bytes = outbox.bytes;
       this.#outboxes.delete(peer);
       this.#account(bytes);
-      this.#batchesSent++;
+      this.#messagesFolded += outbox.folded;
+      this.#count(batch);
       transport.send(peer, batch).then(
         () => this.#account(-bytes),
         () => {
@@ -409,6 +439,16 @@ export class RaftHost {
           this.#unreachable(peer, batch);
         },
       );
+    }
+  }
+
+  #count(batch: PeerBatch): void {
+    this.#batchesSent++;
+    this.#messagesSent += batch.messages.length;
+    for (const { message } of batch.messages) {
+      if (message.type !== MessageType.App) continue;
+      this.#appendsSent++;
+      this.#entriesSent += message.entries.length;
     }
   }
 
@@ -428,6 +468,7 @@ export class RaftHost {
     if (this.#closed) return;
     if (this.#down.size > 0 && this.#down.delete(batch.from)) this.#peerUp(batch.from);
     for (const { groupId, message } of batch.messages) {
+      if (message.reject && message.type === MessageType.AppResp) this.#appendRejectsReceived++;
       const replica = this.#groups.get(groupId)?.replica;
       if (replica === undefined) continue; // not (or no longer) open here; Raft retries
       this.#guard(replica, () => {
@@ -463,10 +504,7 @@ export class RaftHost {
   }
 
   #pumpSoon(): void {
-    if (this.#dirty.size > 0 && !this.#turnScheduled) {
-      this.#turnScheduled = true;
-      setImmediate(this.#turn);
-    }
+    if (this.#dirty.size > 0) this.#turnSoon();
   }
 
   /**
@@ -629,6 +667,8 @@ export class RaftHost {
         if (!this.#down.has(peer)) this.#outbox(peer).quiesce.push(notice);
       }
     }
+    // At once (10 times a second, not per message): a quiesce notice must leave before anything
+    // the group sends after it, or a follower would read it after an append that woke the group.
     this.#flush();
   };
 

@@ -19,6 +19,11 @@ import type { Message, NodeId } from '../raft/types.ts';
 export interface Transport {
   /** This node's id, as its peers address it. */
   readonly nodeId: NodeId;
+  /**
+   * Writes made to connections so far (a network transport's cost is mostly per write, not per
+   * byte: what batching saves shows here); undefined for a transport without connections.
+   */
+  readonly writes?: number;
   /** Send one batch to `peer`. */
   send(peer: NodeId, batch: PeerBatch): Promise<void>;
   /** Register the receiver of every batch addressed to this node (one receiver; replaces). */

@@ -30,10 +30,21 @@ const MAX_MESSAGE_TYPE = 14;
 const MAX_ENTRIES_PER_MESSAGE = 1 << 20;
 
 export function encodeMessage(m: Message): Uint8Array {
-  let size = 64 + m.context.length;
+  const w = new WireWriter(encodedSizeHint(m));
+  writeMessage(w, m);
+  return w.finish();
+}
+
+/** About the bytes `encodeMessage(m)` takes (a writer's first capacity: it grows past it if need be). */
+export function encodedSizeHint(m: Message): number {
+  let size = 64 + m.from.length + m.to.length + m.context.length;
   for (const entry of m.entries) size += 24 + entry.data.byteLength;
   if (m.snapshot !== undefined) size += 128 + m.snapshot.data.byteLength;
-  const w = new WireWriter(size);
+  return size;
+}
+
+/** Write what `encodeMessage(m)` returns into `w`, in place (no message buffer of its own). */
+export function writeMessage(w: WireWriter, m: Message): void {
   w.u8(VERSION);
   w.u8(m.type);
   w.string(m.from);
@@ -60,7 +71,6 @@ export function encodeMessage(m: Message): Uint8Array {
     w.varint(s.totalBytes);
     w.bytes(s.data);
   }
-  return w.finish();
 }
 
 export function decodeMessage(bytes: Uint8Array): Message {

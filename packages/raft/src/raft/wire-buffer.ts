@@ -73,6 +73,30 @@ export class WireWriter {
     this.bytes(length === 0 ? EMPTY : encoder.encode(value));
   }
 
+  /**
+   * Reserve a length prefix for bytes written in place after it (`endLength` fills it in): returns
+   * where it starts. The prefix is a varint padded to `LENGTH_SLOT_BYTES` (LEB128 allows
+   * continuation bytes carrying zeros, and `WireReader.varint` reads them), so the bytes need no
+   * buffer of their own and no copy once their length is known: `view`/`bytes` read them as usual.
+   */
+  startLength(): number {
+    this.#ensure(LENGTH_SLOT_BYTES);
+    const at = this.#length;
+    this.#length += LENGTH_SLOT_BYTES;
+    return at;
+  }
+
+  /** Fill in the prefix `startLength` reserved at `at` with the length of what was written since. */
+  endLength(at: number): void {
+    let value = this.#length - at - LENGTH_SLOT_BYTES;
+    if (value >= 2 ** (7 * LENGTH_SLOT_BYTES)) throw new RangeError(`length past a slot: ${value}`);
+    for (let i = 0; i < LENGTH_SLOT_BYTES - 1; i++) {
+      this.#buffer[at + i] = (value % 0x80) | 0x80;
+      value = Math.floor(value / 0x80);
+    }
+    this.#buffer[at + LENGTH_SLOT_BYTES - 1] = value;
+  }
+
   /** The bytes written so far. The writer must not be used afterwards (the result is a view). */
   finish(): Uint8Array {
     return this.#buffer.subarray(0, this.#length);
@@ -80,6 +104,9 @@ export class WireWriter {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Bytes of a padded length prefix (`startLength`): lengths below 2^35 (32 GiB). */
+const LENGTH_SLOT_BYTES = 5;
 
 /**
  * Copies below this size come from Node's shared allocation pool (`Buffer.allocUnsafe` serves

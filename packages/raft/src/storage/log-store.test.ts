@@ -240,6 +240,39 @@ describe('LogStore group commit', () => {
     expect([...storage.durable.entries('a', 0)].map((e) => e.index)).toEqual([1]);
   });
 
+  it("appendEntries queues a Ready's entries in order, in the batch of its turn, with its one promise", async () => {
+    const first = store.append('a', meta(1), bytes('1'));
+    const entries = [2, 3, 4].map((index) => ({ ...meta(index), payload: bytes(String(index)) }));
+    const run = store.appendEntries('a', entries);
+    const after = store.setHardState('a', { term: 1, vote: undefined, commit: 4 });
+    expect(run).toBe(first);
+    expect(after).toBe(first);
+    await nextTurn();
+    expect(storage.peekPendingSync()?.map(describeWrite).join(' ')).toBe('a:1 a:2 a:3 a:4 hardState:a');
+    storage.releaseSync();
+    await run;
+    expect(
+      [...storage.durable.entries('a', 0)].map((e) => [e.index, e.ts, new TextDecoder().decode(e.payload)]),
+    ).toEqual([
+      [1, 1001, '1'],
+      [2, 1002, '2'],
+      [3, 1003, '3'],
+      [4, 1004, '4'],
+    ]);
+    // Refused like every write once the store is closed.
+    await store.close();
+    await expect(store.appendEntries('a', entries)).rejects.toBeInstanceOf(LogStoreClosedError);
+  });
+
+  it('appendEntries is refused once the store failed', async () => {
+    const inFlight = store.append('a', meta(1), bytes('1'));
+    await nextTurn();
+    storage.failSync(new Error('EIO'));
+    await expect(inFlight).rejects.toBeInstanceOf(LogStoreFailedError);
+    const refused = store.appendEntries('a', [{ ...meta(2), payload: bytes('2') }]);
+    await expect(refused).rejects.toBeInstanceOf(LogStoreFailedError);
+  });
+
   it('queues every kind of write in call order', async () => {
     store.append('a', meta(1), bytes('1'));
     store.putSnapshot('a', meta(1), bytes('s'));

@@ -110,6 +110,19 @@ export class LogStore {
     return this.#queue({ kind: 'append', groupId, entry });
   }
 
+  /**
+   * `append` for each of `entries` in order (a Ready's, one group's), with one call and the
+   * batch's one promise: the entries themselves are queued (not copied), so neither they nor their
+   * payloads may be modified before the promise settles.
+   */
+  appendEntries(groupId: string, entries: readonly StoredEntry[]): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#closing) return Promise.reject(new LogStoreClosedError());
+    const batch = this.#gathering();
+    for (const entry of entries) batch.writes.push({ kind: 'append', groupId, entry });
+    return batch.durable;
+  }
+
   /** Queue the deletion of the group's entries with index < `index`. */
   truncateBefore(groupId: string, index: number): Promise<void> {
     return this.#queue({ kind: 'truncateBefore', groupId, index });
@@ -205,14 +218,20 @@ export class LogStore {
   #queue(write: LogWrite): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
     if (this.#closing) return Promise.reject(new LogStoreClosedError());
+    const batch = this.#gathering();
+    batch.writes.push(write);
+    return batch.durable;
+  }
+
+  /** The batch gathering this turn's writes (started, and its flush scheduled, if there is none). */
+  #gathering(): Batch {
     let batch = this.#pending;
     if (batch === undefined) {
       batch = newBatch();
       this.#pending = batch;
       this.#scheduleFlush();
     }
-    batch.writes.push(write);
-    return batch.durable;
+    return batch;
   }
 
   #scheduleFlush(): void {

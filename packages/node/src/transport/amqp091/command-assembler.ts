@@ -60,6 +60,8 @@ const CONTENT_METHODS: ReadonlySet<number> = new Set(
 
 const EMPTY = Buffer.alloc(0);
 
+const HEARTBEAT: AmqpCommand = Object.freeze({ kind: 'heartbeat' });
+
 /**
  * Body frames kept as views before they are gathered into one buffer: a peer sending a large body
  * in tiny frames would otherwise hold one Buffer object (~100 B) per byte or so of its body.
@@ -97,21 +99,30 @@ export class CommandAssembler {
 
   /** Takes one frame; returns the command it completes, if any. */
   push(frame: RawFrame): AmqpCommand | undefined {
-    switch (frame.type) {
+    return this.pushParts(frame.type, frame.channel, frame.payload, 0, frame.payload.length);
+  }
+
+  /**
+   * Takes one frame as a FrameParser's sink gets it (its payload is `buf[start, end)`, read in
+   * place: only a body and a header's property bytes are kept, as views); returns the command it
+   * completes, if any.
+   */
+  pushParts(type: number, channel: number, buf: Buffer, start: number, end: number): AmqpCommand | undefined {
+    switch (type) {
       case FrameType.METHOD:
-        return this.method(frame.channel, frame.payload);
+        return this.method(channel, buf, start, end);
       case FrameType.HEADER:
-        return this.header(frame.channel, frame.payload);
+        return this.header(channel, buf, start, end);
       case FrameType.BODY:
-        return this.body(frame.channel, frame.payload);
+        return this.body(channel, start === 0 && end === buf.length ? buf : buf.subarray(start, end));
       case FrameType.HEARTBEAT:
-        return { kind: 'heartbeat' };
+        return HEARTBEAT;
       default:
-        throw frameError(`unknown frame type ${frame.type}`);
+        throw frameError(`unknown frame type ${type}`);
     }
   }
 
-  private method(channel: number, payload: Buffer): AmqpCommand | undefined {
+  private method(channel: number, buf: Buffer, start: number, end: number): AmqpCommand | undefined {
     const waiting = this.pending.get(channel);
     if (waiting !== undefined) {
       const what = waiting.bodySize < 0 ? 'content header' : 'content body';
@@ -121,15 +132,15 @@ export class CommandAssembler {
         waiting.methodId,
       );
     }
-    if (payload.length < 4) throw frameError(`method frame of ${payload.length} bytes has no method id`);
-    const classId = payload.readUInt16BE(0);
-    const methodId = payload.readUInt16BE(2);
+    if (end - start < 4) throw frameError(`method frame of ${end - start} bytes has no method id`);
+    const classId = buf.readUInt16BE(start);
+    const methodId = buf.readUInt16BE(start + 2);
     const id = classId * 65536 + methodId;
     let method: AmqpMethod;
-    if (id === 60 * 65536 + 40) method = { name: 'basic.publish', args: readBasicPublish(payload) };
-    else if (id === 60 * 65536 + 80) method = { name: 'basic.ack', args: readBasicAck(payload) };
+    if (id === 60 * 65536 + 40) method = { name: 'basic.publish', args: readBasicPublish(buf, start, end) };
+    else if (id === 60 * 65536 + 80) method = { name: 'basic.ack', args: readBasicAck(buf, start, end) };
     else {
-      const r = this.reader.reset(payload, 4, payload.length, classId, methodId);
+      const r = this.reader.reset(buf, start + 4, end, classId, methodId);
       method = decodeMethodFields(r, classId, methodId);
       if (r.remaining !== 0) {
         throw frameError(`${method.name} has ${r.remaining} bytes after its fields`, classId, methodId);
@@ -151,7 +162,7 @@ export class CommandAssembler {
     return undefined;
   }
 
-  private header(channel: number, payload: Buffer): AmqpCommand | undefined {
+  private header(channel: number, buf: Buffer, start: number, end: number): AmqpCommand | undefined {
     const p = this.pending.get(channel);
     if (p === undefined || p.bodySize >= 0) {
       throw unexpectedFrame(
@@ -162,7 +173,7 @@ export class CommandAssembler {
         p?.methodId ?? 0,
       );
     }
-    const r = this.reader.reset(payload, 0, payload.length, p.classId, p.methodId);
+    const r = this.reader.reset(buf, start, end, p.classId, p.methodId);
     const classId = r.short();
     const weight = r.short();
     if (classId !== p.classId || weight !== 0) {
@@ -174,8 +185,8 @@ export class CommandAssembler {
     }
     r.need(8, 'body size');
     // Check the high word first: a declared size beyond 2^53 is refused, never rounded.
-    const high = payload.readUInt32BE(r.pos);
-    const bodySize = high * 0x1_0000_0000 + payload.readUInt32BE(r.pos + 4);
+    const high = buf.readUInt32BE(r.pos);
+    const bodySize = high * 0x1_0000_0000 + buf.readUInt32BE(r.pos + 4);
     r.pos += 8;
     if (high > 0x1f_ffff) {
       throw frameError('content body size > 2^53 cannot be represented', p.classId, p.methodId);
@@ -183,12 +194,12 @@ export class CommandAssembler {
     // Over the maximum: read the body and drop it, so that only the channel is refused (406), as
     // RabbitMQ refuses an oversized message, and the connection's framing stays intact.
     p.dropping = bodySize > this.maxBodySize;
-    const start = r.pos;
+    const propertiesStart = r.pos;
     p.properties = decodeBasicProperties(r);
     if (r.remaining !== 0) {
       throw frameError(`content header has ${r.remaining} bytes after its properties`, p.classId, p.methodId);
     }
-    p.propertiesBytes = payload.subarray(start);
+    p.propertiesBytes = buf.subarray(propertiesStart, end);
     p.bodySize = bodySize;
     return bodySize === 0 ? this.complete(channel, p) : undefined;
   }

@@ -9,12 +9,13 @@ import { ConnectionCore, CoreConnection } from '../../session/connection-core.ts
 import { TurnBatch } from '../../session/turn-batch.ts';
 import type { AmqpChannelHost } from './channel.ts';
 import { AmqpChannel, clip } from './channel.ts';
+import { writeCoalesced } from './coalesced-write.ts';
 import { AmqpCodecError, frameError } from './codec-error.ts';
 import type { AmqpCommand } from './command-assembler.ts';
 import { CommandAssembler } from './command-assembler.ts';
 import { methodIds } from './command-methods.ts';
 import { encodeMethodFrame, HEARTBEAT_FRAME } from './frame-encoder.ts';
-import type { RawFrame } from './frame-parser.ts';
+import type { FrameSink } from './frame-parser.ts';
 import { FRAME_MIN_SIZE, FrameParser } from './frame-parser.ts';
 import { PROTOCOL_HEADER, ProtocolHeaderError, ProtocolHeaderReader } from './protocol-header.ts';
 import { replyText } from './reply-text.ts';
@@ -246,7 +247,7 @@ export class AmqpConnection
         rest = chunk.subarray(used);
         if (rest.length === 0) return;
       }
-      this.parser.push(rest, this.onFrame);
+      this.parser.pushTo(rest, this.onFrame);
       if (this.parser.midFrame) this.watchPartialFrame();
     } catch (err) {
       if (err instanceof ProtocolHeaderError) {
@@ -288,9 +289,9 @@ export class AmqpConnection
     this.frameTimer.unref();
   }
 
-  private readonly onFrame = (frame: RawFrame): void => {
+  private readonly onFrame: FrameSink = (type, channel, buf, start, end): void => {
     this.framesRead++;
-    const command = this.assembler.push(frame);
+    const command = this.assembler.pushParts(type, channel, buf, start, end);
     if (command === undefined || this.state === 'closed') return;
     if (this.core.holding) {
       this.core.hold(command);
@@ -516,7 +517,7 @@ export class AmqpConnection
   private readonly writeBatch = (frames: Uint8Array[]): void => {
     if (this.socket.destroyed || !this.socket.writable) return;
     this.socket.cork();
-    for (const f of frames) this.socket.write(f);
+    writeCoalesced(this.socket, frames);
     this.socket.uncork();
     this.core.sent();
     if (this.socket.writableLength > this.limits.socketHighWater) this.core.pauseForDrain();

@@ -27,6 +27,13 @@ export interface RawFrame {
   payload: Buffer;
 }
 
+/**
+ * Where a parser hands each frame without making an object of it: the frame's payload is
+ * `buf[start, end)` (a view of the chunk it arrived in, or a buffer of its own), valid during the
+ * call only unless the receiver keeps a view of it.
+ */
+export type FrameSink = (type: number, channel: number, buf: Buffer, start: number, end: number) => void;
+
 /** Options of a FrameParser. */
 export interface FrameParserOptions {
   /**
@@ -82,23 +89,33 @@ export class FrameParser {
 
   /** Feeds bytes; calls `onFrame` for every frame they complete, in order. */
   push(chunk: Buffer, onFrame: (frame: RawFrame) => void): void {
+    this.pushTo(chunk, (type, channel, buf, start, end) =>
+      onFrame({ type, channel, payload: start === 0 && end === buf.length ? buf : buf.subarray(start, end) }),
+    );
+  }
+
+  /**
+   * Feeds bytes; calls `sink` for every frame they complete, in order, with the frame's parts
+   * (the connection's path: no frame object, no view of the chunk per frame).
+   */
+  pushTo(chunk: Buffer, sink: FrameSink): void {
     if (this.failure !== undefined) throw this.failure;
     try {
-      this.consume(chunk, onFrame);
+      this.consume(chunk, sink);
     } catch (e) {
       this.failure = e as Error;
       throw e;
     }
   }
 
-  private consume(chunk: Buffer, onFrame: (frame: RawFrame) => void): void {
+  private consume(chunk: Buffer, sink: FrameSink): void {
     let pos = 0;
     const len = chunk.length;
     while (pos < len) {
       if (this.awaitingEnd) {
         this.checkEnd(chunk[pos] as number);
         pos++;
-        this.emit(onFrame);
+        this.emit(sink);
         continue;
       }
       if (this.payload !== undefined) {
@@ -119,9 +136,9 @@ export class FrameParser {
         pos += HEADER_SIZE;
         if (len - pos > size) {
           this.checkEnd(chunk[pos + size] as number);
-          const payload = chunk.subarray(pos, pos + size);
+          const start = pos;
           pos += size + 1;
-          onFrame({ type: this.type, channel: this.channel, payload });
+          sink(this.type, this.channel, chunk, start, start + size);
           continue;
         }
         this.beginPayload(size);
@@ -167,10 +184,10 @@ export class FrameParser {
     }
   }
 
-  private emit(onFrame: (frame: RawFrame) => void): void {
+  private emit(sink: FrameSink): void {
     const payload = this.payload as Buffer;
     this.payload = undefined;
     this.awaitingEnd = false;
-    onFrame({ type: this.type, channel: this.channel, payload });
+    sink(this.type, this.channel, payload, 0, payload.length);
   }
 }

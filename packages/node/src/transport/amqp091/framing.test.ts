@@ -39,7 +39,22 @@ function sampleStream(seed: number): Buffer {
   return Buffer.concat(parts);
 }
 
+/** Chunks → commands, the connection's way (frames handed as parts, read in place). */
 function decodeChunks(chunks: Buffer[], frameMax = 4096): AmqpCommand[] {
+  const parser = new FrameParser({ frameMax });
+  const assembler = new CommandAssembler({ maxBodySize: 1 << 20 });
+  const out: AmqpCommand[] = [];
+  for (const c of chunks) {
+    parser.pushTo(c, (type, channel, buf, start, end) => {
+      const cmd = assembler.pushParts(type, channel, buf, start, end);
+      if (cmd !== undefined) out.push(cmd);
+    });
+  }
+  return out;
+}
+
+/** The same through the frame-object API (push / RawFrame). */
+function decodeChunksAsFrames(chunks: Buffer[], frameMax = 4096): AmqpCommand[] {
   const parser = new FrameParser({ frameMax });
   const assembler = new CommandAssembler({ maxBodySize: 1 << 20 });
   const out: AmqpCommand[] = [];
@@ -240,6 +255,33 @@ describe('hot path (hand-tuned) against the generated codec', () => {
     }
   });
 
+  it('encodeDeliverFrames takes shortstrs of up to 255 UTF-8 bytes, ASCII or not, and refuses longer ones', () => {
+    const props = encodePropertiesBytes({});
+    const deliver = (routingKey: string): Buffer =>
+      encodeDeliverFrames(
+        1,
+        { consumerTag: 't', deliveryTag: 1, redelivered: false, exchange: '', routingKey },
+        props,
+        Buffer.alloc(0),
+        4096,
+      );
+    for (const routingKey of ['k'.repeat(255), `${'é'.repeat(127)}k`, 'a🐇b', '\ud800x']) {
+      const generated = encodeContentFrames(
+        1,
+        {
+          name: 'basic.deliver',
+          args: { consumerTag: 't', deliveryTag: 1, redelivered: false, exchange: '', routingKey },
+        },
+        {},
+        Buffer.alloc(0),
+        4096,
+      );
+      expect(deliver(routingKey).equals(generated)).toBe(true);
+    }
+    for (const routingKey of ['k'.repeat(256), 'é'.repeat(128), '漢'.repeat(86)])
+      expect(() => deliver(routingKey)).toThrow(/more than 255/);
+  });
+
   it('encodeAckFrame, readBasicAck and readBasicPublish agree with the generated codec, errors included', () => {
     const rng = seededRandom(80);
     for (let i = 0; i < 300; i++) {
@@ -261,7 +303,35 @@ describe('hot path (hand-tuned) against the generated codec', () => {
       for (let cut = 4; cut < payload.length; cut++)
         expect(errorOf(() => readBasicPublish(payload.subarray(0, cut))).code).toBe(501);
       expect(errorOf(() => readBasicPublish(Buffer.concat([payload, Buffer.from([0])]))).code).toBe(501);
+      // Read in place, inside a larger buffer (as the connection reads a frame in its chunk).
+      const framed = Buffer.concat([Buffer.from([1, 2, 3]), payload, Buffer.from([0xce, 9])]);
+      expect(readBasicPublish(framed, 3, 3 + payload.length)).toEqual(pub);
+      expect(readBasicAck(generated, 7, generated.length - 1)).toEqual(ack);
     }
+  });
+
+  it('readBasicPublish gives each routing key as sent when keys repeat or change (same length, other bytes)', () => {
+    const keys = ['orders', 'orders', 'orderz', 'orders', '', 'é-clé', 'é-clé', 'x'.repeat(255), 'orders'];
+    for (const routingKey of keys) {
+      const args = { ticket: 0, exchange: 'ex', routingKey, mandatory: false, immediate: false };
+      const frame = encodeMethodFrame(1, { name: 'basic.publish', args });
+      expect(readBasicPublish(frame.subarray(7, -1))).toEqual(args);
+    }
+  });
+
+  it('the frame-object API and the parts API give the same commands and the same errors', () => {
+    for (const seed of [11, 12, 13]) {
+      const stream = sampleStream(seed);
+      for (const cut of [1, 7, 100, 4096]) {
+        const chunks: Buffer[] = [];
+        for (let at = 0; at < stream.length; at += cut) chunks.push(stream.subarray(at, at + cut));
+        expect(decodeChunks(chunks)).toEqual(decodeChunksAsFrames(chunks));
+      }
+    }
+    const broken = Buffer.from([1, 0, 1, 0, 0, 0, 2, 0, 10, 0xce]);
+    expect(errorOf(() => decodeChunks([broken])).message).toBe(
+      errorOf(() => decodeChunksAsFrames([broken])).message,
+    );
   });
 });
 

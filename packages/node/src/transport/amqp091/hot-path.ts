@@ -35,8 +35,19 @@ export function encodePropertiesBytes(properties: BasicProperties): Buffer {
   return out;
 }
 
+/**
+ * The UTF-8 length of a shortstr, checked (≤ 255). An ASCII string's length is its byte count,
+ * found by a loop: Buffer.byteLength is a native call that cost more than the loop for strings
+ * this short (a delivery encodes three: consumer tag, exchange, routing key).
+ */
 function shortstrLength(s: string, what: string): number {
-  const n = Buffer.byteLength(s, 'utf8');
+  let n = s.length;
+  if (n <= 255) {
+    let i = 0;
+    while (i < n && s.charCodeAt(i) < 0x80) i++;
+    if (i === n) return n;
+  }
+  n = Buffer.byteLength(s, 'utf8');
   if (n > 255) throw new AmqpEncodeError(`${what} is ${n} bytes, more than 255`);
   return n;
 }
@@ -53,9 +64,13 @@ function writeU64(buf: Buffer, v: number, at: number): void {
   buf.writeUInt32BE(v - high * TWO_32, at + 4);
 }
 
+/** Writes shortstr `s` of `n` UTF-8 bytes (from shortstrLength) at `at`; an ASCII one by a loop. */
 function writeShortstr(buf: Buffer, s: string, n: number, at: number): number {
   buf[at] = n;
-  buf.write(s, at + 1, n, 'utf8');
+  if (n === s.length) {
+    // n bytes for n UTF-16 units: every one is ASCII.
+    for (let i = 0; i < n; i++) buf[at + 1 + i] = s.charCodeAt(i);
+  } else buf.write(s, at + 1, n, 'utf8');
   return at + 1 + n;
 }
 
@@ -111,7 +126,7 @@ export function encodeDeliverFrames(
     buf[p] = FrameType.BODY;
     buf.writeUInt16BE(channel, p + 1);
     buf.writeUInt32BE(n, p + 3);
-    buf.set(body.subarray(off, off + n), p + 7);
+    buf.set(n === body.length ? body : body.subarray(off, off + n), p + 7);
     p += 7 + n;
     buf[p++] = FRAME_END;
   }
@@ -137,33 +152,62 @@ function truncated(what: string, methodId: number): never {
 }
 
 /**
- * basic.publish's fields from a method frame's payload (class and method ids included), read
- * directly; the same result and the same errors (501 for truncated or trailing bytes) as the
- * generated decoder.
+ * basic.publish's fields from a method frame's payload (`buf[start, end)`, class and method ids
+ * included), read directly; the same result and the same errors (501 for truncated or trailing
+ * bytes) as the generated decoder.
  */
-export function readBasicPublish(payload: Buffer): BasicPublish {
-  const end = payload.length;
-  if (end < 7) truncated('basic.publish', 40);
-  const ticket = payload.readUInt16BE(4);
-  const exLen = payload[6] as number;
-  let p = 7 + exLen;
+export function readBasicPublish(buf: Buffer, start = 0, end = buf.length): BasicPublish {
+  if (end - start < 7) truncated('basic.publish', 40);
+  const ticket = buf.readUInt16BE(start + 4);
+  const exLen = buf[start + 6] as number;
+  const exStart = start + 7;
+  let p = exStart + exLen;
   if (p + 1 > end) truncated('basic.publish exchange', 40);
-  const exchange = payload.toString('utf8', 7, p);
-  const rkLen = payload[p] as number;
+  const exchange = exLen === 0 ? '' : buf.toString('utf8', exStart, p);
+  const rkLen = buf[p] as number;
   const rkStart = p + 1;
   p = rkStart + rkLen;
   if (p + 1 > end) truncated('basic.publish routing key', 40);
-  const routingKey = payload.toString('utf8', rkStart, p);
-  const bits = payload[p] as number;
+  const routingKey = lastRoutingKey.read(buf, rkStart, p);
+  const bits = buf[p] as number;
   if (p + 1 !== end) throw frameError(`basic.publish has ${end - p - 1} bytes after its fields`, 60, 40);
   return { ticket, exchange, routingKey, mandatory: (bits & 1) !== 0, immediate: (bits & 2) !== 0 };
 }
 
-/** basic.ack's fields from a method frame's payload, read directly (see readBasicPublish). */
-export function readBasicAck(payload: Buffer): BasicAck {
-  if (payload.length < 13) truncated('basic.ack', 80);
-  if (payload.length > 13)
-    throw frameError(`basic.ack has ${payload.length - 13} bytes after its fields`, 60, 80);
-  const deliveryTag = payload.readUInt32BE(4) * TWO_32 + payload.readUInt32BE(8);
-  return { deliveryTag, multiple: ((payload[12] as number) & 1) !== 0 };
+/**
+ * The last short string read, and its bytes: a publisher usually sends the same routing key
+ * message after message, so comparing a few bytes replaces decoding them into a new string.
+ */
+class ShortStringMemo {
+  private bytes = Buffer.alloc(255);
+  private length = -1;
+  private value = '';
+
+  read(buf: Buffer, start: number, end: number): string {
+    const n = end - start;
+    if (n === this.length && this.matches(buf, start, n)) return this.value;
+    const value = buf.toString('utf8', start, end);
+    buf.copy(this.bytes, 0, start, end);
+    this.length = n;
+    this.value = value;
+    return value;
+  }
+
+  /** A loop, not Buffer.compare: for strings this short the native call costs more than it saves. */
+  private matches(buf: Buffer, start: number, n: number): boolean {
+    const bytes = this.bytes;
+    for (let i = 0; i < n; i++) if (bytes[i] !== buf[start + i]) return false;
+    return true;
+  }
+}
+
+const lastRoutingKey = new ShortStringMemo();
+
+/** basic.ack's fields from a method frame's payload (`buf[start, end)`), read directly (see readBasicPublish). */
+export function readBasicAck(buf: Buffer, start = 0, end = buf.length): BasicAck {
+  const n = end - start;
+  if (n < 13) truncated('basic.ack', 80);
+  if (n > 13) throw frameError(`basic.ack has ${n - 13} bytes after its fields`, 60, 80);
+  const deliveryTag = buf.readUInt32BE(start + 4) * TWO_32 + buf.readUInt32BE(start + 8);
+  return { deliveryTag, multiple: ((buf[start + 12] as number) & 1) !== 0 };
 }

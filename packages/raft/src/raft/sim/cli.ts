@@ -95,6 +95,7 @@ async function main(): Promise<number> {
       `elections ${total.elections}, crashes ${total.crashes}, partitions ${total.partitions}, ` +
       `pauses ${total.pauses}, snapshots installed ${total.snapshotsInstalled}, ` +
       `pipelined writes ${total.pipelinedWrites}, crash-kept writes ${total.crashKeptWrites}, ` +
+      `folded messages ${total.foldedMessages}, ` +
       `membership changes ${total.membershipChanges}, transfers ${total.transfers}, ` +
       `leaders forgotten ${total.leadersForgotten}, ` +
       `commits ${total.commits}, reads ${total.reads}, writes ${total.writes}, ` +

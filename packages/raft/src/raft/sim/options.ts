@@ -61,6 +61,8 @@ export interface SwarmParams {
   readonly maxBodyBytes: number;
   /** A replica cuts a snapshot once this many entries were applied since its last one. */
   readonly compactEvery: number;
+  /** Replicas fold each pump's appends per follower as the host does (SimNodeOptions.foldAppends). */
+  readonly foldAppends: boolean;
 }
 
 /** Draw a run's parameters from its PRNG. */
@@ -119,5 +121,6 @@ export function drawSwarm(prng: Prng): SwarmParams {
     // Drawn last, so every earlier parameter of a seed is what it was before pipelining existed.
     storageDepth: prng.pick([1, 2, 3, 4]),
     fsyncLateMs: prng.pick([0, 3, 15]),
+    foldAppends: prng.chance(0.5),
   };
 }

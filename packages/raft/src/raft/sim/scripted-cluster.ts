@@ -63,7 +63,13 @@ export class ScriptedCluster {
   #nextConfChange = 0;
   readonly #ops = new Map<number, ScriptedOp>();
   readonly #readContexts = new Map<string, ScriptedOp>();
-  readonly stats = { snapshotsInstalled: 0, snapshotsTaken: 0, pipelinedWrites: 0, crashKeptWrites: 0 };
+  readonly stats = {
+    snapshotsInstalled: 0,
+    snapshotsTaken: 0,
+    pipelinedWrites: 0,
+    crashKeptWrites: 0,
+    foldedMessages: 0,
+  };
 
   constructor(options: ScriptedClusterOptions) {
     this.#options = options;

@@ -1,3 +1,4 @@
+import { entryBytes, foldInto } from '../append-merge.ts';
 import type { MembershipConfig } from '../conf-change.ts';
 import { decodeConfChange } from '../conf-change.ts';
 import { MemoryRaftStorage } from '../memory-raft-storage.ts';
@@ -33,6 +34,7 @@ export interface NodeContext {
     snapshotsTaken: number;
     pipelinedWrites: number;
     crashKeptWrites: number;
+    foldedMessages: number;
   };
 }
 
@@ -53,6 +55,11 @@ export interface SimNodeOptions {
   readonly fsyncLateMs: number;
   /** Cut a snapshot (and truncate the log) once this many entries were applied since the last one. */
   readonly compactEvery: number;
+  /**
+   * Send what one pump (or sync completion) releases as the host does with a turn's batch: a
+   * follower's appends folded into one, heartbeats behind an append dropped (append-merge.ts).
+   */
+  readonly foldAppends?: boolean;
 }
 
 /** A Ready handed to the disk, waiting for its sync (and for every earlier write's). */
@@ -165,6 +172,15 @@ export class SimNode implements CheckedNode {
    * when it and every earlier one are synced, in order.
    */
   pump(): void {
+    this.#turnStart();
+    try {
+      this.#pumpReadys();
+    } finally {
+      this.#turnEnd();
+    }
+  }
+
+  #pumpReadys(): void {
     const ctx = this.#ctx;
     while (this.up && !this.paused && this.core.hasReady()) {
       const rd = this.core.ready();
@@ -191,9 +207,53 @@ export class SimNode implements CheckedNode {
   completeSync(write?: InFlightWrite): void {
     const done = write ?? this.inFlight[0];
     if (done === undefined || !this.inFlight.includes(done)) return;
-    done.synced = true;
-    this.#completeSynced();
-    this.pump();
+    this.#turnStart();
+    try {
+      done.synced = true;
+      this.#completeSynced();
+      this.#pumpReadys();
+    } finally {
+      this.#turnEnd();
+    }
+  }
+
+  /** Messages released since the outermost `#turnStart` (folding only), in release order. */
+  #turn: Message[] | undefined;
+  #turnDepth = 0;
+
+  #turnStart(): void {
+    if (this.#turnDepth++ === 0 && this.#options.foldAppends === true) this.#turn = [];
+  }
+
+  /** The outermost turn ends: send its messages, each follower's folded (SimNodeOptions.foldAppends). */
+  #turnEnd(): void {
+    if (--this.#turnDepth > 0) return;
+    const released = this.#turn;
+    this.#turn = undefined;
+    if (released === undefined || released.length === 0) return;
+    const maxBytes = this.#options.raft.maxSizePerMsg;
+    const byPeer = new Map<NodeId, { messages: Message[]; lastBytes: number }>();
+    for (const m of released) {
+      const bytes = entryBytes(m);
+      let out = byPeer.get(m.to);
+      if (out === undefined) {
+        out = { messages: [], lastBytes: 0 };
+        byPeer.set(m.to, out);
+      }
+      const prev = out.messages[out.messages.length - 1];
+      const folded = prev === undefined ? undefined : foldInto(prev, m, out.lastBytes, bytes, maxBytes);
+      if (folded === undefined) {
+        out.messages.push(m);
+        out.lastBytes = bytes;
+      } else {
+        this.#ctx.stats.foldedMessages++;
+        if (folded !== prev) {
+          out.messages[out.messages.length - 1] = folded;
+          out.lastBytes += bytes;
+        }
+      }
+    }
+    for (const { messages } of byPeer.values()) for (const m of messages) this.#ctx.send(this, m);
   }
 
   /** Complete the synced writes at the head of the pipeline, in order. */
@@ -265,6 +325,7 @@ export class SimNode implements CheckedNode {
   #release(m: Message): void {
     const ctx = this.#ctx;
     ctx.checker.onRelease(this, m, ctx.nodeById);
-    ctx.send(this, m);
+    if (this.#turn !== undefined) this.#turn.push(m);
+    else ctx.send(this, m);
   }
 }

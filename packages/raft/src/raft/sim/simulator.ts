@@ -56,6 +56,8 @@ export interface SimStats {
   pipelinedWrites: number;
   /** Writes in flight at a crash that the disk had written anyway (a kept prefix). */
   crashKeptWrites: number;
+  /** Messages folded into an append before them (`SwarmParams.foldAppends`), not sent on their own. */
+  foldedMessages: number;
   membershipChanges: number;
   transfers: number;
   /** Peer-down notices a replica acted on (its leader forgotten; see `peerDownNotices`). */
@@ -92,6 +94,7 @@ export function emptyStats(): SimStats {
     snapshotsTaken: 0,
     pipelinedWrites: 0,
     crashKeptWrites: 0,
+    foldedMessages: 0,
     membershipChanges: 0,
     transfers: 0,
     leadersForgotten: 0,
@@ -582,6 +585,7 @@ export class Simulation {
         storageDepth: this.params.storageDepth,
         fsyncLateMs: this.params.fsyncLateMs,
         compactEvery: this.params.compactEvery,
+        foldAppends: this.params.foldAppends,
       },
       this.#prng.fork(),
     );
