@@ -93,7 +93,7 @@ export interface RaftHostStats {
   readonly messagesFolded: number;
   /** Writes the transport made to its connections (undefined when it does not count them). */
   readonly transportWrites: number | undefined;
-  /** Ticks of the host's timer since it started (a tick runs only while a group is active). */
+  /** Ticks of the host's timer that ticked a group, since it started (none while every group is quiesced). */
   readonly ticks: number;
 }
 
@@ -295,7 +295,7 @@ export class RaftHost {
       // Ticking from its turn on, campaignsPerTick a tick: a node restarting with 10,000 replicas
       // would otherwise start 10,000 election timers at once, and their pre-votes would wake every
       // leader of the cluster in the same second.
-      this.#turns.push({ replica, turn: 'wake' });
+      this.#turns.push({ replica, turn: 'start' });
       this.#startTimer();
     }
     this.#markDirty(replica);
@@ -563,13 +563,9 @@ export class RaftHost {
     while (budget > 0 && this.#turnsHead < turns.length) {
       const { replica, turn } = turns[this.#turnsHead++] as (typeof turns)[number];
       if (this.#groups.get(replica.groupId)?.replica !== replica) continue; // closed meanwhile
-      const core = replica.core;
-      if (turn === 'wake') {
-        if (this.#active.has(replica)) continue;
-      } else if (core.lead !== undefined || core.role !== RaftRole.Follower) {
-        continue;
-      }
+      if (!this.#turnDue(replica, turn)) continue;
       budget--;
+      const core = replica.core;
       this.#guard(replica, () => {
         this.#wake(replica);
         if (turn === 'campaign') core.campaign();
@@ -579,6 +575,27 @@ export class RaftHost {
     if (this.#turnsHead === turns.length) {
       this.#turns = [];
       this.#turnsHead = 0;
+    }
+  }
+
+  /**
+   * Whether `replica`'s turn still has something to do; a turn is taken ticks after it was given,
+   * and what happened meanwhile may have made it stale:
+   * - 'start': something woke the replica meanwhile (a proposal, a campaign: it is active), or its
+   *   leader's quiesce notice quiesced it — waking it then would undo the leader's quiescence;
+   * - 'catchUp': the leader woke and caught its returning peer up meanwhile (quiesced again, or
+   *   still ticking), or is no longer the leader;
+   * - 'campaign', 'wait': the replica heard from a new leader, or campaigns already.
+   */
+  #turnDue(replica: HostedReplica, turn: Turn): boolean {
+    const core = replica.core;
+    switch (turn) {
+      case 'start':
+        return !replica.quiesced && !this.#active.has(replica);
+      case 'catchUp':
+        return replica.quiesced && core.role === RaftRole.Leader && !replica.canQuiesce(this.#isDown);
+      default:
+        return core.lead === undefined && core.role === RaftRole.Follower;
     }
   }
 
@@ -607,7 +624,7 @@ export class RaftHost {
       // Only the leaders it lags: a word that was wrong (a slow peer reported down, then heard
       // from) must not wake every group of the node.
       const match = replica.core.matchOf(peer);
-      if (match !== undefined && match < replica.core.lastIndex) this.#turns.push({ replica, turn: 'wake' });
+      if (match !== undefined && match < replica.core.lastIndex) this.#turns.push({ replica, turn: 'catchUp' });
     }
     if (this.#turnsHead < this.#turns.length) this.#startTimer();
   }
@@ -639,12 +656,14 @@ export class RaftHost {
   }
 
   readonly #tick = (): void => {
-    this.#ticks++;
     if (this.#turnsHead < this.#turns.length) this.#release();
-    if (this.#active.size === 0 && this.#turnsHead === this.#turns.length) {
-      this.#stopTimer(); // the last turns went to replicas that had quiesced again meanwhile
+    if (this.#active.size === 0) {
+      // Every turn taken was stale (see `#turnDue`): nothing to tick. The timer goes on only for
+      // the turns still to come.
+      if (this.#turnsHead === this.#turns.length) this.#stopTimer();
       return;
     }
+    this.#ticks++;
     for (const replica of this.#active) {
       this.#guard(replica, () => {
         replica.core.tick();
@@ -713,8 +732,12 @@ export class RaftHost {
   }
 }
 
-/** Why a replica waits in `#turns`: to campaign at once, to start its election timer, or to tick again. */
-type Turn = 'campaign' | 'wait' | 'wake';
+/**
+ * Why a replica waits in `#turns`: after its leader went down, to campaign at once ('campaign') or
+ * to start its election timer ('wait'); opened, to start ticking ('start'); a leader, to catch up
+ * a peer heard from again ('catchUp').
+ */
+type Turn = 'campaign' | 'wait' | 'start' | 'catchUp';
 
 function noop(): void {}
 
