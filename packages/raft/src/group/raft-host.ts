@@ -624,7 +624,8 @@ export class RaftHost {
       // Only the leaders it lags: a word that was wrong (a slow peer reported down, then heard
       // from) must not wake every group of the node.
       const match = replica.core.matchOf(peer);
-      if (match !== undefined && match < replica.core.lastIndex) this.#turns.push({ replica, turn: 'catchUp' });
+      if (match !== undefined && match < replica.core.lastIndex)
+        this.#turns.push({ replica, turn: 'catchUp' });
     }
     if (this.#turnsHead < this.#turns.length) this.#startTimer();
   }
