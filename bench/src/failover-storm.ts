@@ -216,12 +216,7 @@ async function main(): Promise<void> {
   process.on('exit', () => rmSync(root, { recursive: true, force: true }));
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   // Metrics rendered per scrape (not served from the 5 s cache): each phase reads its own figures.
-  const { nodes } = await startStyxCluster(
-    NODES,
-    root,
-    [0, 0, 0],
-    ['--metrics-cache-seconds', '0'],
-  );
+  const { nodes } = await startStyxCluster(NODES, root, [0, 0, 0], ['--metrics-cache-seconds', '0']);
   const connections: styx.Connection[] = [];
   try {
     const [first, second, third] = nodes as [StyxClusterNode, StyxClusterNode, StyxClusterNode];
