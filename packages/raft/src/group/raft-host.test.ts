@@ -138,39 +138,6 @@ describe('RaftHost', () => {
     }
   });
 
-  it('starts at most campaignsPerTick elections a tick, re-campaigns included, and starves no group', async () => {
-    // Thirty groups whose peers never answer: every pre-vote fails and is retried an election
-    // timeout (3–5 ticks) later, about seven a tick against a budget of two.
-    const hub = new InProcessHub();
-    for (const silent of ['b', 'c']) hub.connect(silent);
-    const host = new RaftHost({
-      nodeId: 'a',
-      logStore: store(),
-      transport: hub.connect('a'),
-      tickMs: 2,
-      campaignsPerTick: 2,
-      raft: { electionTicks: 3 },
-    });
-    const logs = Array.from({ length: 30 }, (_, i) =>
-      host.createLog<CounterCommand, CounterResult>(`g${i}`, counterCodec, { voters: ['a', 'b', 'c'] }),
-    );
-    await Promise.all(logs.map((log) => log.open(new CounterMachine())));
-    const campaigns = (): number => logs.reduce((sum, log) => sum + log.preVotes + log.elections, 0);
-    await eventually(() => host.stats.ticks >= 80);
-    const { ticks, electionsDeferred } = host.stats;
-    expect(campaigns()).toBeLessThanOrEqual(2 * ticks);
-    expect(electionsDeferred).toBeGreaterThan(0);
-    // Deferred replicas go first on the next tick: every group got to campaign, again and again.
-    for (const log of logs) expect(log.preVotes).toBeGreaterThanOrEqual(2);
-    await host.close();
-  });
-
-  it('refuses campaignsPerTick below one', () => {
-    expect(() => new RaftHost({ nodeId: 'a', logStore: store(), campaignsPerTick: 0 })).toThrow(
-      /campaignsPerTick must be at least 1/,
-    );
-  });
-
   it('refuses a second replica of the same group on one host', async () => {
     const host = new RaftHost({ nodeId: 'a', logStore: store() });
     await host.createLog('g', counterCodec).open(new CounterMachine());

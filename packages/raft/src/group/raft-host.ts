@@ -41,13 +41,10 @@ export interface RaftHostOptions {
    */
   readonly maxWaitingProposals?: number;
   /**
-   * How many groups per tick may start campaigning (default `DEFAULT_CAMPAIGNS_PER_TICK`): after a
-   * peer that led them goes down, and whenever an election timeout runs out — a first one, or
-   * again after a failed election. Losing the leader of 9,000 groups at once, a node spreads their
+   * How many groups per tick may start campaigning after a peer that led them goes down (default
+   * `DEFAULT_CAMPAIGNS_PER_TICK`): losing the leader of 9,000 groups at once, a node spreads their
    * campaigns over enough ticks that its event loop keeps up, instead of all within half an
    * election timeout (an election storm: late heartbeats, split votes, terms burnt by thousands).
-   * A replica whose timeout runs out on a tick with no campaign left waits for the next tick's,
-   * first in line; ticks come later when the event loop lags, so do campaigns.
    */
   readonly campaignsPerTick?: number;
   /** Election jitter (default: Math.random). */
@@ -98,11 +95,6 @@ export interface RaftHostStats {
   readonly transportWrites: number | undefined;
   /** Ticks of the host's timer that ticked a group, since it started (none while every group is quiesced). */
   readonly ticks: number;
-  /**
-   * Times a replica's election timeout ran out on a tick already spent its campaignsPerTick, so
-   * its timer waited for a later tick (see `RaftHostOptions.campaignsPerTick`).
-   */
-  readonly electionsDeferred: number;
 }
 
 const mathRandom: RaftRandom = { nextInt: (bound) => Math.floor(Math.random() * bound) };
@@ -153,12 +145,6 @@ export class RaftHost {
    */
   #turns: { readonly replica: HostedReplica; readonly turn: Turn }[] = [];
   #turnsHead = 0;
-  /**
-   * Active replicas whose election timeout ran out on a tick with no campaign left (`#tick`),
-   * oldest first: their timers stand still until a tick's budget reaches them.
-   */
-  #deferred = new Set<HostedReplica>();
-  #electionsDeferred = 0;
 
   readonly #groups = new Map<string, { replica: HostedReplica; close: () => Promise<void> }>();
   readonly #active = new Set<HostedReplica>();
@@ -263,7 +249,6 @@ export class RaftHost {
       messagesFolded: this.#messagesFolded,
       transportWrites: this.#transport?.writes,
       ticks: this.#ticks,
-      electionsDeferred: this.#electionsDeferred,
     };
   }
 
@@ -326,7 +311,6 @@ export class RaftHost {
     if (this.#groups.get(replica.groupId)?.replica === replica) this.#groups.delete(replica.groupId);
     this.#active.delete(replica);
     this.#dirty.delete(replica);
-    this.#deferred.delete(replica);
   }
 
   /** @internal Whether a proposal may go ahead now (the node is under its in-flight bound). */
@@ -571,10 +555,9 @@ export class RaftHost {
   /**
    * A tick's share of the replicas waiting for their turn (`#turns`): at most campaignsPerTick of
    * those still without a leader wake; a first campaigner campaigns at once. One that heard from a
-   * new leader meanwhile (a message wakes a quiesced replica) needs no turn. Returns what is left of
-   * the tick's budget, for the election timeouts that run out on it.
+   * new leader meanwhile (a message wakes a quiesced replica) needs no turn.
    */
-  #release(): number {
+  #release(): void {
     let budget = this.#campaignsPerTick;
     const turns = this.#turns;
     while (budget > 0 && this.#turnsHead < turns.length) {
@@ -593,7 +576,6 @@ export class RaftHost {
       this.#turns = [];
       this.#turnsHead = 0;
     }
-    return budget;
   }
 
   /**
@@ -671,12 +653,11 @@ export class RaftHost {
   #quiesce(replica: HostedReplica): void {
     replica.quiesced = true;
     this.#active.delete(replica);
-    this.#deferred.delete(replica);
     if (this.#active.size === 0 && this.#turnsHead === this.#turns.length) this.#stopTimer();
   }
 
   readonly #tick = (): void => {
-    const budget = this.#turnsHead < this.#turns.length ? this.#release() : this.#campaignsPerTick;
+    if (this.#turnsHead < this.#turns.length) this.#release();
     if (this.#active.size === 0) {
       // Every turn taken was stale (see `#turnDue`): nothing to tick. The timer goes on only for
       // the turns still to come.
@@ -684,7 +665,12 @@ export class RaftHost {
       return;
     }
     this.#ticks++;
-    this.#tickActive(budget);
+    for (const replica of this.#active) {
+      this.#guard(replica, () => {
+        replica.core.tick();
+        this.#dirty.add(replica);
+      });
+    }
     this.#pumpDirty();
     for (const replica of this.#active) {
       if (!replica.canQuiesce(this.#isDown)) continue;
@@ -705,38 +691,6 @@ export class RaftHost {
     // the group sends after it, or a follower would read it after an append that woke the group.
     this.#flush();
   };
-
-  /**
-   * Tick every active replica, but start at most `budget` elections: a replica whose election
-   * timeout runs out on this tick once the budget is spent is not ticked (its timer stands still)
-   * and waits for a later tick, before the replicas that run out then. Without this bound, a node
-   * whose event loop runs seconds late (thousands of groups electing on a starved core) hears every
-   * heartbeat after its followers' timeouts; each failed election starts another a timeout later,
-   * and they feed themselves. Only time passes more slowly for a deferred replica: Raft's safety
-   * does not rest on timing, and every deferred replica campaigns within a few ticks.
-   */
-  #tickActive(budget: number): void {
-    const deferred = this.#deferred;
-    this.#deferred = new Set();
-    let left = budget;
-    const tick = (replica: HostedReplica): void => {
-      this.#guard(replica, () => {
-        const core = replica.core;
-        if (core.electionDue) {
-          if (left <= 0) {
-            this.#deferred.add(replica);
-            this.#electionsDeferred++;
-            return;
-          }
-          left--;
-        }
-        core.tick();
-        this.#dirty.add(replica);
-      });
-    };
-    for (const replica of deferred) if (this.#active.has(replica)) tick(replica);
-    for (const replica of this.#active) if (!deferred.has(replica)) tick(replica);
-  }
 
   #stopTimer(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);

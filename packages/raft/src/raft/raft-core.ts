@@ -304,19 +304,6 @@ export class RaftCore {
     return this.#isLearner;
   }
   /** The voter leadership is being handed to, while a transfer is in progress. */
-  /**
-   * Whether the next `tick()` starts an election (its election timer runs out, and it may campaign).
-   * Read only: a host that budgets elections per tick (`RaftHost`) leaves such a replica's timer
-   * where it is until the budget allows one more, so an overloaded node's elections cannot storm.
-   */
-  get electionDue(): boolean {
-    return (
-      this.#role !== RaftRole.Leader &&
-      this.#electionElapsed + 1 >= this.#randomizedElectionTimeout &&
-      this.#promotable()
-    );
-  }
-
   get leadTransferee(): NodeId | undefined {
     return this.#leadTransferee;
   }
