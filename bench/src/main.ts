@@ -15,7 +15,7 @@ import { problemsList, ratiosTable, resultsTable } from './report/table.ts';
 import { ProgressLine } from './runner/progress-line.ts';
 import { liveBrokers, runBench } from './runner/run-bench.ts';
 import { SCENARIOS, selectCases } from './scenarios/registry.ts';
-import { FULL_SIZES, QUICK_SIZES, withMessageCount } from './scenarios/sizes.ts';
+import { FULL_SIZES, QUICK_SIZES, withMessageCount, withQueueCount } from './scenarios/sizes.ts';
 import { defaultTargets, parseTargets } from './target-arg.ts';
 
 const USAGE = `Usage: pnpm bench [scenario ...] [options]
@@ -35,6 +35,7 @@ Options:
   --json PATH            also write the JSON report to PATH
   --out DIR              where report.json, report.md and lateness.svg go (default: bench/results/<timestamp>)
   --messages N           override every case's message count (a, b, c, d)
+  --queues N             override the queue count of n (idle queues) and o (failover), e.g. o at 10,000
   --stall-timeout S      fail a case after S seconds without progress (default: 30)
   --list                 list the scenarios and cases, and exit
   -h, --help             this help
@@ -68,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
         json: { type: 'string' },
         out: { type: 'string' },
         messages: { type: 'string' },
+        queues: { type: 'string' },
         'stall-timeout': { type: 'string' },
         list: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -89,6 +91,10 @@ async function main(argv: string[]): Promise<number> {
   if (values.messages !== undefined) {
     if (!/^[1-9]\d*$/.test(values.messages)) fail(`--messages must be a positive whole number`);
     sizes = withMessageCount(sizes, Number(values.messages));
+  }
+  if (values.queues !== undefined) {
+    if (!/^[1-9]\d*$/.test(values.queues)) fail(`--queues must be a positive whole number`);
+    sizes = withQueueCount(sizes, Number(values.queues));
   }
   if (values.list) {
     for (const s of SCENARIOS) {

@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import * as styx from '@styx/client';
 import { freeLoopbackPort } from './brokers/free-port.ts';
 import { startStyxNode } from './brokers/styx-node.ts';
+import { declareDurableQueues } from './declare-on-node.ts';
 import { positiveIntOption } from './int-option.ts';
 
 const USAGE = `Usage: node bench/src/metrics-scrape.ts [options]
@@ -26,11 +27,6 @@ Options:
   --json         print the figures as one JSON object instead of text
   -h, --help     this help`;
 
-/**
- * Channels declaring at once: a channel runs one declare at a time (AMQP's synchronous methods),
- * each a metadata commit and a queue group start, so many channels keep the node's batches full.
- */
-const DECLARE_CHANNELS = 64;
 const WARM_UP_SCRAPES = 3;
 /** Linux's USER_HZ, the unit of /proc/PID/stat's CPU times. */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -106,24 +102,17 @@ async function main(): Promise<void> {
     await ch.bindQueue('bench.dlq', 'bench.dlx', '');
 
     const declareStart = performance.now();
-    let declared = 0;
-    const declarers = await Promise.all(Array.from({ length: DECLARE_CHANNELS }, () => conn.createChannel()));
-    await Promise.all(
-      declarers.map(async (declarer, k) => {
-        for (let i = k; i < queues; i += DECLARE_CHANNELS) {
-          const args =
-            i % 10 === 0
-              ? {
-                  'x-dead-letter-exchange': 'bench.dlx',
-                  'x-dead-letter-strategy': i % 20 === 0 ? 'at-least-once' : 'at-most-once',
-                }
-              : {};
-          await declarer.assertQueue(queueName(i), { durable: true, arguments: args });
-          if (++declared % 500 === 0) process.stderr.write(`\rdeclared ${declared}/${queues}`);
-        }
-      }),
-    );
-    await Promise.all(declarers.map((declarer) => declarer.close()));
+    const names = Array.from({ length: queues }, (_, i) => queueName(i));
+    await declareDurableQueues(conn, names, {
+      argumentsOf: (i) =>
+        i % 10 === 0
+          ? {
+              'x-dead-letter-exchange': 'bench.dlx',
+              'x-dead-letter-strategy': i % 20 === 0 ? 'at-least-once' : 'at-most-once',
+            }
+          : {},
+      onProgress: (declared) => process.stderr.write(`\rdeclared ${declared}/${queues}`),
+    });
     const declareSeconds = (performance.now() - declareStart) / 1000;
     for (let i = 0; i < queues; i++) {
       ch.sendToQueue(queueName(i), Buffer.from('x'));

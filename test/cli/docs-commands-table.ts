@@ -165,6 +165,8 @@ export const DOC_COMMAND_RULES: readonly DocCommandRule[] = [
     how: HELP,
   },
   { command: 'npx -y pnpm@10 bench --target styx|styx-amqp|rabbitmq|both|all', how: USAGE },
+  // Failover (o) of more queues than its default (bench/README "Sizes").
+  { command: /^npx -y pnpm@10 bench o --queues \d+ --target styx$/, how: HELP },
   // The AMQP column beside the SDK one (and RabbitMQ's): named cases, all targets or a comma list.
   {
     command: /^npx -y pnpm@10 bench (a|g\.a)( [a-z][a-z.-]*)* --target (styx,styx-amqp|all)( #.*)?$/,

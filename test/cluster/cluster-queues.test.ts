@@ -349,6 +349,35 @@ describe('a three-node cluster: queues replicated on every node', () => {
     );
   }, 120_000);
 
+  it('an idle queue whose leader is paused (SIGSTOP, its connections open) gets a new leader: a node-level liveness signal wakes its quiesced followers', async () => {
+    const c = await connect('n1');
+    const channel = await c.createConfirmChannel();
+    await channel.assertQueue('idle-paused', { durable: true });
+    channel.sendToQueue('idle-paused', Buffer.from('1'), { persistent: true });
+    await channel.waitForConfirms();
+    const leader = await cluster.leaderOf('idle-paused');
+    // Idle, the group quiesces within a few ticks (0.1 s each) on every node: no heartbeat flows,
+    // so no election timeout runs out; only the node-level ping can tell that its leader is gone.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    cluster.pause(leader);
+    try {
+      const newLeader = await cluster.leaderOf('idle-paused', [leader]);
+      expect(newLeader).not.toBe(leader);
+      const survivor = await connect(newLeader);
+      const confirms = await survivor.createConfirmChannel();
+      confirms.sendToQueue('idle-paused', Buffer.from('2'), { persistent: true });
+      await confirms.waitForConfirms();
+    } finally {
+      cluster.resume(leader);
+    }
+    const consumer = await collect(await connect(leader), 'idle-paused');
+    await eventually(
+      'both messages consumed',
+      async () => consumer.seen.has(1) && consumer.seen.has(2),
+      30_000,
+    );
+  }, 90_000);
+
   it('the SDK with three URLs keeps publishing through the death of its node', async () => {
     const c = await connect('n1');
     await (await c.createChannel()).assertQueue('sdk-failover', { durable: true });

@@ -230,6 +230,22 @@ describe('GET /metrics/per-object and /metrics', () => {
     expect(sampleValue(f, 'rabbitmq_queue_messages_published_total', q(HOSTILE))).toBe(1);
   });
 
+  it("shows the event loop's delay since the previous scrape", async () => {
+    await metrics(); // starts the monitor, if no earlier scrape has
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const f = await metrics();
+    const max = sampleValue(f, 'nodejs_eventloop_lag_max_seconds') as number;
+    const p99 = sampleValue(f, 'nodejs_eventloop_lag_p99_seconds') as number;
+    const mean = sampleValue(f, 'nodejs_eventloop_lag_mean_seconds') as number;
+    // Delays are non-negative seconds (not ns: a second-long lag on an idle node is a unit error).
+    for (const v of [max, p99, mean]) {
+      expect(Number.isFinite(v)).toBe(true);
+      expect(v).toBeGreaterThan(0);
+      expect(v).toBeLessThan(1);
+    }
+    expect(p99).toBeLessThanOrEqual(max);
+  });
+
   it('shows Raft, the log sync histogram, memory, connections and the cluster', async () => {
     const f = await metrics();
     expect(sampleValue(f, 'rabbitmq_raft_term_total', q(WORK))).toBeGreaterThanOrEqual(1);
@@ -237,7 +253,11 @@ describe('GET /metrics/per-object and /metrics', () => {
     const applied = sampleValue(f, 'rabbitmq_raft_log_last_applied_index', q(WORK)) as number;
     expect(commit).toBeGreaterThan(10);
     expect(applied).toBeLessThanOrEqual(commit);
-    expect(sampleValue(f, 'styx_raft_elections_total', q(WORK))).toBeGreaterThanOrEqual(0);
+    // A group of one wins every election it starts, each after a pre-vote round.
+    const elections = sampleValue(f, 'styx_raft_elections_total', q(WORK)) as number;
+    expect(elections).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(f, 'styx_raft_elections_won_total', q(WORK))).toBe(elections);
+    expect(sampleValue(f, 'styx_raft_pre_votes_total', q(WORK))).toBe(elections);
     // A node alone: every group has one member, so no replica lags.
     expect(family(f, 'styx_raft_replica_commit_lag').metrics).toEqual([]);
     expect(sampleValue(f, 'styx_metadata_leader')).toBe(1);

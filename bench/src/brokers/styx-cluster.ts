@@ -41,9 +41,20 @@ export interface ClusterJson {
   readonly members: readonly ClusterMemberJson[];
 }
 
+/** A node of the cluster: what `startStyxNode` gives, and what it takes to start it again. */
+export interface StyxClusterNode extends StyxNode {
+  /** Its management API (and `/metrics`) on 127.0.0.1. */
+  readonly managementPort: number;
+  /**
+   * The flags it was started with: `startStyxNode(name, serverArgs)` starts it again on its data
+   * (node 1's have no `--join`; a restarted node finds its cluster in its data dir).
+   */
+  readonly serverArgs: readonly string[];
+}
+
 /** A formed cluster: its nodes, node 1 first, and where its queues are led. */
 export interface StyxCluster {
-  readonly nodes: StyxNode[];
+  readonly nodes: StyxClusterNode[];
   /** The index of the node leading `queue` (vhost '/') as node 1 knows it; undefined while none. */
   queueLeader(queue: string): Promise<number | undefined>;
 }
@@ -64,37 +75,36 @@ export async function startStyxCluster(
   await writeClusterSecret(secretFile);
   const names = Array.from({ length: count }, (_, i) => `styx-bench-${i + 1}`);
   const managementPorts = await distinctFreePorts(count);
-  const started: StyxNode[] = [];
-  const start = async (i: number, joinAddress: string | undefined): Promise<StyxNode> => {
+  const started: StyxClusterNode[] = [];
+  const start = async (i: number, joinAddress: string | undefined): Promise<StyxClusterNode> => {
     const amqpPort = amqpPorts[i] ?? 0;
-    const node = await startStyxNode(
+    const managementPort = managementPorts[i] as number;
+    const serverArgs = [
+      '--data-dir',
+      join(root, `node-${i + 1}`),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      // The management API is how the bench sees the cluster form (port 0 would turn it off).
+      '--management-port',
+      String(managementPort),
+      // Port 0: the node takes a free port and logs it; the others learn it from node 1's log, so
+      // no port is picked ahead and lost to a race.
+      '--cluster-listen',
+      '127.0.0.1:0',
+      '--node-name',
       names[i] as string,
-      [
-        '--data-dir',
-        join(root, `node-${i + 1}`),
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        // The management API is how the bench sees the cluster form (port 0 would turn it off).
-        '--management-port',
-        String(managementPorts[i]),
-        // Port 0: the node takes a free port and logs it; the others learn it from node 1's log, so
-        // no port is picked ahead and lost to a race.
-        '--cluster-listen',
-        '127.0.0.1:0',
-        '--node-name',
-        names[i] as string,
-        '--cluster-secret-file',
-        secretFile,
-        ...(joinAddress === undefined ? [] : ['--join', joinAddress]),
-        ...amqpListenerArgs(amqpPort),
-        ...extraArgs,
-      ],
-      amqpPort === 0 ? undefined : amqpPort,
-    );
-    started.push(node);
-    return node;
+      '--cluster-secret-file',
+      secretFile,
+      ...(joinAddress === undefined ? [] : ['--join', joinAddress]),
+      ...amqpListenerArgs(amqpPort),
+      ...extraArgs,
+    ];
+    const node = await startStyxNode(names[i] as string, serverArgs, amqpPort === 0 ? undefined : amqpPort);
+    const member: StyxClusterNode = Object.assign(node, { managementPort, serverArgs });
+    started.push(member);
+    return member;
   };
   try {
     const first = await start(0, undefined);

@@ -104,3 +104,8 @@ export function withMessageCount(sizes: Sizes, messages: number): Sizes {
     soakMessages: messages,
   };
 }
+
+/** `sizes` with the queue counts of n (idle queues) and o (failover) replaced by `queues` (`--queues`). */
+export function withQueueCount(sizes: Sizes, queues: number): Sizes {
+  return { ...sizes, idleQueues: queues, failoverQueues: queues };
+}

@@ -37,6 +37,15 @@ export interface QueueReplicas {
 
 /** How long after a member joins or returns the queue leaders are rebalanced, ms. */
 const REBALANCE_DELAY_MS = 10_000;
+/**
+ * Leadership transfers a rebalance asks for at once; the next batch follows a pause. A node back
+ * from a crash may be owed thousands of leaders: moved all at once they are thousands of elections
+ * in one turn, heartbeats late on every node and a publish stall on each queue; moved gradually
+ * (as RabbitMQ 4.2 learned to), each queue pauses for one election and the nodes keep up.
+ */
+export const REBALANCE_BATCH = 50;
+/** Pause between two batches of a rebalance, ms (3,000 moves take about 12 s). */
+export const REBALANCE_PAUSE_MS = 200;
 
 /** What the replica operations need of their broker. */
 export interface QueueReplicaOpsHost {
@@ -63,6 +72,7 @@ function notClustered(): ChannelError {
 export class QueueReplicaOperations {
   readonly #host: QueueReplicaOpsHost;
   #rebalanceTimer: NodeJS.Timeout | undefined;
+  #stopped = false;
 
   constructor(host: QueueReplicaOpsHost) {
     this.#host = host;
@@ -70,6 +80,7 @@ export class QueueReplicaOperations {
 
   /** Cancel a pending rebalance (the node shuts down). */
   stop(): void {
+    this.#stopped = true;
     if (this.#rebalanceTimer !== undefined) clearTimeout(this.#rebalanceTimer);
   }
 
@@ -155,7 +166,10 @@ export class QueueReplicaOperations {
     return { removed: plan.remove.length, skipped: plan.skipped.map((s) => s.queueKey) };
   }
 
-  /** `rebalance`: even out queue leaders over the online members; the transfers asked for. */
+  /**
+   * `rebalance`: even out queue leaders over the online members, REBALANCE_BATCH transfers at a time
+   * with REBALANCE_PAUSE_MS between batches; resolves with the transfers asked for once all are.
+   */
   async rebalanceQueues(): Promise<readonly LeaderTransfer[]> {
     const { cluster, clusterQueues, metadata } = this.#host;
     if (cluster === undefined || clusterQueues === undefined) throw notClustered();
@@ -164,15 +178,19 @@ export class QueueReplicaOperations {
       .clusterNodes()
       .map((n) => ({ id: n.id, online: !cluster.isDown(n.id) && !metadata.isNodeDrained(n.id) }));
     const transfers = rebalanceLeaders({ members, assignment: this.assignment() });
-    for (const transfer of transfers) {
+    const ask = async (transfer: LeaderTransfer): Promise<void> => {
       const { vhost, name } = parseQueueKey(transfer.queueKey);
       const record = metadata.queue(vhost, name);
-      if (record === undefined) continue;
+      if (record === undefined) return;
       try {
         await clusterQueues.transferLeadership(record, transfer.to);
       } catch (err) {
         this.#host.logger.warn({ err, queue: name, vhost }, 'leadership transfer not asked');
       }
+    };
+    for (let i = 0; i < transfers.length && !this.#stopped; i += REBALANCE_BATCH) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, REBALANCE_PAUSE_MS));
+      await Promise.all(transfers.slice(i, i + REBALANCE_BATCH).map(ask));
     }
     return transfers;
   }

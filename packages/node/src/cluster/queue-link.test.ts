@@ -1,7 +1,7 @@
 import type { Stream } from '@libp2p/interface';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ChannelError } from '../errors/amqp-error.ts';
-import { FrameTooLargeError } from './errors.ts';
+import { ClusterError, FrameTooLargeError } from './errors.ts';
 import { peerMultiaddr } from './peer-address.ts';
 import type { QueueLinkHandler } from './queue-link.ts';
 import {
@@ -14,6 +14,7 @@ import {
   QueueLinkRemoteError,
   QueueLinkTimeoutError,
 } from './queue-link.ts';
+import { QueueLinkCode } from './queue-rpc-codec.ts';
 import { encodeFrame, FrameDecoder, messageChunks } from './raft-frames.ts';
 import type { LocalNode } from './test-support/local-cluster.ts';
 import { deadAddress, LocalCluster } from './test-support/local-cluster.ts';
@@ -225,6 +226,23 @@ describe('QueueLink: calls and answers', () => {
     b.link.handle((_op, _group, body) => body);
     await expect(a.link.call(b.id, 1, 'g', new Uint8Array(2048))).rejects.toBeInstanceOf(FrameTooLargeError);
     expect((await a.link.call(b.id, 1, 'g', new Uint8Array(100))).byteLength).toBe(100);
+  });
+});
+
+describe('QueueLinkError', () => {
+  it('is a cluster error with its code and text, and no stack frames (an answer, thrown thousands of times a second)', () => {
+    const limit = Error.stackTraceLimit;
+    const error = new QueueLinkError(QueueLinkCode.notLeader, 'n2');
+    expect(error).toBeInstanceOf(ClusterError);
+    expect([error.name, error.code, error.message]).toEqual([
+      'QueueLinkError',
+      QueueLinkCode.notLeader,
+      'n2',
+    ]);
+    expect(error.stack?.split('\n').filter((line) => line.trimStart().startsWith('at '))).toEqual([]);
+    // The process's own limit is left as it was.
+    expect(Error.stackTraceLimit).toBe(limit);
+    expect(new Error('other').stack).toContain('    at ');
   });
 });
 

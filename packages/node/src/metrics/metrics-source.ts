@@ -22,6 +22,8 @@ export type RaftReplicaView = Pick<
   | 'snapshotIndex'
   | 'commitLatencyMs'
   | 'elections'
+  | 'preVotes'
+  | 'electionsWon'
   | 'role'
   | 'membership'
   | 'progress'

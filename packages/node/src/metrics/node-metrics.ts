@@ -37,6 +37,7 @@ import type { DeadLetterStrategyLabel } from '../queue/queue-flow-counters.ts';
 import type { RemovalReason } from '../queue/types.ts';
 import type { DetailedRequest } from './detailed-families.ts';
 import { writeDetailed } from './detailed-families.ts';
+import { writeEventLoopLag } from './event-loop-lag.ts';
 import { ExpositionWriter, labelPairs } from './exposition-writer.ts';
 import type { NodeMetricsSource } from './metrics-source.ts';
 import type { NodeResources } from './node-resources.ts';
@@ -182,6 +183,7 @@ function writeNode(
     'Memory of C++ objects bound to JavaScript ones (buffers), bytes',
     memory.external,
   );
+  writeEventLoopLag(w);
 
   w.single('rabbitmq_connections', 'gauge', 'Client connections open on this node', source.connectionCount());
   w.single('rabbitmq_channels', 'gauge', 'Channels open on this node', source.channelCount());

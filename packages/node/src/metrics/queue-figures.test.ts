@@ -24,6 +24,8 @@ function view(
     snapshotIndex: 40,
     commitLatencyMs: 3,
     elections: 2,
+    preVotes: 3,
+    electionsWon: 1,
     role,
     membership,
     progress: () => new Map(progress),
@@ -55,6 +57,8 @@ describe('raftFigures', () => {
       snapshotIndex: 40,
       commitLatencyMs: 3,
       elections: 2,
+      preVotes: 3,
+      electionsWon: 1,
       replicas: [
         { node: 'n1', match: 100, commitLag: 0, online: true },
         { node: 'n2', match: 60, commitLag: 40, online: true },

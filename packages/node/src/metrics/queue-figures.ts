@@ -52,6 +52,10 @@ export interface RaftFigures {
   readonly commitLatencyMs: number;
   /** Elections this replica started since it opened. */
   readonly elections: number;
+  /** Pre-vote rounds this replica started since it opened. */
+  readonly preVotes: number;
+  /** Elections this replica won since it opened (the rest were lost: split votes, a rival's win). */
+  readonly electionsWon: number;
   /** Every member's lag, on the leader of a group of more than one; empty otherwise. */
   readonly replicas: readonly ReplicaLagFigures[];
 }
@@ -120,6 +124,8 @@ export function raftFigures(group: RaftReplicaView, nameOf: (id: string) => stri
     snapshotIndex: group.snapshotIndex,
     commitLatencyMs: group.commitLatencyMs,
     elections: group.elections,
+    preVotes: group.preVotes,
+    electionsWon: group.electionsWon,
     replicas,
   };
 }

@@ -343,6 +343,18 @@ export const RAFT_FAMILIES: readonly PerQueueFamily[] = [
     help: 'Elections the queue replica started since it opened',
     value: (f) => raftOf(f).elections,
   },
+  {
+    name: 'styx_raft_elections_won_total',
+    type: 'counter',
+    help: 'Elections the queue replica won since it opened (started minus won: split votes and lost elections)',
+    value: (f) => raftOf(f).electionsWon,
+  },
+  {
+    name: 'styx_raft_pre_votes_total',
+    type: 'counter',
+    help: 'Pre-vote rounds the queue replica started since it opened (a round that wins starts an election)',
+    value: (f) => raftOf(f).preVotes,
+  },
 ];
 
 /** `styx_raft_replica_commit_lag{replica}`: per queue and member (aggregated: per member). */

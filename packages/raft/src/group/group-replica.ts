@@ -91,8 +91,12 @@ export interface HostedReplica {
    * covers, in order — release, apply, advance.
    */
   finish(written: Promise<void>): void;
-  /** Whether the replica may stop ticking: a leader with every member caught up and nothing to do. */
-  canQuiesce(): boolean;
+  /**
+   * Whether the replica may stop ticking: a leader with nothing to do and every member caught up,
+   * but those `isDown` says are unreachable (a crashed node must not keep thousands of groups
+   * heartbeating; the host wakes them when it hears from that node again).
+   */
+  canQuiesce(isDown?: (node: NodeId) => boolean): boolean;
   /** A leader's quiesce notice; returns true if this replica quiesced. */
   onQuiesceNotice(notice: QuiesceNotice, from: NodeId): boolean;
   /** The host starts ticking the replica again after quiescence. */
@@ -533,13 +537,15 @@ export class GroupReplica<C, R> implements HostedReplica {
     this.core.advance();
   }
 
-  canQuiesce(): boolean {
+  canQuiesce(isDown: (node: NodeId) => boolean = never): boolean {
     const core = this.core;
     if (this.#stopped || this.#outstanding.length > 0 || core.role !== RaftRole.Leader) return false;
     if (core.hasReady() || core.leadTransferee !== undefined) return false;
     const last = core.lastIndex;
     if (core.commitIndex !== last || this.#appliedRaft !== last) return false;
-    for (const progress of core.status().progress.values()) if (progress.match !== last) return false;
+    for (const [node, progress] of core.status().progress) {
+      if (progress.match !== last && !isDown(node)) return false;
+    }
     return true;
   }
 
@@ -844,4 +850,8 @@ export class GroupReplica<C, R> implements HostedReplica {
       conf.learnersNext.includes(self)
     );
   }
+}
+
+function never(): boolean {
+  return false;
 }

@@ -406,6 +406,62 @@ describe('RaftGroupLog, three voters', () => {
     if (elected.log.term === term + 1) expect(ticks).toBeLessThan(30);
   });
 
+  /** `count` groups led by n1, each with one entry committed, every host quiesced. */
+  async function groupsLedByN1(count: number): Promise<CounterLog[]> {
+    const leaders: CounterLog[] = [];
+    for (let i = 0; i < count; i++) {
+      const leader = nodes.create<CounterCommand, CounterResult>(`g${i}`, { codec: counterCodec, clock });
+      await leader.open(new CounterMachine());
+      leaders.push(leader);
+    }
+    for (const leader of leaders) await leads(leader);
+    await Promise.all(leaders.map((leader) => leader.propose({ add: 1 })));
+    await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+    return leaders;
+  }
+
+  it('gives each group whose leader goes down one campaign: no split vote, new leaders spread over the survivors', async () => {
+    const count = 40;
+    await groupsLedByN1(count);
+    const replicas = [...nodes.followers.values()];
+    nodes.hub.disconnect('n1');
+    await eventually(() => replicas.every((pair) => pair.some((f) => f.log.role === 'leader')));
+    let preVotes = 0;
+    let elections = 0;
+    let won = 0;
+    for (const pair of replicas) {
+      for (const { log } of pair) {
+        preVotes += log.preVotes;
+        elections += log.elections;
+        won += log.electionsWon;
+      }
+    }
+    // Both survivors campaigning for a group at once (as each did within 1-15 ticks, at random)
+    // would show as a second pre-vote round, and as a lost election when both got that far.
+    expect({ preVotes, elections, won }).toEqual({ preVotes: count, elections: count, won: count });
+    const ledByN2 = replicas.filter((pair) => pair[0]?.log.role === 'leader').length;
+    expect(ledByN2).toBeGreaterThan(0);
+    expect(ledByN2).toBeLessThan(count);
+  });
+
+  it('quiesces leaders without a member reported down, and wakes them to catch it up once it is heard from', async () => {
+    const leaders = await groupsLedByN1(5);
+    nodes.hub.isolate('n3');
+    await Promise.all(leaders.map((leader) => leader.propose({ add: 2 })));
+    // n3 lags every group, but it is down: n1 and n2 stop ticking all the same.
+    await eventually(() => [0, 1].every((i) => nodes.host(i).stats.activeGroups === 0));
+    const ticks = nodes.host(0).stats.ticks;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(nodes.host(0).stats.ticks).toBe(ticks);
+    const onN3 = [...nodes.followers.values()].map((pair) => pair[1]?.machine as CounterMachine);
+    expect(onN3.every((machine) => machine.state.total === 1)).toBe(true);
+    nodes.hub.isolate(undefined);
+    // n3's replicas campaign in vain (n1 still leads them all); their first word wakes the leaders.
+    await eventually(() => onN3.every((machine) => machine.state.total === 3));
+    await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+    expect(leaders.every((leader) => leader.role === 'leader')).toBe(true);
+  });
+
   it('catches up a follower that missed entries, from a snapshot once the leader compacted', async () => {
     const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
     const machine = new CounterMachine();

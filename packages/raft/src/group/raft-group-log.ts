@@ -159,6 +159,16 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
     return this.#replica?.core.elections ?? 0;
   }
 
+  /** Pre-vote rounds this replica started since it opened (0 before `open`; metrics). */
+  get preVotes(): number {
+    return this.#replica?.core.preVotes ?? 0;
+  }
+
+  /** Elections this replica won since it opened (0 before `open`; metrics). */
+  get electionsWon(): number {
+    return this.#replica?.core.electionsWon ?? 0;
+  }
+
   /** The highest index this replica knows to be committed (0 before `open`; diagnostics). */
   get commitIndex(): number {
     return this.#replica?.core.commitIndex ?? 0;

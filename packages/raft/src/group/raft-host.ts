@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { LogClosedError } from '../errors.ts';
 import type { Message, NodeId, RaftConfig, RaftRandom } from '../raft/types.ts';
-import { MessageType } from '../raft/types.ts';
+import { MessageType, RAFT_DEFAULTS, RaftRole } from '../raft/types.ts';
 import type { CommandCodec, ReplicatedLog, ReplicatedLogFactory } from '../replicated-log.ts';
 import type { LogStore } from '../storage/log-store.ts';
 import { GroupAlreadyOpenError } from './errors.ts';
@@ -40,12 +40,25 @@ export interface RaftHostOptions {
    * drain (its store or peers stalled) no longer holds every command sent to it meanwhile.
    */
   readonly maxWaitingProposals?: number;
+  /**
+   * How many groups per tick may start campaigning after a peer that led them goes down (default
+   * `DEFAULT_CAMPAIGNS_PER_TICK`): losing the leader of 9,000 groups at once, a node spreads their
+   * campaigns over enough ticks that its event loop keeps up, instead of all within half an
+   * election timeout (an election storm: late heartbeats, split votes, terms burnt by thousands).
+   */
+  readonly campaignsPerTick?: number;
   /** Election jitter (default: Math.random). */
   readonly random?: RaftRandom;
   /** Default clock for the leader's entry timestamps (default: the wall clock). */
   readonly clock?: Clock;
 }
 
+/**
+ * Default bound on the groups per tick that campaign after their leader's node goes down: 200 (2,000
+ * a second per node at the default tick; a campaign costs a few hundred µs of CPU across the
+ * group's nodes, so this keeps a failover's elections well under a core).
+ */
+export const DEFAULT_CAMPAIGNS_PER_TICK = 200;
 /** Default Raft tick: 100 ms, so the default 10-tick election timeout is 1–2 s. */
 export const DEFAULT_TICK_MS = 100;
 /** Default per-node bound on bytes in flight: 64 MiB. */
@@ -80,7 +93,7 @@ export interface RaftHostStats {
   readonly messagesFolded: number;
   /** Writes the transport made to its connections (undefined when it does not count them). */
   readonly transportWrites: number | undefined;
-  /** Ticks of the host's timer since it started (a tick runs only while a group is active). */
+  /** Ticks of the host's timer that ticked a group, since it started (none while every group is quiesced). */
   readonly ticks: number;
 }
 
@@ -119,6 +132,19 @@ export class RaftHost {
   readonly #maxWaitingProposals: number;
   readonly #random: RaftRandom;
   readonly #clock: Clock;
+  readonly #campaignsPerTick: number;
+  /**
+   * Peers the transport reported down and not heard from since: their groups' leaders here quiesce
+   * without them, and are woken when a batch from them arrives again.
+   */
+  readonly #down = new Set<NodeId>();
+  /**
+   * Quiesced replicas whose leader went down, waiting for their turn to tick again (`#release`):
+   * those that campaign first, then the others. Until its turn a replica stays quiesced, costing
+   * nothing a tick, but it has forgotten its leader, so it grants the campaigns of its peers.
+   */
+  #turns: { readonly replica: HostedReplica; readonly turn: Turn }[] = [];
+  #turnsHead = 0;
 
   readonly #groups = new Map<string, { replica: HostedReplica; close: () => Promise<void> }>();
   readonly #active = new Set<HostedReplica>();
@@ -162,6 +188,8 @@ export class RaftHost {
     this.#tuning = { maxUncommittedEntriesBytes: 2 * this.#maxBytesInFlight, ...(options.raft ?? {}) };
     this.#random = options.random ?? mathRandom;
     this.#clock = options.clock ?? systemClock;
+    this.#campaignsPerTick = options.campaignsPerTick ?? DEFAULT_CAMPAIGNS_PER_TICK;
+    if (!(this.#campaignsPerTick >= 1)) throw new RangeError('campaignsPerTick must be at least 1');
     if (!(this.#tickMs > 0)) throw new RangeError(`tickMs must be positive, got ${this.#tickMs}`);
     if (!(this.#maxBytesInFlight > 0)) throw new RangeError('maxBytesInFlight must be positive');
     if (!(this.#maxWaitingProposals >= 1)) throw new RangeError('maxWaitingProposals must be at least 1');
@@ -261,7 +289,15 @@ export class RaftHost {
     if (this.#closed) throw new LogClosedError(replica.groupId);
     if (this.#groups.has(replica.groupId)) throw new GroupAlreadyOpenError(replica.groupId);
     this.#groups.set(replica.groupId, { replica, close });
-    this.#wake(replica);
+    if (replica.peers().length === 0) {
+      this.#wake(replica);
+    } else {
+      // Ticking from its turn on, campaignsPerTick a tick: a node restarting with 10,000 replicas
+      // would otherwise start 10,000 election timers at once, and their pre-votes would wake every
+      // leader of the cluster in the same second.
+      this.#turns.push({ replica, turn: 'start' });
+      this.#startTimer();
+    }
     this.#markDirty(replica);
   }
 
@@ -430,16 +466,14 @@ export class RaftHost {
 
   #receive(batch: PeerBatch): void {
     if (this.#closed) return;
+    if (this.#down.size > 0 && this.#down.delete(batch.from)) this.#peerUp(batch.from);
     for (const { groupId, message } of batch.messages) {
       if (message.reject && message.type === MessageType.AppResp) this.#appendRejectsReceived++;
       const replica = this.#groups.get(groupId)?.replica;
       if (replica === undefined) continue; // not (or no longer) open here; Raft retries
       this.#guard(replica, () => {
         replica.core.step(message);
-        // A caught-up leader's heartbeat responses do not wake it: that would ping-pong forever.
-        if (replica.quiesced && (message.type !== MessageType.HeartbeatResp || !replica.canQuiesce())) {
-          this.#wake(replica);
-        }
+        if (replica.quiesced && this.#wakes(replica, message)) this.#wake(replica);
         this.#markDirty(replica);
       });
     }
@@ -453,27 +487,150 @@ export class RaftHost {
     this.#pumpSoon();
   }
 
+  /**
+   * Whether `m` (just stepped) wakes quiesced `replica`. A caught-up leader's heartbeat responses do
+   * not: that would ping-pong forever. Nor does a follower that still follows its leader wake for
+   * another replica's messages (a restarted node's pre-votes, which its lease refuses): woken while
+   * its leader sleeps on, it would hear no heartbeat, time out and campaign with the newcomer — the
+   * storm a node's return set off, thousands of groups at once. The leader, woken by the same
+   * pre-votes, heartbeats the newcomer into following it. (A leader really gone is reported down by
+   * the transport, which wakes its followers: see `Transport.onPeerDown`.)
+   */
+  #wakes(replica: HostedReplica, m: Message): boolean {
+    const core = replica.core;
+    if (core.role === RaftRole.Leader)
+      return m.type !== MessageType.HeartbeatResp || !replica.canQuiesce(this.#isDown);
+    return core.role !== RaftRole.Follower || core.lead === undefined || core.lead === m.from;
+  }
+
   #pumpSoon(): void {
     if (this.#dirty.size > 0) this.#turnSoon();
   }
 
   /**
-   * `peer` is unreachable: every group it leads here forgets it and campaigns soon (see
-   * `RaftCore.forgetLeader`), quiesced ones woken first, so its groups get new leaders within a
-   * few ticks instead of an election timeout.
+   * `peer` is unreachable: every group it leads here forgets it (see `RaftCore.forgetLeader`: no
+   * longer bound by its lease, it grants its peers' campaigns) and gets a new leader within a few
+   * ticks instead of an election timeout. With thousands of groups this is where an election storm
+   * starts (every group ticking and campaigning at once, the event loop seconds late, heartbeats and
+   * check-quorum timing out, split votes), so:
+   * - one surviving voter of each group campaigns first (`#goesFirst`, the same choice on every
+   *   node, spreading the new leaders over the survivors); the others start a whole election
+   *   timeout later, as a backup, and rarely split the vote;
+   * - quiesced groups (the idle ones: most of them) stay quiesced until their turn, at most
+   *   campaignsPerTick a tick, first campaigners first (`#release`): a token bucket over groups;
+   * - until it is heard from again, `peer` no longer keeps the leaders here from quiescing.
    */
   #peerDown(peer: NodeId): void {
     if (this.#closed) return;
+    this.#down.add(peer);
+    const electionTicks = this.#tuning.electionTicks ?? RAFT_DEFAULTS.electionTicks;
+    const first: HostedReplica[] = [];
+    const later: HostedReplica[] = [];
     for (const { replica } of this.#groups.values()) {
       if (replica.core.lead !== peer) continue;
+      const goesFirst = this.#goesFirst(replica);
       this.#guard(replica, () => {
-        this.#wake(replica);
-        replica.core.forgetLeader(peer);
-        this.#markDirty(replica);
+        if (!replica.quiesced) {
+          // Busy: it ticks already. The first campaigns within half an election timeout, the other
+          // a whole one later.
+          const delay = goesFirst
+            ? 1 + this.#random.nextInt(Math.max(1, electionTicks >> 1))
+            : electionTicks + (electionTicks >> 1) + this.#random.nextInt(electionTicks);
+          replica.core.forgetLeader(peer, delay);
+          this.#markDirty(replica);
+          return;
+        }
+        // Its election timer runs from its turn on: a whole timeout for the others, so the first
+        // campaigner of the group is normally heard before they would campaign.
+        replica.core.forgetLeader(peer, electionTicks + this.#random.nextInt(electionTicks));
+        (goesFirst ? first : later).push(replica);
       });
     }
+    for (const replica of first) this.#turns.push({ replica, turn: 'campaign' });
+    for (const replica of later) this.#turns.push({ replica, turn: 'wait' });
+    if (this.#turnsHead < this.#turns.length) this.#startTimer();
     this.#pumpSoon();
   }
+
+  /**
+   * A tick's share of the replicas waiting for their turn (`#turns`): at most campaignsPerTick of
+   * those still without a leader wake; a first campaigner campaigns at once. One that heard from a
+   * new leader meanwhile (a message wakes a quiesced replica) needs no turn.
+   */
+  #release(): void {
+    let budget = this.#campaignsPerTick;
+    const turns = this.#turns;
+    while (budget > 0 && this.#turnsHead < turns.length) {
+      const { replica, turn } = turns[this.#turnsHead++] as (typeof turns)[number];
+      if (this.#groups.get(replica.groupId)?.replica !== replica) continue; // closed meanwhile
+      if (!this.#turnDue(replica, turn)) continue;
+      budget--;
+      const core = replica.core;
+      this.#guard(replica, () => {
+        this.#wake(replica);
+        if (turn === 'campaign') core.campaign();
+        this.#dirty.add(replica);
+      });
+    }
+    if (this.#turnsHead === turns.length) {
+      this.#turns = [];
+      this.#turnsHead = 0;
+    }
+  }
+
+  /**
+   * Whether `replica`'s turn still has something to do; a turn is taken ticks after it was given,
+   * and what happened meanwhile may have made it stale:
+   * - 'start': something woke the replica meanwhile (a proposal, a campaign: it is active), or its
+   *   leader's quiesce notice quiesced it — waking it then would undo the leader's quiescence;
+   * - 'catchUp': the leader woke and caught its returning peer up meanwhile (quiesced again, or
+   *   still ticking), or is no longer the leader;
+   * - 'campaign', 'wait': the replica heard from a new leader, or campaigns already.
+   */
+  #turnDue(replica: HostedReplica, turn: Turn): boolean {
+    const core = replica.core;
+    switch (turn) {
+      case 'start':
+        return !replica.quiesced && !this.#active.has(replica);
+      case 'catchUp':
+        return replica.quiesced && core.role === RaftRole.Leader && !replica.canQuiesce(this.#isDown);
+      default:
+        return core.lead === undefined && core.role === RaftRole.Follower;
+    }
+  }
+
+  /**
+   * Whether this node's replica is the one of its group to campaign first when its leader is down:
+   * the group's voters not known down, sorted, one picked by a hash of the group id (alone, or none
+   * known: this one).
+   */
+  #goesFirst(replica: HostedReplica): boolean {
+    const voters = replica.core
+      .confState()
+      .voters.filter((v) => !this.#down.has(v))
+      .sort();
+    if (voters.length <= 1 || !voters.includes(this.nodeId)) return true;
+    return voters[fnv1a(replica.groupId) % voters.length] === this.nodeId;
+  }
+
+  /**
+   * A batch came from `peer` after it was reported down: the leaders here that quiesced without it
+   * caught up wake, so they catch it up (a heartbeat on their next tick, then the entries it missed):
+   * campaignsPerTick a tick, as turns (a node back from a crash lags every group it is in).
+   */
+  #peerUp(peer: NodeId): void {
+    for (const { replica } of this.#groups.values()) {
+      if (!replica.quiesced) continue;
+      // Only the leaders it lags: a word that was wrong (a slow peer reported down, then heard
+      // from) must not wake every group of the node.
+      const match = replica.core.matchOf(peer);
+      if (match !== undefined && match < replica.core.lastIndex)
+        this.#turns.push({ replica, turn: 'catchUp' });
+    }
+    if (this.#turnsHead < this.#turns.length) this.#startTimer();
+  }
+
+  readonly #isDown = (node: NodeId): boolean => this.#down.has(node);
 
   // ------------------------------------------------------------------------------ ticks and quiescence
 
@@ -484,19 +641,29 @@ export class RaftHost {
     }
     if (this.#closed) return;
     this.#active.add(replica);
-    if (this.#timer === undefined) {
-      this.#timer = setInterval(this.#tick, this.#tickMs);
-      this.#timer.unref();
-    }
+    this.#startTimer();
+  }
+
+  #startTimer(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setInterval(this.#tick, this.#tickMs);
+    this.#timer.unref();
   }
 
   #quiesce(replica: HostedReplica): void {
     replica.quiesced = true;
     this.#active.delete(replica);
-    if (this.#active.size === 0) this.#stopTimer();
+    if (this.#active.size === 0 && this.#turnsHead === this.#turns.length) this.#stopTimer();
   }
 
   readonly #tick = (): void => {
+    if (this.#turnsHead < this.#turns.length) this.#release();
+    if (this.#active.size === 0) {
+      // Every turn taken was stale (see `#turnDue`): nothing to tick. The timer goes on only for
+      // the turns still to come.
+      if (this.#turnsHead === this.#turns.length) this.#stopTimer();
+      return;
+    }
     this.#ticks++;
     for (const replica of this.#active) {
       this.#guard(replica, () => {
@@ -506,14 +673,19 @@ export class RaftHost {
     }
     this.#pumpDirty();
     for (const replica of this.#active) {
-      if (!replica.canQuiesce()) continue;
+      if (!replica.canQuiesce(this.#isDown)) continue;
       this.#quiesce(replica);
       const notice: QuiesceNotice = {
         groupId: replica.groupId,
         term: replica.core.term,
         commit: replica.core.commitIndex,
       };
-      for (const peer of replica.peers()) this.#outbox(peer).quiesce.push(notice);
+      // Not to a member reported down: it may lag (it is why the leader could quiesce without it),
+      // and a notice commits up to `commit` on its receiver, which holds only for a member whose log
+      // matches the leader's that far. Heard from again, it wakes the leader (`#peerUp`).
+      for (const peer of replica.peers()) {
+        if (!this.#down.has(peer)) this.#outbox(peer).quiesce.push(notice);
+      }
     }
     // At once (10 times a second, not per message): a quiesce notice must leave before anything
     // the group sends after it, or a follower would read it after an append that woke the group.
@@ -561,4 +733,21 @@ export class RaftHost {
   }
 }
 
+/**
+ * Why a replica waits in `#turns`: after its leader went down, to campaign at once ('campaign') or
+ * to start its election timer ('wait'); opened, to start ticking ('start'); a leader, to catch up
+ * a peer heard from again ('catchUp').
+ */
+type Turn = 'campaign' | 'wait' | 'start' | 'catchUp';
+
 function noop(): void {}
+
+/** FNV-1a over a string's UTF-16 code units: a cheap hash that every node computes alike. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}

@@ -188,6 +188,8 @@ export class RaftCore {
 
   #electionElapsed = 0;
   #elections = 0;
+  #preVotes = 0;
+  #electionsWon = 0;
   #heartbeatElapsed = 0;
   #randomizedElectionTimeout = 0;
   /** The election timer runs a short delay set by `forgetLeader`: a normal draw replaces it next. */
@@ -260,6 +262,17 @@ export class RaftCore {
   get elections(): number {
     return this.#elections;
   }
+  /** Pre-vote rounds this replica started since it was created (each may end in an election or not). */
+  get preVotes(): number {
+    return this.#preVotes;
+  }
+  /**
+   * Elections this replica won since it was created. `elections - electionsWon` counts the
+   * elections it lost or abandoned: split votes, a rival's win, a term that timed out.
+   */
+  get electionsWon(): number {
+    return this.#electionsWon;
+  }
   /** Who this replica voted for in the current term. */
   get vote(): NodeId | undefined {
     return this.#vote;
@@ -304,6 +317,11 @@ export class RaftCore {
   /** Entries [lo, hi) of the log (lo >= firstIndex, hi <= lastIndex + 1). */
   entries(lo: number, hi: number): Entry[] {
     return this.#log.slice(lo, hi, Number.POSITIVE_INFINITY);
+  }
+
+  /** How far the leader knows `id`'s log matches its own; undefined on a follower or for a non-member. */
+  matchOf(id: NodeId): number | undefined {
+    return this.#role === RaftRole.Leader ? this.#progress.get(id)?.match : undefined;
   }
 
   confState(): ConfState {
@@ -369,12 +387,18 @@ export class RaftCore {
    * word was wrong, the replicas that still hear the leader refuse the pre-vote from inside their
    * lease, and the leader's next message makes this replica its follower again. Anything but a
    * follower of `leader` ignores it. Returns whether this replica forgot its leader.
+   *
+   * `delayTicks` replaces the random delay: a host that loses the leader of thousands of groups at
+   * once spreads their campaigns over more ticks, and lets one replica of each group go first.
    */
-  forgetLeader(leader: NodeId): boolean {
+  forgetLeader(leader: NodeId, delayTicks?: number): boolean {
     if (this.#role !== RaftRole.Follower || this.#lead !== leader || leader === this.id) return false;
     this.#lead = undefined;
     this.#electionElapsed = 0;
-    this.#randomizedElectionTimeout = 1 + this.#random.nextInt(Math.max(1, this.#cfg.electionTicks >> 1));
+    this.#randomizedElectionTimeout =
+      delayTicks === undefined
+        ? 1 + this.#random.nextInt(Math.max(1, this.#cfg.electionTicks >> 1))
+        : Math.max(1, Math.floor(delayTicks));
     this.#quickElection = true;
     return true;
   }
@@ -749,6 +773,7 @@ export class RaftCore {
     this.#grantedResponses = 0;
     this.#lead = undefined;
     this.#role = RaftRole.PreCandidate;
+    this.#preVotes++;
   }
 
   #becomeCandidate(): void {
@@ -764,6 +789,7 @@ export class RaftCore {
     this.#reset(this.#term);
     this.#lead = this.id;
     this.#role = RaftRole.Leader;
+    this.#electionsWon++;
     const self = this.#progress.get(this.id);
     if (self !== undefined) {
       // Our own match comes from our durable self-acknowledgements only (see advance()).

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
+import { silentLogger } from '../logging/logger.ts';
+import type { MetadataMachine } from '../metadata/metadata-machine.ts';
+import type { QueueRecord } from '../metadata/types.ts';
+import { Fixture } from '../router/test-support.ts';
+import type { QueueReplicaOpsHost } from './queue-replica-ops.ts';
+import { QueueReplicaOperations, REBALANCE_BATCH, REBALANCE_PAUSE_MS } from './queue-replica-ops.ts';
+
+const NODES = ['id-1', 'id-2', 'id-3'];
+
+/** Three members and `count` queues with a replica on each, all led by id-2 (id-1 just came back). */
+function metadataWithQueues(count: number): MetadataMachine {
+  const f = new Fixture();
+  for (const [i, id] of NODES.entries()) {
+    f.run({ type: 'addClusterNode', id, peerId: id, name: `styx-${i + 1}`, address: `10.0.0.${i}:25680` });
+  }
+  for (let i = 0; i < count; i++) {
+    const name = `q${i}`;
+    f.queue(name).run({ type: 'setQueueMembers', vhost: '/', name, groupId: name, members: NODES });
+  }
+  return f.m;
+}
+
+/** When each transfer was asked, and how many were asked but not yet answered at most. */
+interface Asked {
+  readonly at: number[];
+  maxOutstanding: number;
+}
+
+function operations(metadata: MetadataMachine, asked: Asked): QueueReplicaOperations {
+  let outstanding = 0;
+  const host: QueueReplicaOpsHost = {
+    metadata,
+    logger: silentLogger(),
+    cluster: { isDown: () => false },
+    clusterQueues: {
+      membersOf: (record: QueueRecord) => record.members ?? [],
+      handle: () =>
+        ({ leader: 'id-2' }) as ReturnType<NonNullable<QueueReplicaOpsHost['clusterQueues']>['handle']>,
+      status: async () => ({}) as GroupStatus,
+      // A remote leader answers a transfer after a round trip.
+      transferLeadership: async () => {
+        asked.at.push(performance.now());
+        asked.maxOutstanding = Math.max(asked.maxOutstanding, ++outstanding);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        outstanding--;
+      },
+    },
+    leadsMetadata: () => true,
+    runMeta: async () => undefined,
+  };
+  return new QueueReplicaOperations(host);
+}
+
+describe('QueueReplicaOperations.rebalanceQueues', () => {
+  it('moves leaders to a returning member gradually: batches of REBALANCE_BATCH, a pause between', async () => {
+    const metadata = metadataWithQueues(3 * REBALANCE_BATCH);
+    const asked: Asked = { at: [], maxOutstanding: 0 };
+    const transfers = await operations(metadata, asked).rebalanceQueues();
+    // 150 queues led by id-2: a third each to id-1 and id-3.
+    expect(transfers.length).toBe(2 * REBALANCE_BATCH);
+    expect(transfers.filter((t) => t.to === 'id-1').length).toBe(REBALANCE_BATCH);
+    expect(asked.at.length).toBe(transfers.length);
+    expect(asked.maxOutstanding).toBe(REBALANCE_BATCH);
+    const gap = (asked.at[REBALANCE_BATCH] as number) - (asked.at[REBALANCE_BATCH - 1] as number);
+    expect(gap).toBeGreaterThanOrEqual(REBALANCE_PAUSE_MS - 5);
+  });
+
+  it('asks no more transfers once stopped (the node shuts down mid-rebalance)', async () => {
+    const metadata = metadataWithQueues(3 * REBALANCE_BATCH);
+    const asked: Asked = { at: [], maxOutstanding: 0 };
+    const ops = operations(metadata, asked);
+    const done = ops.rebalanceQueues();
+    ops.stop();
+    await done;
+    expect(asked.at.length).toBe(REBALANCE_BATCH);
+  });
+});
