@@ -57,6 +57,22 @@ describe('keyed noise crypto', () => {
     }
   });
 
+  it('answers a list with a list (no copy) and a buffer with one buffer', () => {
+    const k = randomBytes(32);
+    const nonce = randomBytes(12);
+    const ad = randomBytes(32);
+    const plaintext = randomBytes(10_000);
+    const sealed = keyedNoiseCrypto.chaCha20Poly1305Encrypt(chunked(plaintext), nonce, ad, k);
+    expect(sealed).toBeInstanceOf(Uint8ArrayList);
+    const opened = keyedNoiseCrypto.chaCha20Poly1305Decrypt(sealed, nonce, ad, k);
+    expect(opened).toBeInstanceOf(Uint8ArrayList);
+    expect(bytesOf(opened)).toEqual(plaintext);
+    expect(keyedNoiseCrypto.chaCha20Poly1305Encrypt(plaintext, nonce, ad, k)).toBeInstanceOf(Uint8Array);
+    expect(keyedNoiseCrypto.chaCha20Poly1305Decrypt(bytesOf(sealed), nonce, ad, k)).toBeInstanceOf(
+      Uint8Array,
+    );
+  });
+
   it('keeps each key apart: many messages under two keys in turn, each with its own nonce', () => {
     const keys = [randomBytes(32), randomBytes(32)];
     for (let n = 0; n < 20; n++) {

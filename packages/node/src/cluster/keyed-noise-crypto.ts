@@ -18,6 +18,7 @@ import type { KeyObject } from 'node:crypto';
 import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
 import type { ICryptoInterface } from '@chainsafe/libp2p-noise';
 import { defaultCrypto } from '@chainsafe/libp2p-noise/crypto';
+import { Uint8ArrayList } from 'uint8arraylist';
 
 type Bytes = Parameters<ICryptoInterface['chaCha20Poly1305Encrypt']>[0];
 
@@ -38,7 +39,21 @@ function keyObjectOf(k: Uint8Array): KeyObject {
   return key;
 }
 
-function encrypt(plaintext: Bytes, nonce: Uint8Array, ad: Uint8Array, k: Uint8Array): Uint8Array {
+/**
+ * The cipher's output parts: one buffer for a whole input (noise's handshake reads it as one), a
+ * list for a list (no copy: the message stream copies each message into its frame once anyway).
+ */
+function output(input: Bytes, parts: Uint8Array[], byteLength: number): Uint8Array | Uint8ArrayList {
+  if (!(input instanceof Uint8Array)) return new Uint8ArrayList(...parts);
+  return parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts, byteLength);
+}
+
+function encrypt(
+  plaintext: Bytes,
+  nonce: Uint8Array,
+  ad: Uint8Array,
+  k: Uint8Array,
+): Uint8Array | Uint8ArrayList {
   const cipher = createCipheriv(CIPHER, keyObjectOf(k), nonce, { authTagLength: TAG_BYTES });
   cipher.setAAD(ad, { plaintextLength: plaintext.byteLength });
   const parts: Uint8Array[] = [];
@@ -47,10 +62,15 @@ function encrypt(plaintext: Bytes, nonce: Uint8Array, ad: Uint8Array, k: Uint8Ar
   const final = cipher.final(); // a stream cipher: empty, kept for the API's sake
   if (final.byteLength > 0) parts.push(final);
   parts.push(cipher.getAuthTag());
-  return Buffer.concat(parts, plaintext.byteLength + TAG_BYTES);
+  return output(plaintext, parts, plaintext.byteLength + TAG_BYTES);
 }
 
-function decrypt(ciphertext: Bytes, nonce: Uint8Array, ad: Uint8Array, k: Uint8Array): Uint8Array {
+function decrypt(
+  ciphertext: Bytes,
+  nonce: Uint8Array,
+  ad: Uint8Array,
+  k: Uint8Array,
+): Uint8Array | Uint8ArrayList {
   const textLength = ciphertext.byteLength - TAG_BYTES;
   if (textLength < 0) throw new RangeError(`noise ciphertext of ${ciphertext.byteLength} bytes has no tag`);
   const decipher = createDecipheriv(CIPHER, keyObjectOf(k), nonce, { authTagLength: TAG_BYTES });
@@ -62,7 +82,7 @@ function decrypt(ciphertext: Bytes, nonce: Uint8Array, ad: Uint8Array, k: Uint8A
   // Throws when the tag does not authenticate the message (as the default does).
   const final = decipher.final();
   if (final.byteLength > 0) parts.push(final);
-  return parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts, textLength);
+  return output(ciphertext, parts, textLength);
 }
 
 export const keyedNoiseCrypto: ICryptoInterface = {
