@@ -11,6 +11,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONFIG_KEYS } from '@styx/node';
+import { SERVER_NODE_FLAGS } from '@styx/node/server-node-flags';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, REPO_ROOT } from '../support/broker-process.ts';
 import type { Spawned } from '../support/spawned.ts';
@@ -103,6 +104,9 @@ describe('styx on the PATH', () => {
       string,
       unknown
     >;
+    // The launcher execs the node with the broker's node flags (server-node-flags.ts).
+    const cmdline = (await readFile(`/proc/${node.child.pid}/cmdline`, 'utf8')).split('\0');
+    expect(cmdline.slice(1, 1 + SERVER_NODE_FLAGS.length)).toEqual([...SERVER_NODE_FLAGS]);
     expect(file).toMatchObject({
       pid: node.child.pid,
       management_url: `http://127.0.0.1:${managementPort}`,

@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { SERVER_NODE_FLAGS } from '@styx/node/server-node-flags';
 import { BrokerStartError } from './broker.ts';
 import { waitForLoopbackListener } from './free-port.ts';
 
@@ -76,8 +77,11 @@ export async function startStyxNode(
   alsoListensOn?: number,
 ): Promise<StyxNode> {
   const deadline = performance.now() + START_TIMEOUT_MS;
-  // STYX_BENCH_NODE_ARGS: extra node flags for the broker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
-  const nodeArgs = (process.env.STYX_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  // The flags every node runs with (as `bin/styx` gives them), then STYX_BENCH_NODE_ARGS: extra
+  // node flags for the broker (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`; a later V8 flag wins, so
+  // `--max-semi-space-size=64` there overrides the default for an A/B run).
+  const extra = (process.env.STYX_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const nodeArgs = [...SERVER_NODE_FLAGS, ...extra];
   const args = [...nodeArgs, CLI, 'server', ...serverArgs, '--log-format', 'json', '--log-level', 'info'];
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];

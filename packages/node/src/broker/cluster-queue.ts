@@ -47,6 +47,7 @@ import type {
 } from '../queue/types.ts';
 import { queueCommandCodec } from '../storage/queue-command-codec.ts';
 import { HAND_OFF_BEFORE_COMMIT } from '../test-support/test-breaks.ts';
+import { CallDeadlines } from './call-deadlines.ts';
 
 /** How long a command keeps looking for the queue's leader before it fails, ms. */
 export const FORWARD_DEADLINE_MS = 15_000;
@@ -200,6 +201,11 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
   #direct = 0;
   #directTarget: string | undefined = undefined;
   #wakeDrain: (() => void) | undefined = undefined;
+  /**
+   * Deadlines of the commands proposed to the local replica: each waits `CALL_TIMEOUT_MS`, so one
+   * FIFO and one timer serve them all (see call-deadlines.ts), not a timer per publish.
+   */
+  readonly #deadlines = new CallDeadlines(CALL_TIMEOUT_MS);
 
   constructor(record: QueueRecord, deliveryCountHeader: boolean, port: QueueNodePort) {
     this.vhost = record.vhost;
@@ -346,7 +352,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
       if (replica?.isLeader) {
         let result: QueueApplyResult;
         try {
-          result = await runLocal(replica, command);
+          result = await runLocal(this.#deadlines, replica, command);
         } catch (error) {
           if (error instanceof LocalProposalTimeoutError)
             throw new ChannelError(Code.INTERNAL_ERROR, error.message);
@@ -392,7 +398,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
     this.#refreshHorizon(outgoing);
     const replica = this.#port.replica(this.groupId);
     if (replica?.isLeader) {
-      return runLocal(replica, outgoing.command).then(
+      return runLocal(this.#deadlines, replica, outgoing.command).then(
         (result) =>
           result.reply.type === 'outOfOrder'
             ? { error: new PublishOvertookError() }
@@ -574,7 +580,7 @@ export class ClusterQueue implements QueueHandle, DeadLetterTarget {
         // Became leader while the command was being forwarded (rare: the extra coding is fine).
         try {
           if (op === QueueOp.counts) return decode(encodeCounts(replica.counts()));
-          const result = await runLocal(replica, queueCommandCodec.decode(body));
+          const result = await runLocal(this.#deadlines, replica, queueCommandCodec.decode(body));
           const encode = op === QueueOp.command ? encodeCommandAnswer : encodeBinaryAnswer;
           return decode(encode(result.reply, (result as GotApplyResult).message));
         } catch (error) {
@@ -681,19 +687,22 @@ function remoteFailure(error: QueueLinkRemoteError): Error {
  * within `CALL_TIMEOUT_MS` (the proposal itself stays with the replica: it may still commit, which a
  * retry's publish id makes harmless).
  */
-function runLocal(replica: QueueActor, command: QueueCommand): Promise<QueueApplyResult> {
+function runLocal(
+  deadlines: CallDeadlines,
+  replica: QueueActor,
+  command: QueueCommand,
+): Promise<QueueApplyResult> {
   return new Promise<QueueApplyResult>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new LocalProposalTimeoutError(replica.groupId, CALL_TIMEOUT_MS)),
-      CALL_TIMEOUT_MS,
+    const deadline = deadlines.start(() =>
+      reject(new LocalProposalTimeoutError(replica.groupId, CALL_TIMEOUT_MS)),
     );
     replica.run(command).then(
       (result) => {
-        clearTimeout(timer);
+        deadlines.settle(deadline);
         resolve(result);
       },
       (error: unknown) => {
-        clearTimeout(timer);
+        deadlines.settle(deadline);
         reject(error);
       },
     );

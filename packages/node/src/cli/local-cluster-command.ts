@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parse, parseIntegerFlag } from './args.ts';
 import { CLUSTER_SECRET_FILE, ensureSecretFile } from './cluster-flags.ts';
+import { SERVER_NODE_FLAGS } from './server-node-flags.ts';
 
 export const LOCAL_CLUSTER_USAGE = `Usage: styx local-cluster [options]
 
@@ -82,6 +83,7 @@ export async function localClusterCommand(argv: string[]): Promise<number> {
   const stoppingOnTheirOwn = new Set<ChildProcess>();
   const slots: NodeSlot[] = nodes.map((node) => {
     const args = [
+      ...SERVER_NODE_FLAGS,
       MAIN,
       'server',
       '--data-dir',

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { noise } from '@chainsafe/libp2p-noise';
+import { keyedNoiseCrypto } from './keyed-noise-crypto.ts';
 
 /**
  * Domain of the prologue derivation: a secret used elsewhere (an old swarm key file kept for
@@ -29,11 +30,12 @@ export function noisePrologue(swarmKey: Uint8Array): Uint8Array {
  *
  * The crypto is the package's default, which on Node already uses node:crypto for X25519, SHA-256
  * and ChaCha20-Poly1305 above 1,200 bytes, and an AssemblyScript (WASM) ChaCha20-Poly1305 below,
- * where it measured faster than node:crypto's per-call cost; nothing to override. A custom crypto
- * could not cut the socket writes either: the package's message stream adds the length prefix as a
+ * where it measured faster than node:crypto's per-call cost — except that node:crypto's cipher is
+ * given each session key as a key object made once (keyed-noise-crypto.ts), same bytes. A custom
+ * crypto could not cut the socket writes: the package's message stream adds the length prefix as a
  * buffer of its own, so that stream is patched instead to hand the transport one buffer (length,
  * ciphertext, tag) per noise message, same bytes (patches/README.md).
  */
 export function secretBoundNoise(swarmKey: Uint8Array): ReturnType<typeof noise> {
-  return noise({ prologueBytes: noisePrologue(swarmKey) });
+  return noise({ prologueBytes: noisePrologue(swarmKey), crypto: keyedNoiseCrypto });
 }

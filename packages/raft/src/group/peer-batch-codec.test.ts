@@ -85,6 +85,15 @@ describe('peer batch codec', () => {
       quiesce: [],
     };
     expect(decodePeerBatch(encodePeerBatch(big))).toEqual(big);
+    // Its buffer is large, so not zero-filled (wire-buffer.ts): every byte handed out was written.
+    // Garbage memory first, so that a byte left unwritten would show as a difference.
+    for (let i = 0; i < 50; i++) Buffer.allocUnsafeSlow(1 << 18).fill(0xa5);
+    const first = encodePeerBatch(big, 4);
+    for (let i = 0; i < 50; i++) Buffer.allocUnsafeSlow(1 << 18).fill(0x5a);
+    const second = encodePeerBatch(big, 4);
+    expect([...first.subarray(0, 4)]).toEqual([0, 0, 0, 0]);
+    expect(first).toEqual(second);
+    expect(decodePeerBatch(first.subarray(4))).toEqual(big);
   });
 
   it('encodes after headroom left zero, the same bytes as without', () => {
