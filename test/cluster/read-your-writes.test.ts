@@ -114,6 +114,14 @@ describe('a three-node cluster: what one node declared, every node knows at once
         `/api/queues/%2F/ryw.api.b.${i}/bindings`,
       );
       expect(bindings.map((b) => b.source)).toEqual(['']);
+      // A change naming them too: bind on node 3 what node 1 declared a moment ago, purge on node 2.
+      await declarer.assertQueue(`ryw.api.c.${i}`, { durable: false });
+      await cluster.api('n3', `/api/bindings/%2F/e/ryw.api.x.${i}/q/ryw.api.c.${i}`, {
+        method: 'POST',
+        body: JSON.stringify({ routing_key: 'k' }),
+      });
+      await declarer.assertQueue(`ryw.api.p.${i}`, { durable: false });
+      await cluster.api('n2', `/api/queues/%2F/ryw.api.p.${i}/contents`, { method: 'DELETE' });
     }
   }, 120_000);
 

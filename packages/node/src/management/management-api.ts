@@ -266,14 +266,16 @@ export class ManagementApi {
         const access = checkAccess(this.metadata, rule, request.user, request.params, request.query);
         return handler({ ...request, access });
       };
-      return request.method === 'GET' ? this.readYourWrites(key, run) : run();
+      return repeatableAfterNotFound(request.method, key) ? this.readYourWrites(key, run) : run();
     };
   }
 
   /**
-   * A GET answered 404 is asked again once this node caught up with the metadata leader's commit
-   * index (`Broker.catchUpBeforeNotFound`): a vhost, queue, exchange or binding created through
-   * another node a moment ago is found here too. A GET has no effect to repeat.
+   * A request answered 404 is asked again once this node caught up with the metadata leader's
+   * commit index (`Broker.catchUpBeforeNotFound`): a vhost, user, queue, exchange or binding created
+   * through another node a moment ago is found here too — read, bound, purged or deleted. A 404
+   * means the request changed nothing (a name is looked up before anything is proposed, and a
+   * command the metadata machine refuses applies as nothing), so there is no effect to repeat.
    */
   private async readYourWrites(
     key: string,
@@ -662,4 +664,13 @@ function matchPath(path: readonly string[], segments: readonly string[]): string
     else if (part !== segment) return undefined;
   }
   return params;
+}
+
+/**
+ * Whether a request answered 404 may run again after the catch-up (`readYourWrites`): every one
+ * but a definitions import, which applies its items one by one, so a 404 part-way through may
+ * follow changes already made.
+ */
+function repeatableAfterNotFound(method: string, key: string): boolean {
+  return method === 'GET' || !key.startsWith('POST /definitions');
 }

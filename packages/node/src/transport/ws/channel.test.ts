@@ -42,6 +42,8 @@ async function setup() {
     deliveryProperties: (_q: QueueHandle, m: StoredMessage) => m.properties,
     consumerCancelled: () => {},
     isCurrent: () => true,
+    // Every name this fake knows is known here: nothing to catch up on.
+    catchUpForQueue: () => undefined,
     counters: new BrokerCounters(),
   } as unknown as Broker;
   const channel = new Channel(
