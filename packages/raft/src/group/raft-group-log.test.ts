@@ -436,6 +436,10 @@ describe('RaftGroupLog, three voters', () => {
     for (const leader of leaders) await leads(leader);
     await Promise.all(leaders.map((leader) => leader.propose({ add: 1 })));
     await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+    // A follower quiesces when the leader's notice arrives, and applies the commit the notice
+    // carries once its own write of that commit is durable, a moment later (longer under load).
+    const followerMachines = [...nodes.followers.values()].flatMap((pair) => pair.map((f) => f.machine));
+    await eventually(() => followerMachines.every((machine) => machine.state.total === 1));
     return leaders;
   }
 
