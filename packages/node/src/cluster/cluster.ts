@@ -251,6 +251,9 @@ export class Cluster implements BrokerCluster {
     this.#node = parts.node;
     this.#gater = parts.gater;
     this.#transport = parts.transport;
+    // A member whose Raft traffic arrives is running and reaching us, whatever its pings say (they
+    // queue behind that traffic on the same connection): failure-detector.ts, `heardFrom`.
+    parts.transport.onHeardFrom((peer) => this.#detector.heardFrom(peer, monotonicNow()));
     this.#rpc = parts.rpc;
     this.queueLink = parts.queueLink;
     this.#gossip = parts.gossip;

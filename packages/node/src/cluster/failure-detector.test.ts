@@ -49,6 +49,36 @@ describe('FailureDetector', () => {
     expect(d.isSuspected('b')).toBe(false);
   });
 
+  it('forgives missed pings of a member whose Raft traffic keeps arriving, and suspects it once that stops', () => {
+    const { d, events, miss, now } = detector();
+    d.pingAnswered('b', 'inc-1', now());
+    // Its pings time out behind its own traffic, which arrives between them.
+    for (let i = 0; i < 10; i++) {
+      miss('b');
+      d.heardFrom('b', now());
+    }
+    expect(d.isSuspected('b')).toBe(false);
+    expect(events).toEqual([]);
+    // It goes quiet (paused, cut off, gone): two missed pings suspect it as before.
+    miss('b');
+    miss('b');
+    expect(d.isSuspected('b')).toBe(true);
+    expect(events).toEqual([{ type: 'suspected', peer: 'b', reason: 'missed-pings' }]);
+  });
+
+  it('does not recover a suspected member by its traffic: only a ping answer does', () => {
+    const { d, events, miss, now } = detector();
+    miss('b');
+    miss('b');
+    d.heardFrom('b', now());
+    expect(d.isSuspected('b')).toBe(true);
+    d.heardFrom('c', now()); // never pinged: nothing to forgive, no state made up
+    expect(d.isSuspected('c')).toBe(false);
+    d.pingAnswered('b', 'inc-1', now());
+    expect(d.isSuspected('b')).toBe(false);
+    expect(events.map((e) => e.type)).toEqual(['suspected', 'recovered']);
+  });
+
   it('suspects a member whose connection closed at once, once', () => {
     const { d, events, now } = detector();
     d.disconnected('b', now());

@@ -119,6 +119,22 @@ export class FailureDetector {
     if (state.missed >= this.#missedToSuspect) this.#suspect(peer, state, 'missed-pings', now);
   }
 
+  /**
+   * Bytes of `peer`'s own traffic (a Raft batch) arrived now: it runs and reaches this node, so
+   * pings it missed until now are forgiven (its missed count starts again). Why: a ping shares the
+   * connection with that traffic, and behind megabytes of Raft frames from a busy peer (thousands of
+   * groups electing after a member died) it can take longer than its timeout; suspecting such a
+   * peer, and dropping its connection as silent, cut every group's quorum between the two survivors
+   * and fed the very election storm that delayed the ping. It does not recover a suspected peer
+   * (only a ping answer does, with its incarnation), and a peer that stops, is paused or is cut off
+   * sends nothing, so it is suspected after its missed pings as before.
+   */
+  heardFrom(peer: string, now: number): void {
+    this.#checkStall(now);
+    const state = this.#peers.get(peer);
+    if (state !== undefined) state.missed = 0;
+  }
+
   /** Every connection to `peer` closed: suspected at once (it is re-dialled and pinged). */
   disconnected(peer: string, now: number): void {
     this.#checkStall(now);

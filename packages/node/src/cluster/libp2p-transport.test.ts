@@ -196,6 +196,9 @@ describe('Libp2pTransport admission and robustness', () => {
     const [a, b, c] = await local.startMesh(3);
     if (a === undefined || b === undefined || c === undefined) throw new Error('no nodes');
     const atA = received(a);
+    // Liveness evidence for the failure detector: only a sound batch counts, as its proven sender.
+    const heardAtA: string[] = [];
+    a.transport.onHeardFrom((peer) => heardAtA.push(peer));
     // b's regular stream is open and delivering.
     await b.transport.send(a.nodeId, batch(b.nodeId, 1));
     await vi.waitFor(() => expect(atA.length).toBe(1), WAIT);
@@ -222,6 +225,7 @@ describe('Libp2pTransport admission and robustness', () => {
 
     expect(warnings(a, 'malformed raft frame').length).toBe(3);
     expect(atA.length).toBe(1);
+    expect(heardAtA).toEqual([b.nodeId]);
     // The connection and the other streams are untouched.
     await b.transport.send(a.nodeId, batch(b.nodeId, 2));
     await c.transport.send(a.nodeId, batch(c.nodeId, 3));
@@ -229,6 +233,7 @@ describe('Libp2pTransport admission and robustness', () => {
       () => expect(atA.map((x) => x.messages[0]?.message.commit).sort()).toEqual([1, 2, 3]),
       WAIT,
     );
+    expect([...new Set(heardAtA)].sort()).toEqual([b.nodeId, c.nodeId].sort());
   });
 
   it('reconnects on a later send: a peer without an address, then a peer that restarted elsewhere', async () => {

@@ -138,6 +138,7 @@ export class Libp2pTransport implements Transport {
   /** Aborts the dials and drains in progress at close. */
   readonly #closing = new AbortController();
   #receive: ((batch: PeerBatch) => void) | undefined;
+  #heardFrom: ((peer: string) => void) | undefined;
   #peerDown: ((peer: string) => void) | undefined;
   #closed = false;
   #writes = 0;
@@ -255,6 +256,11 @@ export class Libp2pTransport implements Transport {
 
   onReceive(handler: (batch: PeerBatch) => void): void {
     this.#receive = handler;
+  }
+
+  /** `handler(peer)` runs for every sound Raft batch received from `peer` (liveness evidence). */
+  onHeardFrom(handler: (peer: string) => void): void {
+    this.#heardFrom = handler;
   }
 
   /**
@@ -440,6 +446,7 @@ export class Libp2pTransport implements Transport {
         failure = error;
       }
       // The batches before a bad frame are sound: deliver them, then drop the stream.
+      if (batches.length > 0 && !this.#closed) this.#heardFrom?.(peer);
       for (const batch of batches) {
         if (!this.#closed) this.#receive?.(batch);
       }
