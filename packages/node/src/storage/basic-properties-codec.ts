@@ -9,7 +9,7 @@
  */
 import type { BasicProperties } from '@styx/client/wire';
 import { decodeProperties, encodePropertiesOnce, rememberPropertiesEncoding } from '@styx/client/wire';
-import { sameBytes } from './binary.ts';
+import { sameBytes, sameBytesAt } from './binary.ts';
 import { StoredBytesCorruptedError } from './errors.ts';
 
 /** Property bytes longer than this are decoded every time (comparing them would cost about as much). */
@@ -33,13 +33,7 @@ const NO_PROPERTIES: BasicProperties = {};
  */
 export function decodeBasicPropertiesAt(bytes: Uint8Array, start: number, end: number): BasicProperties {
   if (end === start) return NO_PROPERTIES;
-  const last = lastBytes;
-  const length = last.byteLength;
-  if (end - start === length) {
-    let i = 0;
-    while (i < length && bytes[start + i] === last[i]) i++;
-    if (i === length) return lastDecoded;
-  }
+  if (sameBytesAt(bytes, start, end, lastBytes)) return lastDecoded;
   return decodeBasicProperties(bytes.subarray(start, end));
 }
 

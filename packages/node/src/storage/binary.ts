@@ -72,6 +72,17 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
+/**
+ * Whether `bytes[start, end)` holds exactly `kept`, compared in place (no view of the field made):
+ * how a decoder recognises a field that repeats the last one it decoded.
+ */
+export function sameBytesAt(bytes: Uint8Array, start: number, end: number, kept: Uint8Array): boolean {
+  const length = kept.byteLength;
+  if (end - start !== length) return false;
+  for (let i = 0; i < length; i++) if (bytes[start + i] !== kept[i]) return false;
+  return true;
+}
+
 /** Text of a field that mostly repeats (repeated-text.ts `RepeatedText`). */
 export interface RepeatedField {
   decodeAt(bytes: Uint8Array, start: number, end: number): string;

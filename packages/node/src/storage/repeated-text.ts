@@ -6,7 +6,7 @@
  * again (~1 µs per delivery on the consumer's node, issue 28); the string kept here has its hash
  * cached by V8, and no string is made for a repeat.
  */
-import { sameBytes } from './binary.ts';
+import { sameBytes, sameBytesAt } from './binary.ts';
 
 /** Decodes `bytes[start, end)` as text. */
 export type TextDecode = (bytes: Uint8Array, start: number, end: number) => string;
@@ -37,13 +37,7 @@ export class RepeatedText {
 
   /** `bytes[start, end)` as text, compared in place (no view of the field made for a repeat). */
   decodeAt(bytes: Uint8Array, start: number, end: number): string {
-    const kept = this.#bytes;
-    const length = kept.byteLength;
-    if (end - start === length) {
-      let i = 0;
-      while (i < length && bytes[start + i] === kept[i]) i++;
-      if (i === length) return this.#text;
-    }
+    if (sameBytesAt(bytes, start, end, this.#bytes)) return this.#text;
     return this.#decoded(bytes, start, end);
   }
 

@@ -8,6 +8,7 @@
  * Sharing is safe because a decoded properties object is never modified (properties-encoding.ts).
  */
 import type { BasicProperties } from '@styx/client/wire';
+import { sameBytesAt } from '../../storage/binary.ts';
 
 /** Longest property bytes remembered: longer ones (large headers) are decoded every time. */
 export const PROPERTIES_MEMO_MAX_BYTES = 256;
@@ -24,13 +25,7 @@ export class PropertiesMemo {
   /** The remembered properties if `buf[start, end)` are exactly their bytes, else undefined. */
   lookup(buf: Buffer, start: number, end: number): KnownProperties | undefined {
     const last = this.last;
-    if (last === undefined) return undefined;
-    const bytes = last.bytes;
-    const n = bytes.length;
-    if (end - start !== n) return undefined;
-    // A loop, not Buffer.compare: for a few bytes the native call costs more than it saves.
-    for (let i = 0; i < n; i++) if (bytes[i] !== buf[start + i]) return undefined;
-    return last;
+    return last !== undefined && sameBytesAt(buf, start, end, last.bytes) ? last : undefined;
   }
 
   /**
