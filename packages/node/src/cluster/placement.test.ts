@@ -342,6 +342,25 @@ describe('rebalanceLeaders', () => {
     expect(rebalanceLeaders({ members, assignment })).toEqual([]);
   });
 
+  it('plans a node back from a crash among 10,000 queues: it gets its third, nothing moves twice', () => {
+    // What the metadata leader plans when a node of 3 returns: every queue led by the other two.
+    const members = ['a', 'b', 'c'].map((id) => ({ id }));
+    const assignment = new Map<string, QueuePlacement>();
+    for (let i = 0; i < 10_000; i++) {
+      assignment.set(`q${String(i).padStart(5, '0')}`, {
+        replicas: ['a', 'b', 'c'],
+        leader: i % 3 === 0 ? 'c' : 'b',
+      });
+    }
+    const transfers = rebalanceLeaders({ members, assignment });
+    expect(new Set(transfers.map((t) => t.queueKey)).size).toBe(transfers.length);
+    for (const t of transfers) expect(t.to).toBe('a');
+    expect([...leaderCounts(members, applyTransfers(assignment, transfers)).values()].sort()).toEqual([
+      3333, 3333, 3334,
+    ]);
+    expect(transfers).toHaveLength(3333);
+  });
+
   it('converges to the most even leaders the replicas allow, over random assignments', () => {
     for (let seed = 1; seed <= RUNS; seed++) {
       const r = rng(seed * 7919);
