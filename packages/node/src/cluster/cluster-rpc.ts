@@ -4,6 +4,7 @@ import { PeerUnreachableError } from '@styx/raft';
 import type { Logger } from '../logging/logger.ts';
 import type { ClusterGater } from './connection-gater.ts';
 import { ClusterError, FrameTooLargeError } from './errors.ts';
+import { lagTolerantTimeout } from './lag-tolerant-timeout.ts';
 import { nodeMultiaddr, peerMultiaddr } from './peer-address.ts';
 import type { PeerVersions, UnknownMessage } from './protocol-version.ts';
 import { fixedVersions, receivedUnknown, UnknownMessageLog } from './protocol-version.ts';
@@ -364,7 +365,25 @@ export class ClusterRpc {
       throw new FrameTooLargeError(request.byteLength, this.#maxMessageBytes);
     }
     const timeout = timeoutMs ?? this.#timeoutMs;
-    const signal = AbortSignal.any([AbortSignal.timeout(timeout), this.#closing.signal]);
+    // Lag-tolerant: a busy moment of this process does not count against the peer (see there).
+    const deadline = lagTolerantTimeout(timeout);
+    try {
+      return await this.#callWithin(target, address, allowance, kind, request, timeout, deadline.signal);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async #callWithin(
+    target: string,
+    address: Multiaddr,
+    allowance: Parameters<ClusterGater['allowOutbound']>[0],
+    kind: string,
+    request: Uint8Array,
+    timeout: number,
+    deadline: AbortSignal,
+  ): Promise<{ peerId: string; response: Uint8Array }> {
+    const signal = AbortSignal.any([deadline, this.#closing.signal]);
     let connection: Connection;
     let stream: Stream;
     const release = this.#gater?.allowOutbound(allowance);
