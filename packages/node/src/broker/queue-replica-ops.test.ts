@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { GroupStatus } from '../cluster/queue-rpc-codec.ts';
 import { silentLogger } from '../logging/logger.ts';
 import type { MetadataMachine } from '../metadata/metadata-machine.ts';
@@ -26,28 +26,42 @@ function metadataWithQueues(count: number): MetadataMachine {
 interface Asked {
   readonly at: number[];
   maxOutstanding: number;
+  /** The queues asked, in order (when the test wants them). */
+  readonly names?: string[];
 }
 
-function operations(metadata: MetadataMachine, asked: Asked): QueueReplicaOperations {
+interface Cluster {
+  /** Each queue's leader: id-2 for all at first; a transfer moves it once answered. */
+  readonly leaders: Map<string, string>;
+  leadsMetadata: boolean;
+}
+
+function operations(metadata: MetadataMachine, asked: Asked, cluster?: Cluster): QueueReplicaOperations {
   let outstanding = 0;
+  const leaders = cluster?.leaders ?? new Map<string, string>();
   const host: QueueReplicaOpsHost = {
     metadata,
     logger: silentLogger(),
     cluster: { isDown: () => false },
     clusterQueues: {
       membersOf: (record: QueueRecord) => record.members ?? [],
-      handle: () =>
-        ({ leader: 'id-2' }) as ReturnType<NonNullable<QueueReplicaOpsHost['clusterQueues']>['handle']>,
+      handle: (record: QueueRecord) =>
+        ({ leader: leaders.get(record.name) ?? 'id-2' }) as ReturnType<
+          NonNullable<QueueReplicaOpsHost['clusterQueues']>['handle']
+        >,
       status: async () => ({}) as GroupStatus,
-      // A remote leader answers a transfer after a round trip.
-      transferLeadership: async () => {
+      // A remote leader answers a transfer after a round trip (the new leader known from then on
+      // when the test keeps leaders).
+      transferLeadership: async (record: QueueRecord, to: string) => {
         asked.at.push(performance.now());
+        asked.names?.push(record.name);
         asked.maxOutstanding = Math.max(asked.maxOutstanding, ++outstanding);
         await new Promise((resolve) => setTimeout(resolve, 5));
         outstanding--;
+        if (cluster !== undefined) leaders.set(record.name, to);
       },
     },
-    leadsMetadata: () => true,
+    leadsMetadata: () => cluster?.leadsMetadata ?? true,
     runMeta: async () => undefined,
   };
   return new QueueReplicaOperations(host);
@@ -75,5 +89,47 @@ describe('QueueReplicaOperations.rebalanceQueues', () => {
     ops.stop();
     await done;
     expect(asked.at.length).toBe(REBALANCE_BATCH);
+  });
+
+  it('runs one rebalance at a time: one asked meanwhile plans after it and moves nothing twice', async () => {
+    const metadata = metadataWithQueues(3 * REBALANCE_BATCH);
+    const asked: Asked = { at: [], maxOutstanding: 0, names: [] };
+    const ops = operations(metadata, asked, { leaders: new Map(), leadsMetadata: true });
+    const [first, second] = await Promise.all([ops.rebalanceQueues(), ops.rebalanceQueues()]);
+    expect(first.length).toBe(2 * REBALANCE_BATCH);
+    expect(second).toEqual([]);
+    expect(new Set(asked.names).size).toBe(asked.names?.length);
+  });
+
+  it('skips a transfer whose queue another node or an election moved meanwhile', async () => {
+    const metadata = metadataWithQueues(3 * REBALANCE_BATCH);
+    const asked: Asked = { at: [], maxOutstanding: 0, names: [] };
+    const cluster: Cluster = { leaders: new Map(), leadsMetadata: true };
+    const done = operations(metadata, asked, cluster).rebalanceQueues();
+    // While the first batch is answered, every queue not asked yet gets a leader by election.
+    await vi.waitFor(() => expect(asked.names?.length).toBe(REBALANCE_BATCH));
+    for (let i = 0; i < 3 * REBALANCE_BATCH; i++) {
+      if (!asked.names?.includes(`q${i}`)) cluster.leaders.set(`q${i}`, 'id-3');
+    }
+    const transfers = await done;
+    expect(transfers.length).toBe(REBALANCE_BATCH);
+    expect(asked.names?.length).toBe(REBALANCE_BATCH);
+  });
+
+  it("stops the metadata leader's own rebalance once it no longer leads the metadata group", async () => {
+    vi.useFakeTimers();
+    try {
+      const metadata = metadataWithQueues(3 * REBALANCE_BATCH);
+      const asked: Asked = { at: [], maxOutstanding: 0, names: [] };
+      const cluster: Cluster = { leaders: new Map(), leadsMetadata: true };
+      operations(metadata, asked, cluster).scheduleRebalance();
+      await vi.advanceTimersByTimeAsync(10_000 + 10);
+      expect(asked.names?.length).toBe(REBALANCE_BATCH);
+      cluster.leadsMetadata = false;
+      await vi.advanceTimersByTimeAsync(5 * REBALANCE_PAUSE_MS);
+      expect(asked.names?.length).toBe(REBALANCE_BATCH);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
