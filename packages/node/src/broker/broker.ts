@@ -55,6 +55,7 @@ import { LocalQueueDirectory } from './local-queue-directory.ts';
 import { MetadataCatchUp } from './metadata-catch-up.ts';
 import { NodeListeners } from './node-listeners.ts';
 import { NodeMaintenance } from './node-maintenance.ts';
+import { PlacementLoad } from './placement-load.ts';
 import { QueueActors } from './queue-actors.ts';
 import { QueueBrowser } from './queue-browse.ts';
 import { QueueChecks } from './queue-checks.ts';
@@ -198,6 +199,8 @@ export class Broker {
   readonly queueBrowser: QueueBrowser;
   /** The operators' verbs on queue replicas (`styx ctl add_member`, `grow`, `rebalance`...). */
   readonly replicaOps: QueueReplicaOperations;
+  /** Members' replica and leader counts for placing new queues (see placement-load.ts). */
+  private readonly placementLoad: PlacementLoad;
   /** Maintenance mode here (`styx ctl drain` / `revive`): leaderships handed over, clients refused. */
   readonly maintenance: NodeMaintenance;
   /** Every member's client connections, listed and closed by operators (connection-directory.ts). */
@@ -344,6 +347,7 @@ export class Broker {
       leadsMetadata: () => this.metaGroup?.role === 'leader',
       runMeta: (command) => this.runMeta(command),
     });
+    this.placementLoad = new PlacementLoad(() => this.replicaOps.memberLoad());
     this.queueChecks = new QueueChecks({
       selfId: this.nodeId(),
       selfName: this.nodeName,
@@ -815,13 +819,13 @@ export class Broker {
     const cluster = this.cluster;
     const members = this.metadata.clusterNodes().map((n) => ({ id: n.id, online: !cluster?.isDown(n.id) }));
     if (!members.some((m) => m.id === self)) members.push({ id: self, online: true });
-    const assignment = this.replicaOps.assignment();
     let replicas: readonly string[];
     try {
       replicas = placeReplicas({
         queue: { vhost, name },
         members,
-        assignment,
+        assignment: new Map(),
+        load: this.placementLoad.current(),
         ...(size === undefined ? {} : { size }),
       }).replicas;
     } catch (error) {
@@ -829,7 +833,9 @@ export class Broker {
         throw new ChannelError(Code.PRECONDITION_FAILED, error.message);
       throw error;
     }
-    return [self, ...replicas.filter((id) => id !== self)].slice(0, replicas.length);
+    const placed = [self, ...replicas.filter((id) => id !== self)].slice(0, replicas.length);
+    this.placementLoad.placed(placed, self);
+    return placed;
   }
 
   async deleteQueue(session: Session, name: string, ifUnused: boolean, ifEmpty: boolean): Promise<number> {
