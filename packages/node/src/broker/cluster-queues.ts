@@ -171,6 +171,9 @@ export function ownerNodeName(owner: string): string {
   return colon < 0 ? connection : connection.slice(0, colon);
 }
 
+/** A transfer's answer when its target does not hold the leader's whole log yet (not asked). */
+const TRANSFER_TARGET_BEHIND = Uint8Array.of(0);
+
 export class ClusterQueues {
   readonly selfId: string;
   readonly #host: ClusterQueuesHost;
@@ -576,8 +579,7 @@ export class ClusterQueues {
       case QueueOp.transfer: {
         const to = decodeText(body, 'transfer target');
         this.#leading(group);
-        this.#groups.get(group)?.transferLeadership(to);
-        return EMPTY;
+        return this.#transferLocally(group, to) ? EMPTY : TRANSFER_TARGET_BEHIND;
       }
       default:
         throw new QueueLinkFrameError(`unknown queue op ${op}`);
@@ -678,23 +680,35 @@ export class ClusterQueues {
     throw lastError;
   }
 
-  /** Ask the group's leader to hand its leadership to `to` (one of its voters). */
-  async transferLeadership(record: QueueRecord, to: string): Promise<void> {
+  /**
+   * Ask the group's leader to hand its leadership to `to` (one of its voters). Resolves false when
+   * the leader did not ask because `to` does not hold its whole log yet (see
+   * `RaftGroupLog.caughtUp`): ask again once it has caught up. A leader of an earlier version
+   * always asks (its answer is empty).
+   */
+  async transferLeadership(record: QueueRecord, to: string): Promise<boolean> {
     const actor = this.#host.replica(record.groupId);
-    if (actor?.isLeader) {
-      this.#groups.get(record.groupId)?.transferLeadership(to);
-      return;
-    }
+    if (actor?.isLeader) return this.#transferLocally(record.groupId, to);
     const leader = this.handle(record).leader;
     if (leader === undefined || leader === this.selfId)
       throw new Error(`queue '${record.name}' has no known leader`);
-    await this.#cluster.queueLink.call(
+    const answer = await this.#cluster.queueLink.call(
       leader,
       QueueOp.transfer,
       record.groupId,
       new TextEncoder().encode(to),
       5_000,
     );
+    return answer.byteLength === 0;
+  }
+
+  /** Ask the group led here to move to `to` if `to` holds its whole log; whether it was asked. */
+  #transferLocally(groupId: string, to: string): boolean {
+    const group = this.#groups.get(groupId);
+    if (group === undefined) return true; // not a Raft group of this node's: nothing to move
+    if (!group.caughtUp(to)) return false;
+    group.transferLeadership(to);
+    return true;
   }
 
   /** A forwarded command run on the leader here, its answer (or NOT_LEADER) for the caller. */

@@ -34,6 +34,8 @@ interface Cluster {
   /** Each queue's leader: id-2 for all at first; a transfer moves it once answered. */
   readonly leaders: Map<string, string>;
   leadsMetadata: boolean;
+  /** Members whose replicas do not hold their leaders' whole logs yet: transfers to them are refused. */
+  behind?: Set<string>;
 }
 
 function operations(metadata: MetadataMachine, asked: Asked, cluster?: Cluster): QueueReplicaOperations {
@@ -58,7 +60,9 @@ function operations(metadata: MetadataMachine, asked: Asked, cluster?: Cluster):
         asked.maxOutstanding = Math.max(asked.maxOutstanding, ++outstanding);
         await new Promise((resolve) => setTimeout(resolve, 5));
         outstanding--;
+        if (cluster?.behind?.has(to) === true) return false;
         if (cluster !== undefined) leaders.set(record.name, to);
+        return true;
       },
     },
     leadsMetadata: () => cluster?.leadsMetadata ?? true,
@@ -128,6 +132,26 @@ describe('QueueReplicaOperations.rebalanceQueues', () => {
       cluster.leadsMetadata = false;
       await vi.advanceTimersByTimeAsync(5 * REBALANCE_PAUSE_MS);
       expect(asked.names?.length).toBe(REBALANCE_BATCH);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('rebalances again later for transfers refused while their target was catching up', async () => {
+    vi.useFakeTimers();
+    try {
+      const metadata = metadataWithQueues(3 * REBALANCE_BATCH);
+      const asked: Asked = { at: [], maxOutstanding: 0, names: [] };
+      const cluster: Cluster = { leaders: new Map(), leadsMetadata: true, behind: new Set(['id-1']) };
+      operations(metadata, asked, cluster).scheduleRebalance();
+      await vi.advanceTimersByTimeAsync(10_000 + 5 * REBALANCE_PAUSE_MS);
+      const led = (id: string): number => [...cluster.leaders.values()].filter((l) => l === id).length;
+      expect(led('id-3')).toBe(REBALANCE_BATCH);
+      expect(led('id-1')).toBe(0);
+      cluster.behind?.clear(); // id-1 caught up
+      await vi.advanceTimersByTimeAsync(10_000 + 5 * REBALANCE_PAUSE_MS);
+      expect(led('id-1')).toBe(REBALANCE_BATCH);
+      expect(led('id-3')).toBe(REBALANCE_BATCH);
     } finally {
       vi.useRealTimers();
     }

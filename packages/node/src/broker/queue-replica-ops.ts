@@ -52,6 +52,8 @@ const REBALANCE_DELAY_MS = 10_000;
 export const REBALANCE_BATCH = 50;
 /** Pause between two batches of a rebalance, ms (3,000 moves take about 12 s). */
 export const REBALANCE_PAUSE_MS = 200;
+/** Rebalances in a row run again for transfers whose target was still catching up (about 5 min). */
+export const REBALANCE_FOLLOW_UPS = 30;
 
 /** What the replica operations need of their broker. */
 export interface QueueReplicaOpsHost {
@@ -78,6 +80,8 @@ function notClustered(): ChannelError {
 export class QueueReplicaOperations {
   readonly #host: QueueReplicaOpsHost;
   #rebalanceTimer: NodeJS.Timeout | undefined;
+  /** Rebalances scheduled again in a row for transfers whose target was catching up. */
+  #followUps = 0;
   /** The rebalance running on this node, if any (see `rebalanceQueues`). */
   #rebalancing: Promise<readonly LeaderTransfer[]> | undefined;
   #stopped = false;
@@ -208,13 +212,14 @@ export class QueueReplicaOperations {
       .map((n) => ({ id: n.id, online: !cluster.isDown(n.id) && !metadata.isNodeDrained(n.id) }));
     const transfers = rebalanceLeaders({ members, assignment: this.assignment() });
     const asked: LeaderTransfer[] = [];
+    let behind = 0;
     const ask = async (transfer: LeaderTransfer): Promise<void> => {
       const { vhost, name } = parseQueueKey(transfer.queueKey);
       const record = metadata.queue(vhost, name);
       if (record === undefined || clusterQueues.handle(record).leader !== transfer.from) return;
-      asked.push(transfer);
       try {
-        await clusterQueues.transferLeadership(record, transfer.to);
+        if (await clusterQueues.transferLeadership(record, transfer.to)) asked.push(transfer);
+        else behind++;
       } catch (err) {
         this.#host.logger.warn({ err, queue: name, vhost }, 'leadership transfer not asked');
       }
@@ -230,14 +235,35 @@ export class QueueReplicaOperations {
       }
       await Promise.all(transfers.slice(i, i + REBALANCE_BATCH).map(ask));
     }
+    if (behind > 0) this.#followUp(behind);
     return asked;
+  }
+
+  /**
+   * `behind` transfers were not asked because their target does not hold the leader's whole log yet
+   * (a node back from a crash catches its groups up gradually): the metadata leader rebalances again
+   * later, at most REBALANCE_FOLLOW_UPS times in a row.
+   */
+  #followUp(behind: number): void {
+    if (this.#followUps >= REBALANCE_FOLLOW_UPS) {
+      this.#host.logger.warn(
+        { behind },
+        'queue leader rebalance left transfers whose target is still catching up; run rebalance again later',
+      );
+      return;
+    }
+    this.#followUps++;
+    this.#host.logger.info({ behind }, 'queue leader transfers wait for their target to catch up');
+    this.scheduleRebalance(true);
   }
 
   /**
    * After a member joins or comes back, the metadata leader evens out queue leaders (once things
    * settle: a restarted node first catches its replicas up, and a flapping one moves nothing).
    */
-  scheduleRebalance(): void {
+  scheduleRebalance(followUp = false): void {
+    // A member joined or came back: a fresh series of follow-ups.
+    if (!followUp) this.#followUps = 0;
     if (this.#rebalanceTimer !== undefined || !this.#host.leadsMetadata()) return;
     this.#rebalanceTimer = setTimeout(() => {
       this.#rebalanceTimer = undefined;

@@ -482,6 +482,22 @@ describe('RaftGroupLog, three voters', () => {
     expect(leaders.every((leader) => leader.role === 'leader')).toBe(true);
   });
 
+  it("says whether a member holds the leader's whole log (caughtUp), for a transfer that would block proposals", async () => {
+    const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
+    await leader.open(new CounterMachine());
+    await leads(leader);
+    await leader.propose({ add: 1 });
+    await eventually(() => leader.caughtUp('n2') && leader.caughtUp('n3'));
+    nodes.hub.setFilter((from, to) => from !== 'n3' && to !== 'n3');
+    await leader.propose({ add: 2 });
+    expect(leader.caughtUp('n2')).toBe(true);
+    expect(leader.caughtUp('n3')).toBe(false);
+    nodes.hub.setFilter(undefined);
+    await eventually(() => leader.caughtUp('n3'));
+    const follower = nodes.followers.get('g')?.[0]?.log as CounterLog;
+    expect(follower.caughtUp('n3')).toBe(false); // only a leader knows
+  });
+
   it('catches up a follower that missed entries, from a snapshot once the leader compacted', async () => {
     const leader = nodes.create<CounterCommand, CounterResult>('g', { codec: counterCodec, clock });
     const machine = new CounterMachine();

@@ -260,6 +260,18 @@ export class RaftGroupLog<C, R> implements ReplicatedLog<C, R> {
   }
 
   /**
+   * Whether this replica leads and member `to` is known to hold every entry of its log. A transfer
+   * to such a member completes at once; to one that lags, the leader first catches it up and drops
+   * every proposal meanwhile (as etcd-raft does), for up to an election timeout: moving thousands
+   * of leaders to a node still catching up after a restart made those queues unwritable.
+   */
+  caughtUp(to: NodeId): boolean {
+    if (this.#state !== 'open') return false;
+    const core = (this.#replica as GroupReplica<C, R>).core;
+    return core.matchOf(to) === core.lastIndex;
+  }
+
+  /**
    * Resolves once this replica has applied every entry committed before the call, as the group's
    * leader confirmed it: afterwards the local machine reflects every write acknowledged anywhere
    * before the call. Rejects with `BarrierTimeoutError` after `timeoutMs` without a leader's answer.
