@@ -76,8 +76,17 @@ interface Scrape {
 
 /** One scrape of a node's aggregated `/metrics`. */
 async function scrape(node: StyxClusterNode): Promise<Scrape> {
+  return scrapeWithin(node, 30_000);
+}
+
+/** `scrape`, giving up after `timeoutMs`. */
+async function scrapeWithin(node: StyxClusterNode, timeoutMs: number): Promise<Scrape> {
+  const started = performance.now();
   const response = await fetch(`http://127.0.0.1:${node.managementPort}/metrics`, {
-    signal: AbortSignal.timeout(30_000),
+    signal: AbortSignal.timeout(timeoutMs),
+  }).catch((err: unknown) => {
+    const ms = Math.round(performance.now() - started);
+    throw new Error(`${node.name} /metrics: ${(err as Error).message} (after ${ms} ms)`, { cause: err });
   });
   if (!response.ok) throw new Error(`${node.name} /metrics answered ${response.status}`);
   const values = new Map<string, number>();
@@ -320,8 +329,19 @@ async function main(): Promise<void> {
     await waitFor(
       `${first.name} leading ${Math.round(BALANCED_SHARE * 100)} % of its share`,
       async () => {
-        led1 = (await scrape(back)).led;
+        // A node catching up 10,000 groups may answer /metrics late: a failed poll is reported and
+        // the next one tried, and the phase's own deadline decides.
+        const polled = await scrapeWithin(back, 10_000).catch((err: unknown) => {
+          log(`${first.name} /metrics not read (${(err as Error).message}); polling on`);
+          return undefined;
+        });
+        if (polled === undefined) return false;
         balancedMs = Math.round(performance.now() - restartAt);
+        if (polled.led !== led1)
+          log(
+            `${first.name} leads ${polled.led} queues (${balancedMs} ms after its restart; ${rounds} publish rounds done)`,
+          );
+        led1 = polled.led;
         return led1 >= BALANCED_SHARE * share;
       },
       LEADER_POLL_MS,

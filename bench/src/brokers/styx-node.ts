@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SERVER_NODE_FLAGS } from '@styx/node/server-node-flags';
@@ -85,7 +86,15 @@ export async function startStyxNode(
   const args = [...nodeArgs, CLI, 'server', ...serverArgs, '--log-format', 'json', '--log-level', 'info'];
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
+  // STYX_BENCH_LOG_DIR: every line the node prints also goes to `<dir>/<name>.log` (appended), for
+  // reading what a cluster did during a case (suspicions, elections) after the bench ends.
+  const logDir = process.env.STYX_BENCH_LOG_DIR;
+  const logFile =
+    logDir === undefined || logDir === ''
+      ? undefined
+      : createWriteStream(join(logDir, `${name}.log`), { flags: 'a' });
   const keep = (line: string): void => {
+    logFile?.write(`${line}\n`);
     logs.push(line);
     if (logs.length > KEPT_LOG_LINES) logs.shift();
   };
@@ -95,6 +104,7 @@ export async function startStyxNode(
   const exited = new Promise<void>((done) =>
     child.once('close', () => {
       running.delete(child);
+      logFile?.end();
       done();
     }),
   );
