@@ -960,13 +960,25 @@ export class Broker {
 
   /**
    * A new exchange, binding or queue may give waiting dead-letter hand-offs somewhere to go: wake
-   * every queue of `vhost` that has some (they otherwise retry within 5 s).
+   * every queue of `vhost` that has some (they otherwise retry within 5 s). Once per turn and vhost,
+   * however many changes applied in it: a look at every queue for each of a burst of declares made
+   * declaring 10,000 queues slower the more there were.
    */
   private wakeDeadLetters(vhost: string): void {
-    const byName = this.actors.ofVhost(vhost);
-    if (byName === undefined) return;
-    for (const actor of byName.values()) if (actor.hasPendingDeadLetters()) actor.wakeDeadLetters();
+    if (this.deadLetterWakes.size === 0) setImmediate(this.runDeadLetterWakes);
+    this.deadLetterWakes.add(vhost);
   }
+
+  private readonly deadLetterWakes = new Set<string>();
+
+  private readonly runDeadLetterWakes = (): void => {
+    for (const vhost of this.deadLetterWakes) {
+      const byName = this.actors.ofVhost(vhost);
+      if (byName === undefined) continue;
+      for (const actor of byName.values()) if (actor.hasPendingDeadLetters()) actor.wakeDeadLetters();
+    }
+    this.deadLetterWakes.clear();
+  };
 
   // ------------------------------------------------------------------------------ publishing
 
