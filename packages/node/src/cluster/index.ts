@@ -49,6 +49,8 @@ export {
 export type { NodeIdentity } from './node-identity.ts';
 export { loadNodeIdentity, NODE_KEY_FILE } from './node-identity.ts';
 export { nodeMultiaddr, peerMultiaddr } from './peer-address.ts';
+export type { Assignment, LeaderTransfer } from './placement.ts';
+export { rebalanceLeaders } from './placement.ts';
 export type { BatchedOutcome, BatchedSend } from './queue-batch-codec.ts';
 export { decodeBatch, encodeBatchAnswer } from './queue-batch-codec.ts';
 export type { QueueLinkHandler, QueueLinkOptions } from './queue-link.ts';
