@@ -473,7 +473,10 @@ export class RaftHost {
       if (replica === undefined) continue; // not (or no longer) open here; Raft retries
       this.#guard(replica, () => {
         replica.core.step(message);
-        if (replica.quiesced && this.#wakes(replica, message)) this.#wake(replica);
+        if (replica.quiesced && this.#wakes(replica, message)) {
+          if (this.#answersInTurn(replica, message)) this.#queueTurn(replica, 'answer');
+          else this.#wake(replica);
+        }
         this.#markDirty(replica);
       });
     }
@@ -496,6 +499,26 @@ export class RaftHost {
    * pre-votes, heartbeats the newcomer into following it. (A leader really gone is reported down by
    * the transport, which wakes its followers: see `Transport.onPeerDown`.)
    */
+  /**
+   * Whether quiesced leader `replica`, woken by `m`, wakes in its turn rather than at once: a vote
+   * request from a member (its lease ignored it). A node restarting with thousands of replicas
+   * sends thousands of pre-votes within seconds; waking every leader at once had them all
+   * heartbeating every tick on two cores, heartbeats late, leaders deposed by check-quorum and the
+   * restarted node winning their elections (failover-storm's return phase at 10,000 queues). In
+   * turns (campaignsPerTick a tick, as `#peerUp`'s catch-ups), the newcomer's replicas pre-vote in
+   * vain a little longer and follow once their leader's heartbeat reaches them.
+   */
+  #answersInTurn(replica: HostedReplica, m: Message): boolean {
+    return (
+      replica.core.role === RaftRole.Leader && (m.type === MessageType.PreVote || m.type === MessageType.Vote)
+    );
+  }
+
+  #queueTurn(replica: HostedReplica, turn: Turn): void {
+    this.#turns.push({ replica, turn });
+    this.#startTimer();
+  }
+
   #wakes(replica: HostedReplica, m: Message): boolean {
     const core = replica.core;
     if (core.role === RaftRole.Leader)
@@ -585,6 +608,7 @@ export class RaftHost {
    *   leader's quiesce notice quiesced it — waking it then would undo the leader's quiescence;
    * - 'catchUp': the leader woke and caught its returning peer up meanwhile (quiesced again, or
    *   still ticking), or is no longer the leader;
+   * - 'answer': the leader woke meanwhile (it answers with its next heartbeat), or no longer leads;
    * - 'campaign', 'wait': the replica heard from a new leader, or campaigns already.
    */
   #turnDue(replica: HostedReplica, turn: Turn): boolean {
@@ -594,6 +618,8 @@ export class RaftHost {
         return !replica.quiesced && !this.#active.has(replica);
       case 'catchUp':
         return replica.quiesced && core.role === RaftRole.Leader && !replica.canQuiesce(this.#isDown);
+      case 'answer':
+        return replica.quiesced && core.role === RaftRole.Leader;
       default:
         return core.lead === undefined && core.role === RaftRole.Follower;
     }
@@ -736,9 +762,10 @@ export class RaftHost {
 /**
  * Why a replica waits in `#turns`: after its leader went down, to campaign at once ('campaign') or
  * to start its election timer ('wait'); opened, to start ticking ('start'); a leader, to catch up
- * a peer heard from again ('catchUp').
+ * a peer heard from again ('catchUp') or to answer a member's vote request with its heartbeat
+ * ('answer').
  */
-type Turn = 'campaign' | 'wait' | 'start' | 'catchUp';
+type Turn = 'campaign' | 'wait' | 'start' | 'catchUp' | 'answer';
 
 function noop(): void {}
 
