@@ -5,7 +5,12 @@ import { isConnectionError, ReplyCode } from '@styx/client/wire';
 import type { Clock, EntryMeta, RaftGroupLog, ReplicatedLog, StateMachine } from '@styx/raft';
 import { InMemoryLog, NotLeaderError, systemClock } from '@styx/raft';
 import { QUEUE_FOUNDERS_FLAG } from '../cluster/feature-flags.ts';
-import { INITIAL_GROUP_SIZE_ARG, placeReplicas, QuorumGroupSizeError } from '../cluster/placement.ts';
+import {
+  countLoad,
+  INITIAL_GROUP_SIZE_ARG,
+  placeReplicas,
+  QuorumGroupSizeError,
+} from '../cluster/placement.ts';
 import { accessRefused, ChannelError, Code, ConnectionError, notFound } from '../errors/amqp-error.ts';
 import type { Logger } from '../logging/logger.ts';
 import { metadataCommandCodec } from '../metadata/command-codec.ts';
@@ -347,7 +352,7 @@ export class Broker {
       leadsMetadata: () => this.metaGroup?.role === 'leader',
       runMeta: (command) => this.runMeta(command),
     });
-    this.placementLoad = new PlacementLoad(() => this.replicaOps.memberLoad());
+    this.placementLoad = new PlacementLoad(() => countLoad(this.replicaOps.assignment()));
     this.queueChecks = new QueueChecks({
       selfId: this.nodeId(),
       selfName: this.nodeName,
@@ -824,7 +829,6 @@ export class Broker {
       replicas = placeReplicas({
         queue: { vhost, name },
         members,
-        assignment: new Map(),
         load: this.placementLoad.current(),
         ...(size === undefined ? {} : { size }),
       }).replicas;

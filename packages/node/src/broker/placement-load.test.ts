@@ -28,7 +28,7 @@ describe('PlacementLoad', () => {
       const queue = { vhost: '/', name: `q${i}` };
       const size = 1 + (i % 5);
       const counted = placeReplicas({ queue, members, assignment, size });
-      const kept = placeReplicas({ queue, members, assignment: new Map(), load: load.current(0), size });
+      const kept = placeReplicas({ queue, members, load: load.current(0), size });
       expect(kept).toEqual(counted);
       load.placed(kept.replicas, kept.leader);
       assignment.set(queueKey(queue), { replicas: kept.replicas, leader: kept.leader });

@@ -23,7 +23,7 @@ export class PlacementLoad {
   #load: Map<NodeId, MemberLoad> | undefined;
   #countedAt = 0;
 
-  /** `count`: every member's load, counted over every queue (the expensive part). */
+  /** `count`: every member's load, counted over every queue (`countLoad`: the expensive part). */
   constructor(count: () => Map<NodeId, MemberLoad>, maxAgeMs = PLACEMENT_LOAD_MAX_AGE_MS) {
     this.#count = count;
     this.#maxAgeMs = maxAgeMs;

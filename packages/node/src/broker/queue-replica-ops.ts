@@ -5,13 +5,7 @@
  * commands (`setQueueMembers`); each node then starts or drops its replicas as they apply
  * (ClusterQueues). On a node alone every verb refuses: its queues have one replica each.
  */
-import type {
-  Assignment,
-  GrowStrategy,
-  LeaderTransfer,
-  MemberLoad,
-  QueueSelector,
-} from '../cluster/placement.ts';
+import type { Assignment, GrowStrategy, LeaderTransfer, QueueSelector } from '../cluster/placement.ts';
 import {
   DEFAULT_QUORUM_GROUP_SIZE,
   growPlan,
@@ -277,35 +271,6 @@ export class QueueReplicaOperations {
       );
     }, REBALANCE_DELAY_MS);
     this.#rebalanceTimer.unref();
-  }
-
-  /**
-   * The replicas and leaders each member holds over every replicated queue, leaders as this node
-   * knows them: what `assignment()` would count, without building it.
-   */
-  memberLoad(): Map<string, MemberLoad> {
-    const load = new Map<string, MemberLoad>();
-    const clusterQueues = this.#host.clusterQueues;
-    if (clusterQueues === undefined) return load;
-    const of = (id: string): MemberLoad => {
-      let l = load.get(id);
-      if (l === undefined) {
-        l = { replicas: 0, leaders: 0 };
-        load.set(id, l);
-      }
-      return l;
-    };
-    for (const record of this.#host.metadata.queues()) {
-      const members = record.members;
-      if (members === undefined || !record.durable || record.exclusiveOwner !== undefined) continue;
-      for (let i = 0; i < members.length; i++) {
-        const id = members[i] as string;
-        if (members.indexOf(id) === i) of(id).replicas++;
-      }
-      const leader = clusterQueues.handle(record).leader;
-      if (leader !== undefined) of(leader).leaders++;
-    }
-    return load;
   }
 
   /** The placement of every replicated queue, leaders as this node knows them. */

@@ -120,12 +120,13 @@ export interface PlaceReplicasInput {
   /**
    * The current placement of the other queues; an entry for `queue` itself is ignored, so placing
    * a queue again gives the same answer. Replicas and leaders on non-members are not counted.
+   * Read only when `load` is absent (one of the two is needed; absent both, nothing is counted).
    */
-  readonly assignment: Assignment;
+  readonly assignment?: Assignment;
   /**
-   * The replicas and leaders each member holds, counted by the caller (members absent count 0):
-   * when given, `assignment` is not read. A broker placing thousands of queues keeps these counts
-   * rather than building the whole assignment for each declare.
+   * The replicas and leaders each member holds (`countLoad` of an assignment, kept by the caller;
+   * members absent count 0). A broker placing thousands of queues keeps these counts rather than
+   * building the whole assignment for each declare.
    */
   readonly load?: ReadonlyMap<NodeId, MemberLoad>;
   /** The declare's `x-quorum-initial-group-size`: an integer >= 1 (else `QuorumGroupSizeError`). */
@@ -173,7 +174,7 @@ export function placeReplicas(input: PlaceReplicasInput): ReplicaPlacement {
   checkMembers(members);
   const key = queueKey(queue);
   const wanted = Math.min(input.size ?? defaultSize, members.length);
-  const load = input.load ?? countLoad(members, input.assignment, key);
+  const load = input.load ?? countLoad(input.assignment ?? new Map(), key);
   const candidates = members.map((m, index) => {
     const l = load.get(m.id);
     return {
@@ -459,23 +460,21 @@ function checkMembers(members: readonly PlacementMember[]): void {
   }
 }
 
-/** Replicas and leaders per member, over every queue but `skip`; non-members are not counted. */
-function countLoad(
-  members: readonly PlacementMember[],
-  assignment: Assignment,
-  skip: QueueKey,
-): Map<NodeId, MemberLoad> {
-  const load = new Map(members.map((m) => [m.id, { replicas: 0, leaders: 0 }]));
+/** Replicas (distinct per queue) and leaders per node, over every queue of `assignment` but `skip`. */
+export function countLoad(assignment: Assignment, skip?: QueueKey): Map<NodeId, MemberLoad> {
+  const load = new Map<NodeId, MemberLoad>();
+  const of = (id: NodeId): MemberLoad => {
+    let l = load.get(id);
+    if (l === undefined) {
+      l = { replicas: 0, leaders: 0 };
+      load.set(id, l);
+    }
+    return l;
+  };
   for (const [key, placement] of assignment) {
     if (key === skip) continue;
-    for (const id of new Set(placement.replicas)) {
-      const l = load.get(id);
-      if (l !== undefined) l.replicas++;
-    }
-    if (placement.leader !== undefined) {
-      const l = load.get(placement.leader);
-      if (l !== undefined) l.leaders++;
-    }
+    for (const id of new Set(placement.replicas)) of(id).replicas++;
+    if (placement.leader !== undefined) of(placement.leader).leaders++;
   }
   return load;
 }

@@ -438,19 +438,19 @@ describe('RaftGroupLog, three voters', () => {
   });
 
   /** `count` groups led by n1, each with one entry committed, every host quiesced. */
-  async function groupsLedByN1(count: number): Promise<CounterLog[]> {
+  async function groupsLedByN1(count: number, on: ThreeNodes = nodes): Promise<CounterLog[]> {
     const leaders: CounterLog[] = [];
     for (let i = 0; i < count; i++) {
-      const leader = nodes.create<CounterCommand, CounterResult>(`g${i}`, { codec: counterCodec, clock });
+      const leader = on.create<CounterCommand, CounterResult>(`g${i}`, { codec: counterCodec, clock });
       await leader.open(new CounterMachine());
       leaders.push(leader);
     }
     for (const leader of leaders) await leads(leader);
     await Promise.all(leaders.map((leader) => leader.propose({ add: 1 })));
-    await eventually(() => nodes.hosts.every((host) => host.stats.activeGroups === 0));
+    await eventually(() => on.hosts.every((host) => host.stats.activeGroups === 0));
     // A follower quiesces when the leader's notice arrives, and applies the commit the notice
     // carries once its own write of that commit is durable, a moment later (longer under load).
-    const followerMachines = [...nodes.followers.values()].flatMap((pair) => pair.map((f) => f.machine));
+    const followerMachines = [...on.followers.values()].flatMap((pair) => pair.map((f) => f.machine));
     await eventually(() => followerMachines.every((machine) => machine.state.total === 1));
     return leaders;
   }
@@ -516,15 +516,7 @@ describe('RaftGroupLog, three voters', () => {
     const paced = new ThreeNodes({ n1: 2 });
     try {
       const count = 24;
-      const leaders: CounterLog[] = [];
-      for (let i = 0; i < count; i++) {
-        const leader = paced.create<CounterCommand, CounterResult>(`p${i}`, { codec: counterCodec, clock });
-        await leader.open(new CounterMachine());
-        leaders.push(leader);
-      }
-      for (const leader of leaders) await leads(leader);
-      await Promise.all(leaders.map((leader) => leader.propose({ add: 1 })));
-      await eventually(() => paced.hosts.every((host) => host.stats.activeGroups === 0));
+      const leaders = await groupsLedByN1(count, paced);
       let mostAwake = 0;
       const sampler = setInterval(() => {
         mostAwake = Math.max(mostAwake, paced.host(0).stats.activeGroups);

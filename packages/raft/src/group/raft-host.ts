@@ -295,8 +295,7 @@ export class RaftHost {
       // Ticking from its turn on, campaignsPerTick a tick: a node restarting with 10,000 replicas
       // would otherwise start 10,000 election timers at once, and their pre-votes would wake every
       // leader of the cluster in the same second.
-      this.#turns.push({ replica, turn: 'start' });
-      this.#startTimer();
+      this.#queueTurn(replica, 'start');
     }
     this.#markDirty(replica);
   }
